@@ -1,0 +1,153 @@
+"""Pure builders of Slurm command lines: every function returns an argument list.
+
+Nothing here runs a command or reads Slurm's output (that is :mod:`.parse`), so each builder is
+tested on its own. Values such as job names and paths stay single arguments: no shell ever
+sees them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+
+from elastic_slurm.adapter.hostlist import compress
+
+
+def format_time_limit(limit: timedelta) -> str:
+    """A time limit in Slurm's ``days-hours:minutes:seconds`` form (Slurm rounds up to minutes).
+
+    >>> format_time_limit(timedelta(hours=25, minutes=3, seconds=7))
+    '1-01:03:07'
+    """
+    total = int(limit.total_seconds())
+    if total <= 0:
+        raise ValueError(f"a time limit must be positive, got {limit}")
+    days, rest = divmod(total, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, seconds = divmod(rest, 60)
+    return f"{days}-{hours:02d}:{minutes:02d}:{seconds:02d}"
+
+
+def sbatch(
+    *,
+    nodes: str,
+    time_limit: timedelta,
+    job_name: str,
+    ntasks_per_node: int = 1,
+    comment: str | None = None,
+    output: str | None = None,
+    partition: str | None = None,
+    chdir: str | None = None,
+) -> list[str]:
+    """Submit the batch script given on standard input; sbatch prints ``jobid[;cluster]``.
+
+    ``nodes`` is one count (``"2"``) or a range (``"2-4"``, a moldable start). Every option is
+    passed as its own argument, never through a script directive or a shell.
+    """
+    argv = [
+        "sbatch",
+        "--parsable",
+        f"--nodes={nodes}",
+        f"--ntasks-per-node={ntasks_per_node}",
+        f"--time={format_time_limit(time_limit)}",
+        f"--job-name={job_name}",
+    ]
+    if comment:
+        argv.append(f"--comment={comment}")
+    if output:
+        argv.append(f"--output={output}")
+    if partition:
+        argv.append(f"--partition={partition}")
+    if chdir:
+        argv.append(f"--chdir={chdir}")
+    return argv
+
+
+def squeue_json(job_ids: Sequence[int] = ()) -> list[str]:
+    """All jobs Slurm still knows (or only ``job_ids``), as JSON."""
+    argv = ["squeue", "--json"]
+    if job_ids:
+        argv += ["--jobs", ",".join(str(j) for j in job_ids)]
+    return argv
+
+
+def sinfo_nodes() -> list[str]:
+    """One line per node: ``name|state|cpus`` (state in long form, e.g. ``allocated``)."""
+    return ["sinfo", "--noheader", "--Node", "--format=%N|%T|%c"]
+
+
+def scontrol_show_job(job_id: int) -> list[str]:
+    """One job's record on one line (``Key=Value`` pairs)."""
+    return ["scontrol", "--oneliner", "show", "job", str(job_id)]
+
+
+def shrink_to(job_id: int, keep: Sequence[str]) -> list[str]:
+    """Shrink a running job to exactly the nodes ``keep`` (others go back to Slurm).
+
+    Steps running on the released nodes are killed by Slurm, so the job must have left them.
+    """
+    if not keep:
+        raise ValueError("a job cannot be shrunk to zero nodes; cancel it instead")
+    return ["scontrol", "update", f"JobId={job_id}", f"NodeList={compress(keep)}"]
+
+
+def expander_allocation(
+    job_id: int,
+    count: int,
+    *,
+    immediate_s: int,
+    partition: str | None = None,
+    account: str | None = None,
+    qos: str | None = None,
+) -> list[str]:
+    """Ask for ``count`` more nodes for ``job_id`` as an expander job, waiting ``immediate_s``.
+
+    ``salloc --no-shell`` leaves an allocation without a step (an sbatch job's batch step
+    would make the merge fail); ``--exclusive`` keeps it off the job's own nodes; the
+    expander must share the job's partition, account and QOS. salloc prints
+    ``Granted job allocation E`` on standard error, and withdraws the request itself when it
+    is not granted within ``immediate_s`` seconds.
+    """
+    if count < 1:
+        raise ValueError(f"an expansion adds at least one node, got {count}")
+    argv = [
+        "salloc",
+        "--no-shell",
+        f"--nodes={count}",
+        "--exclusive",
+        f"--dependency=expand:{job_id}",
+        f"--immediate={immediate_s}",
+        f"--job-name=expand:{job_id}",
+    ]
+    if partition:
+        argv.append(f"--partition={partition}")
+    if account:
+        argv.append(f"--account={account}")
+    if qos:
+        argv.append(f"--qos={qos}")
+    return argv
+
+
+def release_expander(expander_id: int) -> list[str]:
+    """Hand the expander's nodes over (first half of the merge): ``NumNodes=0``."""
+    return ["scontrol", "update", f"JobId={expander_id}", "NumNodes=0"]
+
+
+def absorb(job_id: int) -> list[str]:
+    """Take over the nodes released by its expander (second half of the merge)."""
+    return ["scontrol", "update", f"JobId={job_id}", "NumNodes=ALL"]
+
+
+def scancel(*job_ids: int) -> list[str]:
+    """Cancel jobs."""
+    return ["scancel", *(str(j) for j in job_ids)]
+
+
+def scontrol_version() -> list[str]:
+    """Slurm's version (Debian prints ``slurm-wlm 22.05.8``)."""
+    return ["scontrol", "--version"]
+
+
+def squeue_steps(job_id: int) -> list[str]:
+    """The job's running steps, one line each: ``stepid|nodelist``."""
+    return ["squeue", "--steps", f"--jobs={job_id}", "--noheader", "--format=%i|%N"]

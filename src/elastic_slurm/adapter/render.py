@@ -1,0 +1,71 @@
+"""Render an elastic request into what ``sbatch`` receives: options and a script body.
+
+Malleable and evolving jobs run their program through the elastic runtime's launcher
+(``python -m elastic_slurm run``), which restarts or extends the MPI step when the job is
+resized; rigid and moldable jobs run their command as given.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping
+
+from elastic_slurm.adapter import commands
+from elastic_slurm.adapter.tags import ElasticTag
+from elastic_slurm.model.request import ElasticRequest, JobKind
+
+
+def batch_script(
+    req: ElasticRequest, *, python: str, env: Mapping[str, str] | None = None
+) -> str:
+    """The batch script for ``req``; every value is shell-quoted.
+
+    Parameters
+    ----------
+    req
+        The request.
+    python
+        The Python interpreter that has elastic-slurm installed, as seen from the nodes.
+    env
+        Variables exported before the program runs.
+    """
+    lines = ["#!/bin/bash", f"# elastic-slurm: {req.kind.value} job, nodes {_nodes_range(req)}"]
+    for key, value in sorted({**dict(req.extra_env), **(env or {})}.items()):
+        lines.append(f"export {key}={shlex.quote(value)}")
+    if req.kind.resizable:
+        argv = [python, "-m", "elastic_slurm", "run",
+                f"--ntasks-per-node={req.ntasks_per_node}", "--", *req.program]
+    else:
+        argv = list(req.program)
+    lines.append("exec " + shlex.join(argv))
+    return "\n".join(lines) + "\n"
+
+
+def _nodes_range(req: ElasticRequest) -> str:
+    return str(req.nodes_min) if req.nodes_min == req.nodes_max else f"{req.nodes_min}-{req.nodes_max}"
+
+
+def sbatch_argv(
+    req: ElasticRequest, *, output: str | None = None, chdir: str | None = None
+) -> list[str]:
+    """The ``sbatch`` command for ``req``.
+
+    Rigid jobs ask for their size; moldable jobs for their range (Slurm picks the size at
+    start); malleable and evolving jobs for their start size, and carry their range in the
+    elastic tag so the controller can resize them.
+    """
+    if req.kind is JobKind.MOLDABLE:
+        nodes = _nodes_range(req)
+    else:
+        nodes = str(req.initial_nodes)
+    tag = ElasticTag(req.kind, req.nodes_min, req.nodes_max).encode()
+    return commands.sbatch(
+        nodes=nodes,
+        time_limit=req.walltime,
+        job_name=req.job_name,
+        ntasks_per_node=req.ntasks_per_node,
+        comment=tag,
+        output=output,
+        partition=req.partition,
+        chdir=chdir,
+    )

@@ -1,0 +1,1 @@
+"""The ``elastic-slurm`` command line: argparse plus one library call per subcommand."""

@@ -1,0 +1,51 @@
+"""The ``elastic-slurm`` command: parse the arguments, call the library, report errors."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from elastic_slurm import __version__
+from elastic_slurm.cli import cluster, run
+from elastic_slurm.errors import ElasticSlurmError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="elastic-slurm",
+        description="Elastic (moldable, malleable, evolving) MPI jobs on stock Slurm.",
+    )
+    parser.add_argument("--version", action="version", version=f"elastic-slurm {__version__}")
+    parser.add_argument(
+        "--site", default=None, help="site config name or YAML path (default: local)"
+    )
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    cluster.add_parser(sub)
+    run.add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``elastic-slurm`` console script; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.WARNING - 10 * min(args.verbose, 2),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        return int(args.func(args) or 0)
+    except ElasticSlurmError as exc:
+        print(f"elastic-slurm: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("elastic-slurm: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

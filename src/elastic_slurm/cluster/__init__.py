@@ -1,0 +1,6 @@
+"""The local cluster: a real multi-node Slurm cluster on one machine (``elastic-slurm cluster``).
+
+``packages`` installs what is missing, ``network`` builds the bridge and namespaces, ``hosts``
+keeps a managed block in ``/etc/hosts``, ``slurmconf`` renders the configuration, ``processes``
+starts and stops daemons by PID, and ``local`` puts them together.
+"""

@@ -1,0 +1,97 @@
+"""Render the local cluster's ``slurm.conf`` and ``slurmdbd.conf`` (pure functions).
+
+The settings are the working ones of SLURM-FACTS.md: one slurmd per node with per-node spool,
+PID, log and ``TmpFS`` paths (``%n``), ``proctrack/linuxproc``, ``task/none``,
+``select/linear`` (whole nodes; ``cons_tres`` double-books nodes merged into a job), ``sched/backfill`` with ``permit_job_expansion``, ``MpiDefault=pmix``, and
+accounting through slurmdbd (without it Slurm 22.05 allows only one resize per job). Daemons run
+in the foreground and log to standard error, which the cluster sends to one file per daemon.
+"""
+
+from __future__ import annotations
+
+from elastic_slurm.cluster.layout import Layout
+
+
+def render_slurm_conf(layout: Layout, cluster_name: str) -> str:
+    """The text of ``slurm.conf`` for ``layout``."""
+    cfg, head = layout.cfg, layout.head
+    state, run = cfg.state_dir, cfg.run_dir
+    sched = cfg.scheduler
+    names = cfg.node_names(layout.nodes)
+    node_range = names[0] if layout.nodes == 1 else f"{cfg.node_prefix}[1-{layout.nodes}]"
+    lines = [
+        "# Written by `elastic-slurm cluster up`; removed by `elastic-slurm cluster down`.",
+        f"ClusterName={cluster_name}",
+        f"SlurmctldHost={head.hostname}({head.address})",
+        "SlurmUser=root",
+        "SlurmdUser=root",
+        f"SlurmctldPort={cfg.slurmctld_port}",
+        f"SlurmdPort={cfg.slurmd_port}",
+        "AuthType=auth/munge",
+        "CredType=cred/munge",
+        f"AuthInfo=socket={layout.munge_socket}",
+        f"StateSaveLocation={state}/slurmctld",
+        f"SlurmdSpoolDir={state}/slurmd/%n",
+        f"TmpFS={state}/tmp/%n",
+        f"SlurmctldPidFile={run}/slurmctld.pid",
+        f"SlurmdPidFile={run}/slurmd-%n.pid",
+        "SlurmctldDebug=info",
+        "SlurmdDebug=info",
+        "ProctrackType=proctrack/linuxproc",
+        "TaskPlugin=task/none",
+        "JobAcctGatherType=jobacct_gather/none",
+        f"SelectType=select/{cfg.select_type}",
+        *(["SelectTypeParameters=CR_CPU"] if cfg.select_type == "cons_tres" else []),
+        "SchedulerType=sched/backfill",
+        "SchedulerParameters=permit_job_expansion,"
+        f"sched_interval={sched.sched_interval_s},bf_interval={sched.bf_interval_s}",
+        "SlurmdParameters=config_overrides",
+        "MpiDefault=pmix",
+        "AccountingStorageType=accounting_storage/slurmdbd",
+        f"AccountingStorageHost={head.hostname}",
+        f"AccountingStoragePort={cfg.slurmdbd_port}",
+        # with slurmdbd this names the munge socket of connections to it
+        f"AccountingStoragePass={layout.munge_socket}",
+        "ReturnToService=2",
+        "SlurmctldTimeout=30",
+        "SlurmdTimeout=60",
+        "InactiveLimit=0",
+        "KillWait=5",
+        "MinJobAge=600",
+        "MessageTimeout=20",
+        "",
+    ]
+    for host in layout.node_hosts:
+        lines.append(
+            f"NodeName={host.hostname} NodeHostname={host.hostname} NodeAddr={host.address} "
+            f"CPUs={cfg.cpus_per_node} RealMemory={cfg.real_memory_mib} State=UNKNOWN"
+        )
+    lines.append(
+        f"PartitionName={cfg.partition} Nodes={node_range} Default=YES MaxTime=INFINITE "
+        "State=UP OverSubscribe=NO"
+    )
+    return "\n".join(lines) + "\n"
+
+
+def render_slurmdbd_conf(layout: Layout, db_password: str) -> str:
+    """The text of ``slurmdbd.conf`` (to be written with mode 0600)."""
+    cfg, head = layout.cfg, layout.head
+    return "\n".join(
+        [
+            "# Written by `elastic-slurm cluster up`; removed by `elastic-slurm cluster down`.",
+            "AuthType=auth/munge",
+            f"AuthInfo=socket={layout.munge_socket}",
+            f"DbdHost={head.hostname}",
+            f"DbdAddr={head.address}",
+            f"DbdPort={cfg.slurmdbd_port}",
+            "SlurmUser=root",
+            f"PidFile={cfg.run_dir}/slurmdbd.pid",
+            "StorageType=accounting_storage/mysql",
+            "StorageHost=127.0.0.1",
+            f"StoragePort={cfg.mariadb_port}",
+            "StorageUser=slurm",
+            f"StoragePass={db_password}",
+            "StorageLoc=slurm_acct_db",
+            "",
+        ]
+    )

@@ -1,0 +1,113 @@
+"""Find and load a site config; errors name the file and the key.
+
+Precedence, highest first: command-line options (applied by the caller with
+:meth:`pydantic.BaseModel.model_copy`), ``ELASTIC_SLURM_*`` environment variables (only
+``ELASTIC_SLURM_SITE_DIR`` today, which adds a directory to search), the site YAML, and the
+defaults of :mod:`elastic_slurm.config.schema`.
+"""
+
+from __future__ import annotations
+
+import os
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from elastic_slurm.config.schema import SiteConfig
+from elastic_slurm.errors import ConfigError
+
+DEFAULT_SITE = "local"
+
+
+def site_config_dirs() -> list[Path]:
+    """Directories searched for ``<site>.yaml``, in order.
+
+    ``$ELASTIC_SLURM_SITE_DIR`` first, then the source tree's ``site_configs/`` (a checkout),
+    then the copy packaged in the wheel.
+    """
+    dirs: list[Path] = []
+    env = os.environ.get("ELASTIC_SLURM_SITE_DIR")
+    if env:
+        dirs.append(Path(env))
+    checkout = Path(__file__).resolve().parents[3] / "site_configs"
+    if checkout.is_dir():
+        dirs.append(checkout)
+    packaged = Path(str(resources.files("elastic_slurm"))) / "_site_configs"
+    if packaged.is_dir():
+        dirs.append(packaged)
+    return dirs
+
+
+def _find(site: str) -> Path:
+    candidate = Path(site)
+    if candidate.suffix in (".yaml", ".yml") or os.sep in site:
+        if not candidate.is_file():
+            raise ConfigError(f"site config file {candidate} does not exist")
+        return candidate
+    searched = site_config_dirs()
+    for d in searched:
+        for suffix in (".yaml", ".yml"):
+            p = d / f"{site}{suffix}"
+            if p.is_file():
+                return p
+    known = sorted({p.stem for d in searched for p in d.glob("*.y*ml")})
+    raise ConfigError(
+        f"no site config named {site!r} in {', '.join(map(str, searched)) or '(no directory)'}; "
+        f"known sites: {', '.join(known) or 'none'}; or pass a path to a YAML file"
+    )
+
+
+def _format_errors(path: Path, exc: ValidationError) -> str:
+    lines = []
+    for err in exc.errors():
+        key = ".".join(str(x) for x in err["loc"]) or "(top level)"
+        lines.append(f"{path}: {key}: {err['msg']}")
+    return "\n".join(lines)
+
+
+def load_site(site: str | None = None) -> SiteConfig:
+    """Load and validate a site config by name (``local``) or path (``./mysite.yaml``).
+
+    Parameters
+    ----------
+    site
+        A name searched in :func:`site_config_dirs`, or a path; ``None`` for ``local``.
+
+    Returns
+    -------
+    SiteConfig
+        Frozen and validated; for a site with ``local_cluster`` and no ``slurm_conf``, the
+        ``slurm_conf`` is the one the local cluster writes.
+
+    Raises
+    ------
+    ConfigError
+        The file is missing, is not YAML, is not a mapping, or a key is wrong; the message
+        names the file and the key (``local.yaml: local_cluster.nodes: ...``).
+    """
+    path = _find(site or DEFAULT_SITE)
+    try:
+        raw: Any = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: expected a mapping of keys at the top level, got "
+                          f"{type(raw).__name__}")
+    raw.setdefault("name", path.stem)
+    raw["source"] = str(path)
+    try:
+        cfg = SiteConfig.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(_format_errors(path, exc)) from exc
+    if cfg.local_cluster is not None and cfg.slurm_conf is None:
+        cfg = cfg.model_copy(
+            update={"slurm_conf": cfg.local_cluster.state_dir / "etc" / "slurm.conf"}
+        )
+    if cfg.local_cluster is not None and cfg.partition is None:
+        cfg = cfg.model_copy(update={"partition": cfg.local_cluster.partition})
+    return cfg

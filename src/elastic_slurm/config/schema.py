@@ -1,0 +1,136 @@
+"""The schema of a site config, as frozen pydantic models; units are in the field names."""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class NetworkConfig(_Frozen):
+    """The private network of the local cluster: a bridge and one address per host.
+
+    The head (slurmctld, slurmdbd, MariaDB) takes the second address of ``subnet``, the bridge
+    the first, node ``i`` (1-based) the address ``node_address_offset + i``.
+    """
+
+    bridge: str = Field("esbr0", max_length=15, pattern=r"^[A-Za-z0-9_-]+$")
+    subnet: ipaddress.IPv4Network = ipaddress.IPv4Network("10.77.0.0/24")
+    node_address_offset: int = Field(10, ge=2)
+    netns_prefix: str = Field("es-", max_length=6, pattern=r"^[a-z0-9-]+$")
+
+    @model_validator(mode="after")
+    def _private(self) -> NetworkConfig:
+        if not self.subnet.is_private:
+            raise ValueError(f"subnet {self.subnet} is not a private range; nothing may leave "
+                             "the machine, so use 10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16")
+        return self
+
+
+class SchedulerConfig(_Frozen):
+    """Slurm scheduler timing of the local cluster (seconds)."""
+
+    sched_interval_s: int = Field(2, ge=1)
+    bf_interval_s: int = Field(2, ge=1)
+
+
+class LocalClusterConfig(_Frozen):
+    """The local cluster: N slurmd nodes on this machine, each in its own namespaces.
+
+    Paths are absolute. ``state_dir`` holds configuration, spool and database and is removed
+    by ``cluster down``; ``run_dir`` holds sockets and PID files.
+
+    ``select_type`` is ``linear`` (whole nodes) by default: with ``select/cons_tres``, Slurm
+    22.05 leaves the CPUs of nodes merged into a job by an expand dependency unaccounted
+    (``CPUAlloc=0``), and schedules other jobs onto them (seen here; see the README).
+    """
+
+    nodes: int = Field(4, ge=1, le=64)
+    cpus_per_node: int = Field(1, ge=1)
+    real_memory_mib: int = Field(1024, ge=64)
+    node_prefix: str = Field("n", pattern=r"^[a-z][a-z0-9]*$", max_length=8)
+    head_hostname: str = Field("eshead", pattern=r"^[a-z][a-z0-9-]*$")
+    partition: str = Field("debug", pattern=r"^[A-Za-z0-9_-]+$")
+    state_dir: Path = Path("/var/lib/elastic-slurm/local")
+    run_dir: Path = Path("/run/elastic-slurm/local")
+    slurmctld_port: int = Field(6817, ge=1024, le=65535)
+    slurmd_port: int = Field(6818, ge=1024, le=65535)
+    slurmdbd_port: int = Field(6819, ge=1024, le=65535)
+    mariadb_port: int = Field(13306, ge=1024, le=65535)
+    select_type: Literal["linear", "cons_tres"] = "linear"
+    packages: tuple[str, ...] = (
+        "slurm-wlm",
+        "slurmdbd",
+        "munge",
+        "mariadb-server",
+        "openmpi-bin",
+        "libopenmpi-dev",
+        "libpmix-dev",
+        "iproute2",
+    )
+    network: NetworkConfig = NetworkConfig()
+    scheduler: SchedulerConfig = SchedulerConfig()
+    start_timeout_s: float = Field(60.0, gt=0)
+
+    @model_validator(mode="after")
+    def _fits(self) -> LocalClusterConfig:
+        hosts = self.network.subnet.num_addresses - 2
+        if self.network.node_address_offset + self.nodes > hosts:
+            raise ValueError(
+                f"{self.nodes} nodes do not fit in {self.network.subnet} from offset "
+                f"{self.network.node_address_offset}: use a larger subnet or fewer nodes"
+            )
+        for p in (self.state_dir, self.run_dir):
+            if not p.is_absolute():
+                raise ValueError(f"{p} must be an absolute path")
+        return self
+
+    def node_names(self, count: int | None = None) -> tuple[str, ...]:
+        """Node names ``n1..nN`` for ``count`` nodes (default: ``nodes``)."""
+        return tuple(f"{self.node_prefix}{i}" for i in range(1, (count or self.nodes) + 1))
+
+
+class PolicyConfig(_Frozen):
+    """The controller's policy: a registry name and its options (validated by the policy)."""
+
+    name: str = "pending_first"
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class ControllerConfig(_Frozen):
+    """How the controller observes and acts (seconds)."""
+
+    poll_interval_s: float = Field(0.5, gt=0)
+    resize_timeout_s: float = Field(120.0, gt=0)
+    grant_timeout_s: int = Field(30, ge=1)
+    policy: PolicyConfig = PolicyConfig()
+
+
+class TransportConfig(_Frozen):
+    """How Slurm commands reach the cluster (``local``: a subprocess on this machine)."""
+
+    kind: Literal["local"] = "local"
+    command_timeout_s: float = Field(30.0, gt=0)
+
+
+class SiteConfig(_Frozen):
+    """One site: where its Slurm is, how to reach it, and how elastic jobs behave there.
+
+    ``local_cluster`` is set only for the embedded local cluster that
+    ``elastic-slurm cluster up`` builds on this machine.
+    """
+
+    name: str
+    cluster_name: str = "elastic"
+    partition: str | None = None
+    slurm_conf: Path | None = None
+    transport: TransportConfig = TransportConfig()
+    controller: ControllerConfig = ControllerConfig()
+    local_cluster: LocalClusterConfig | None = None
+    source: str = ""  # the file this config came from (set by the loader)

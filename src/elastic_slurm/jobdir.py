@@ -1,0 +1,141 @@
+"""A job's directory on the shared filesystem: the channel between controller and job.
+
+Layout of ``<workdir>/.elastic-slurm/job-<id>/``::
+
+    orders/000001.json            written by the controller (ResizeOrder)
+    acks/000001.vacated.json      written by the job's launcher (shrink: nodes left)
+    acks/000001.done.json         written by the job (or ``.failed.json``)
+    restart.json                  the application asks its launcher for a restart
+    checkpoint/                   distributed arrays and state across a restart
+    events.jsonl                  the job's own log of what it did, one JSON object a line
+
+Every file is written to a temporary name and renamed, so a reader never sees half a file. The
+directory lives with the job (its working directory), so it works wherever the job's files
+are shared between nodes, and it needs no server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from elastic_slurm.model.resize_order import AckStatus, ResizeAck, ResizeOrder
+
+SUBDIR = ".elastic-slurm"
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write ``data`` as JSON to ``path`` through a temporary file and a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=1))
+    os.replace(tmp, path)
+
+
+def _read_json(path: Path) -> Any | None:
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+
+
+class JobDir:
+    """The channel directory of one job.
+
+    Parameters
+    ----------
+    path
+        The directory (created on first write).
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+
+    @classmethod
+    def for_job(cls, workdir: str | Path, job_id: int) -> JobDir:
+        """The directory of job ``job_id`` submitted from ``workdir``."""
+        return cls(Path(workdir) / SUBDIR / f"job-{job_id}")
+
+    def __repr__(self) -> str:
+        return f"JobDir({str(self.path)!r})"
+
+    @property
+    def checkpoint(self) -> Path:
+        """Where distributed data and state are kept across a restart."""
+        return self.path / "checkpoint"
+
+    # ------------------------------------------------------------------ orders
+    def order_path(self, seq: int) -> Path:
+        """The file of order ``seq``."""
+        return self.path / "orders" / f"{seq:06d}.json"
+
+    def write_order(self, order: ResizeOrder) -> None:
+        """Publish an order (the job sees it at its next resize point)."""
+        write_json_atomic(self.order_path(order.seq), order.to_json())
+
+    def read_order(self, seq: int) -> ResizeOrder | None:
+        """Order ``seq`` if it was issued."""
+        data = _read_json(self.order_path(seq))
+        return ResizeOrder.from_json(data) if data is not None else None
+
+    def last_order_seq(self) -> int:
+        """The highest order number issued so far (0 if none)."""
+        orders = self.path / "orders"
+        if not orders.is_dir():
+            return 0
+        seqs = [int(p.stem) for p in orders.glob("*.json") if p.stem.isdigit()]
+        return max(seqs, default=0)
+
+    # ------------------------------------------------------------------ acks
+    def ack_path(self, seq: int, status: AckStatus) -> Path:
+        """The file of the ``status`` acknowledgement of order ``seq``."""
+        return self.path / "acks" / f"{seq:06d}.{status.value}.json"
+
+    def write_ack(self, ack: ResizeAck) -> None:
+        """Publish an acknowledgement."""
+        write_json_atomic(self.ack_path(ack.seq, ack.status), ack.to_json())
+
+    def read_ack(self, seq: int, status: AckStatus) -> ResizeAck | None:
+        """The ``status`` acknowledgement of order ``seq``, if written."""
+        data = _read_json(self.ack_path(seq, status))
+        return ResizeAck.from_json(data) if data is not None else None
+
+    def final_ack(self, seq: int) -> ResizeAck | None:
+        """The ``done`` or ``failed`` acknowledgement of order ``seq``, if written."""
+        return self.read_ack(seq, AckStatus.DONE) or self.read_ack(seq, AckStatus.FAILED)
+
+    # ------------------------------------------------------------------ restart requests
+    @property
+    def restart_path(self) -> Path:
+        """Written by the application when it exits to be restarted at another size."""
+        return self.path / "restart.json"
+
+    def request_restart(self, request: dict[str, Any]) -> None:
+        """Record the application's restart request (rank 0, before the ranks exit)."""
+        write_json_atomic(self.restart_path, request)
+
+    def take_restart(self) -> dict[str, Any] | None:
+        """Read and remove the restart request, if any (the launcher, after mpirun exits)."""
+        data = _read_json(self.restart_path)
+        if data is not None:
+            self.restart_path.unlink()
+        return data
+
+    # ------------------------------------------------------------------ events
+    def log_event(self, event: str, **fields: Any) -> None:
+        """Append one event to ``events.jsonl`` (``t`` is added: seconds since the epoch)."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        line = json.dumps({"t": time.time(), "event": event, **fields})
+        with open(self.path / "events.jsonl", "a", encoding="utf-8") as fh:
+            fh.write(line + "\n")
+
+    def events(self) -> list[dict[str, Any]]:
+        """All events logged so far, in order."""
+        try:
+            text = (self.path / "events.jsonl").read_text()
+        except FileNotFoundError:
+            return []
+        return [json.loads(line) for line in text.splitlines() if line.strip()]

@@ -1,0 +1,106 @@
+"""What a user asks for: an elastic request (Feitelson's job kinds, a node range, a time limit)."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from elastic_slurm.errors import InvalidRequest
+
+
+class JobKind(enum.StrEnum):
+    """Feitelson's taxonomy of parallel jobs by who decides their size, and when.
+
+    rigid: the user, at submission. moldable: the scheduler, once, at start. malleable: the
+    resource manager, while the job runs. evolving: the application, while it runs.
+    """
+
+    RIGID = "rigid"
+    MOLDABLE = "moldable"
+    MALLEABLE = "malleable"
+    EVOLVING = "evolving"
+
+    @property
+    def resizable(self) -> bool:
+        """True for kinds whose size changes while they run (malleable, evolving)."""
+        return self in (JobKind.MALLEABLE, JobKind.EVOLVING)
+
+
+@dataclass(frozen=True)
+class ElasticRequest:
+    """A job to submit, with how it may change size.
+
+    Parameters
+    ----------
+    program
+        The command to run, as an argument list (``("examples/heat2d.py", "--n", "2048")``).
+        For malleable and evolving jobs it is an mpi4py program run through the elastic
+        runtime; for rigid and moldable jobs any command.
+    kind
+        Who decides the size, and when (:class:`JobKind`).
+    nodes_min, nodes_max
+        The node range, in nodes, ``1 <= nodes_min <= nodes_max``. Rigid jobs have
+        ``nodes_min == nodes_max``.
+    nodes_start
+        For malleable and evolving jobs, the size (nodes) the job is submitted at; it then grows
+        or shrinks within the range. Defaults to ``nodes_min``.
+    walltime
+        The time limit (``sbatch --time``).
+    ntasks_per_node
+        MPI ranks per node (``--ntasks-per-node``); ranks = nodes x ntasks_per_node.
+    job_name
+        ``sbatch --job-name``.
+    partition
+        ``sbatch --partition``; ``None`` for the cluster's default.
+
+    Raises
+    ------
+    InvalidRequest
+        For an impossible range (``nodes_min < 1``, ``nodes_min > nodes_max``, a rigid job with a
+        range, a start size outside the range), an empty program or a non-positive time limit.
+    """
+
+    program: tuple[str, ...]
+    kind: JobKind = JobKind.RIGID
+    nodes_min: int = 1
+    nodes_max: int = 1
+    nodes_start: int | None = None
+    walltime: timedelta = timedelta(minutes=30)
+    ntasks_per_node: int = 1
+    job_name: str = "elastic"
+    partition: str | None = None
+    extra_env: tuple[tuple[str, str], ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        if not self.program:
+            raise InvalidRequest("the job has no program to run: give a command")
+        if self.nodes_min < 1:
+            raise InvalidRequest(f"nodes_min must be at least 1, got {self.nodes_min}")
+        if self.nodes_min > self.nodes_max:
+            raise InvalidRequest(
+                f"impossible node range {self.nodes_min}-{self.nodes_max}: the minimum "
+                f"({self.nodes_min}) is larger than the maximum ({self.nodes_max}); "
+                "swap them or use --nodes=MIN-MAX with MIN <= MAX"
+            )
+        if self.kind is JobKind.RIGID and self.nodes_min != self.nodes_max:
+            raise InvalidRequest(
+                f"a rigid job has one size, got the range {self.nodes_min}-{self.nodes_max}: "
+                "give one node count, or choose the moldable, malleable or evolving kind"
+            )
+        if self.nodes_start is not None and not (
+            self.nodes_min <= self.nodes_start <= self.nodes_max
+        ):
+            raise InvalidRequest(
+                f"start size {self.nodes_start} is outside the node range "
+                f"{self.nodes_min}-{self.nodes_max}"
+            )
+        if self.ntasks_per_node < 1:
+            raise InvalidRequest(f"ntasks_per_node must be at least 1, got {self.ntasks_per_node}")
+        if self.walltime <= timedelta(0):
+            raise InvalidRequest(f"the time limit must be positive, got {self.walltime}")
+
+    @property
+    def initial_nodes(self) -> int:
+        """Nodes asked of Slurm at submission (the start size, or the minimum)."""
+        return self.nodes_start if self.nodes_start is not None else self.nodes_min

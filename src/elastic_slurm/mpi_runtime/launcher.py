@@ -1,0 +1,233 @@
+"""``elastic-slurm run APP [ARGS]``: run an elastic MPI application inside its Slurm job.
+
+The launcher runs in the job's batch step, on the batch host. It starts the application with
+Open MPI's ``mpirun`` on the job's current nodes, set up so that the application can spawn ranks
+onto nodes Slurm adds later (our :mod:`.rsh_agent`, no tree spawn, daemons kept in Slurm steps;
+SLURM-FACTS.md). When the application leaves for a restart at another size (it checkpointed
+and wrote ``restart.json``), the launcher:
+
+* for a shrink, checks that no step of the job runs on the leaving nodes any more, reports them
+  vacated, and waits until Slurm shows the job on the nodes it keeps (the controller gives the
+  others back meanwhile);
+* for an expansion, reads the job's nodes from Slurm (already grown);
+
+then refreshes the job's Slurm environment and starts the next generation, which resumes from
+the checkpoint. If Slurm does not shrink the job within the resize timeout, the application is
+restarted on the nodes it still has and the order is reported failed: nothing is lost.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from elastic_slurm import envvars
+from elastic_slurm.adapter.slurm_cli import SlurmCLI
+from elastic_slurm.adapter.transport.local import LocalTransport
+from elastic_slurm.errors import ElasticSlurmError
+from elastic_slurm.jobdir import JobDir
+from elastic_slurm.model.resize_order import AckStatus, ResizeAck
+from elastic_slurm.mpi_runtime.slurm_env import resized_env
+from elastic_slurm.waiting import DeadlineExceeded, wait_for
+
+log = logging.getLogger(__name__)
+
+
+def program_argv(program: Sequence[str], python: str = sys.executable) -> list[str]:
+    """The command for the ranks: Python scripts run with ``python``, anything else as is.
+
+    >>> program_argv(["app.py", "-n", "3"], python="/venv/bin/python")
+    ['/venv/bin/python', 'app.py', '-n', '3']
+    """
+    if not program:
+        raise ValueError("no application given: elastic-slurm run APP [ARGS]")
+    if program[0].endswith(".py"):
+        return [python, *program]
+    return list(program)
+
+
+def mpirun_argv(nodes: Sequence[str], ntasks_per_node: int, program: Sequence[str]) -> list[str]:
+    """``mpirun`` with ``ntasks_per_node`` ranks on each of ``nodes``, in node order.
+
+    >>> mpirun_argv(["n1", "n2"], 1, ["python", "app.py"])
+    ['mpirun', '-n', '2', '--host', 'n1:1,n2:1', '--bind-to', 'none', 'python', 'app.py']
+    """
+    hosts = ",".join(f"{n}:{ntasks_per_node}" for n in nodes)
+    return ["mpirun", "-n", str(len(nodes) * ntasks_per_node), "--host", hosts,
+            "--bind-to", "none", *program]
+
+
+def mpirun_env(python: str = sys.executable, as_root: bool | None = None) -> dict[str, str]:
+    """Open MPI settings that make spawning onto nodes added to the job work.
+
+    The agent starts each daemon in a Slurm step on its node (so the daemon lands on the right
+    node even for nodes added after mpirun started); no tree spawn (each daemon is started from
+    mpirun's node); daemons stay attached to their step, so Slurm tracks and ends them.
+    """
+    env = {
+        "OMPI_MCA_plm": "rsh",
+        "OMPI_MCA_plm_rsh_agent": f"{python} -m elastic_slurm.mpi_runtime.rsh_agent",
+        "OMPI_MCA_plm_rsh_no_tree_spawn": "1",
+        "OMPI_MCA_orte_leave_session_attached": "1",
+    }
+    if as_root if as_root is not None else os.geteuid() == 0:
+        env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+        env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+    return env
+
+
+class Launcher:
+    """Runs generations of an application in a job until it ends.
+
+    Parameters
+    ----------
+    program
+        The application and its arguments.
+    ntasks_per_node
+        Ranks per node.
+    env
+        The job's environment (``SLURM_JOB_ID`` is required).
+    slurm
+        Slurm access from inside the job.
+    resize_timeout_s
+        How long (seconds) to wait for Slurm to shrink the job after it vacated nodes.
+    """
+
+    def __init__(
+        self,
+        program: Sequence[str],
+        *,
+        ntasks_per_node: int = 1,
+        env: Mapping[str, str] | None = None,
+        slurm: SlurmCLI | None = None,
+        resize_timeout_s: float | None = None,
+    ) -> None:
+        self.env = dict(os.environ if env is None else env)
+        job_id = self.env.get("SLURM_JOB_ID")
+        if not job_id:
+            raise ElasticSlurmError(
+                "elastic-slurm run must run inside a Slurm job (SLURM_JOB_ID is not set): "
+                "submit it with sbatch, or start it from salloc"
+            )
+        if shutil.which("mpirun", path=self.env.get("PATH")) is None:
+            raise ElasticSlurmError("mpirun is not installed: install Open MPI (openmpi-bin)")
+        self.job_id = int(job_id)
+        self.program = program_argv(program)
+        self.ntasks_per_node = ntasks_per_node
+        self.slurm = slurm or SlurmCLI(LocalTransport())
+        self.resize_timeout_s = resize_timeout_s or envvars.get_float(
+            "RESIZE_TIMEOUT_S", 120.0, self.env
+        )
+        path = envvars.get_str("JOB_DIR", None, self.env)
+        self.jobdir = JobDir(Path(path)) if path else JobDir.for_job(os.getcwd(), self.job_id)
+        self.host = os.uname().nodename
+        self.cpus_per_node = max(1, int(self.env.get("SLURM_CPUS_ON_NODE", "1")))
+
+    def current_nodes(self) -> tuple[str, ...]:
+        """The job's nodes as Slurm reports them now, batch host first."""
+        job = self.slurm.job(self.job_id)
+        if job is None or not job.nodes:
+            raise ElasticSlurmError(f"Slurm no longer reports job {self.job_id} as running")
+        return (self.host, *[n for n in job.nodes if n != self.host])
+
+    def _launch_env(self, nodes: Sequence[str], generation: int) -> dict[str, str]:
+        env = resized_env(self.env, nodes, self.cpus_per_node, self.ntasks_per_node)
+        env.update(mpirun_env())
+        env.update(
+            envvars.names(
+                job_id=self.job_id,
+                job_dir=self.jobdir.path,
+                launch=generation,
+                launch_host=self.host,
+                ntasks_per_node=self.ntasks_per_node,
+            )
+        )
+        return env
+
+    def run(self) -> int:
+        """Run the application to its end, through any number of restarts; its exit status."""
+        generation = 0
+        nodes = self.current_nodes()
+        self.jobdir.path.mkdir(parents=True, exist_ok=True)
+        while True:
+            argv = mpirun_argv(nodes, self.ntasks_per_node, self.program)
+            self.jobdir.log_event("launch", generation=generation, nodes=list(nodes),
+                                  ranks=len(nodes) * self.ntasks_per_node)
+            log.info("generation %d: %s", generation, " ".join(argv))
+            rc = subprocess.call(argv, env=self._launch_env(nodes, generation))
+            self.jobdir.log_event("exit", generation=generation, returncode=rc)
+            request = self.jobdir.take_restart()
+            if request is None:
+                return rc
+            if rc != 0:
+                print(f"elastic-slurm run: the application asked for a restart but mpirun "
+                      f"exited with status {rc}; stopping", file=sys.stderr)
+                return rc
+            nodes = self._follow(request, nodes)
+            generation += 1
+
+    def _follow(self, request: Mapping[str, object], nodes: Sequence[str]) -> tuple[str, ...]:
+        """Carry out the Slurm side of a restart request; return the next generation's nodes."""
+        seq = int(str(request["seq"]))
+        action = str(request["action"])
+        target = tuple(str(n) for n in request["nodes"])  # type: ignore[attr-defined]
+        if action == "shrink":
+            # the allocation, not the last launch: spawned ranks may have added nodes since
+            leaving = [n for n in self.current_nodes() if n not in target]
+            try:
+                self._wait_vacated(leaving)
+            except DeadlineExceeded as exc:
+                self._fail(seq, nodes, f"steps still run on the leaving nodes: {exc}")
+                return tuple(nodes)
+            self.jobdir.write_ack(ResizeAck(seq, AckStatus.VACATED, tuple(leaving), time.time(),
+                                            strategy="restart", ranks=0))
+            self.jobdir.log_event("vacated", seq=seq, nodes=leaving)
+            try:
+                wait_for(
+                    lambda: set(self.current_nodes()) == set(target),
+                    timeout_s=self.resize_timeout_s,
+                    what=f"Slurm to shrink job {self.job_id} to {list(target)}",
+                    interval_s=0.05,
+                    max_interval_s=0.5,
+                )
+            except DeadlineExceeded as exc:
+                now = self.current_nodes()
+                self._fail(seq, now, str(exc))
+                return now
+        return self.current_nodes()
+
+    def _wait_vacated(self, leaving: Sequence[str]) -> None:
+        if not leaving:
+            return
+
+        def vacated() -> bool:
+            steps = self.slurm.steps(self.job_id)
+            busy = {s: n for s, n in steps.items()
+                    if not s.endswith((".batch", ".extern")) and set(n) & set(leaving)}
+            return not busy
+
+        wait_for(vacated, timeout_s=30.0, what=f"the job's steps to leave {list(leaving)}",
+                 interval_s=0.05, max_interval_s=0.5)
+
+    def _fail(self, seq: int, nodes: Sequence[str], reason: str) -> None:
+        log.error("order %d failed: %s", seq, reason)
+        self.jobdir.write_ack(ResizeAck(seq, AckStatus.FAILED, tuple(nodes), time.time(),
+                                        strategy="restart", reason=reason))
+        self.jobdir.log_event("failed", seq=seq, reason=reason)
+
+
+def run(program: Sequence[str], ntasks_per_node: int = 1) -> int:
+    """Entry point of ``elastic-slurm run``; returns the application's exit status.
+
+    Raises
+    ------
+    ElasticSlurmError
+        Not inside a Slurm job, mpirun is missing, or Slurm no longer reports the job.
+    """
+    return Launcher(program, ntasks_per_node=ntasks_per_node).run()

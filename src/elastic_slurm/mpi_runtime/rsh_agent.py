@@ -1,0 +1,61 @@
+"""The launch agent Open MPI's ``mpirun`` uses to start its daemons on the job's nodes.
+
+``mpirun`` (plm ``rsh``) calls its agent like ``ssh``: ``agent HOST COMMAND...``, where the words
+of COMMAND form one command line for a shell on HOST (ORTE quotes them for that shell, as it
+does for ssh). This agent runs it in a step of the current job on exactly that node::
+
+    srun --overlap --nodes=1 --ntasks=1 --nodelist=HOST --mpi=none /bin/sh -c COMMAND
+
+after dropping the job's size variables, which are stale once Slurm has added nodes, so that
+srun asks slurmctld for the current allocation. This is what lets ``MPI_Comm_spawn`` start ranks
+on nodes Slurm added to the job while ``mpirun`` runs (SLURM-FACTS.md). With
+``orte_leave_session_attached`` the daemon stays in that step, so Slurm tracks it and ends it
+with the job.
+
+Usage: ``python -m elastic_slurm.mpi_runtime.rsh_agent HOST COMMAND...``
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+
+from elastic_slurm.mpi_runtime.slurm_env import without_allocation_size
+
+
+def srun_argv(host: str, command: Sequence[str]) -> list[str]:
+    """The srun command that runs ``command`` (ssh-style words) on ``host``.
+
+    >>> srun_argv("n2", ["orted", "-mca", "ess", '"env"'])[-3:]
+    ['/bin/sh', '-c', 'orted -mca ess "env"']
+    """
+    return [
+        "srun",
+        "--overlap",
+        "--nodes=1",
+        "--ntasks=1",
+        f"--nodelist={host}",
+        "--mpi=none",
+        "--kill-on-bad-exit=0",
+        "/bin/sh",
+        "-c",
+        " ".join(command),
+    ]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Exec srun for ``HOST COMMAND...``; returns 2 on a usage error."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    while args and args[0].startswith("-"):  # ssh options some launchers add (-x, -T)
+        args.pop(0)
+    if len(args) < 2:
+        print("usage: rsh_agent HOST COMMAND...", file=sys.stderr)
+        return 2
+    host, command = args[0], args[1:]
+    os.execvpe("srun", srun_argv(host, command), without_allocation_size(os.environ))
+    return 127  # pragma: no cover - execvpe does not return
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,88 @@
+"""Bring a job's Slurm environment up to date after Slurm resized its allocation.
+
+After a resize the variables a batch script inherited still describe the old allocation, and
+``srun`` then refuses to start (``SLURM_JOB_NUM_NODES ... conflicts with allocated node count``).
+``scontrol update`` writes ``slurm_job_<id>_resize.sh`` to fix that, but only when run with the
+job's environment and only into the current directory; this module computes the same update
+from the node list Slurm reports, so any process of the job can apply it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from elastic_slurm.adapter.hostlist import compress
+
+#: Variables that describe the allocation's size and are stale after a resize.
+STALE = (
+    "SLURM_NNODES",
+    "SLURM_JOB_NUM_NODES",
+    "SLURM_NODELIST",
+    "SLURM_JOB_NODELIST",
+    "SLURM_NTASKS",
+    "SLURM_NPROCS",
+    "SLURM_TASKS_PER_NODE",
+    "SLURM_JOB_CPUS_PER_NODE",
+)
+
+
+def cpus_per_node_expr(cpus: Sequence[int]) -> str:
+    """Slurm's compressed CPU-count list, e.g. ``[1, 1, 2]`` gives ``1(x2),2``.
+
+    >>> cpus_per_node_expr([1, 1, 1, 1])
+    '1(x4)'
+    """
+    parts: list[str] = []
+    i = 0
+    while i < len(cpus):
+        j = i
+        while j + 1 < len(cpus) and cpus[j + 1] == cpus[i]:
+            j += 1
+        count = j - i + 1
+        parts.append(f"{cpus[i]}(x{count})" if count > 1 else str(cpus[i]))
+        i = j + 1
+    return ",".join(parts)
+
+
+def resized_env(
+    env: Mapping[str, str],
+    nodes: Sequence[str],
+    cpus_per_node: int,
+    tasks_per_node: int | None = None,
+) -> dict[str, str]:
+    """``env`` updated for an allocation of ``nodes`` with ``cpus_per_node`` CPUs each.
+
+    Sets what ``slurm_job_<id>_resize.sh`` sets (node list, node count, CPUs per node) and
+    drops the task counts it unsets; with ``tasks_per_node``, sets the task counts for that
+    many tasks on every node instead (Open MPI's ``mpirun`` reads ``SLURM_TASKS_PER_NODE``).
+
+    >>> e = resized_env({"SLURM_NTASKS": "2", "HOME": "/root"}, ["n1", "n2", "n3"], 1)
+    >>> e["SLURM_JOB_NODELIST"], e["SLURM_NNODES"], "SLURM_NTASKS" in e, e["HOME"]
+    ('n[1-3]', '3', False, '/root')
+    >>> resized_env({}, ["n1", "n2"], 2, tasks_per_node=2)["SLURM_TASKS_PER_NODE"]
+    '2(x2)'
+    """
+    if not nodes:
+        raise ValueError("an allocation has at least one node")
+    out = {k: v for k, v in env.items() if k not in STALE}
+    expr = compress(nodes)
+    out.update(
+        SLURM_NODELIST=expr,
+        SLURM_JOB_NODELIST=expr,
+        SLURM_NNODES=str(len(nodes)),
+        SLURM_JOB_NUM_NODES=str(len(nodes)),
+        SLURM_JOB_CPUS_PER_NODE=cpus_per_node_expr([cpus_per_node] * len(nodes)),
+    )
+    if tasks_per_node is not None:
+        total = str(tasks_per_node * len(nodes))
+        out.update(
+            SLURM_TASKS_PER_NODE=cpus_per_node_expr([tasks_per_node] * len(nodes)),
+            SLURM_NTASKS=total,
+            SLURM_NPROCS=total,
+        )
+    return out
+
+
+def without_allocation_size(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` without the size variables, so ``srun`` asks slurmctld for the allocation."""
+    return {k: v for k, v in env.items() if k not in STALE}

@@ -1,0 +1,1 @@
+"""Scheduling policies as plugins (entry-point group ``elastic_slurm.policies``)."""

@@ -1,0 +1,1 @@
+"""The policies shipped with elastic-slurm, one module each."""

@@ -1,0 +1,259 @@
+"""Ghafoor's scheduler for malleable jobs: first come, first served, and pending jobs first.
+
+The policy of S. K. Ghafoor, "Modeling of an Adaptive Parallel System with Malleable
+Applications in a Distributed Computing Environment", PhD dissertation, Mississippi State
+University, December 2007: section 4.2.4 "Scheduler", as refined for his prototype resource
+manager in section 4.3.1. It ignores the trigger: every cycle recomputes the whole
+schedule from the snapshot. It does not serve evolving requests (the application's own resize
+requests); those are left to another policy.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import ClassVar
+
+from elastic_slurm.model.decisions import Decision, Expand, Shrink, Start
+from elastic_slurm.model.request import JobKind
+from elastic_slurm.model.snapshot import ClusterSnapshot, JobView
+from elastic_slurm.model.triggers import Trigger
+from elastic_slurm.plugins.policy import Policy
+
+
+class PendingFirst(Policy):
+    """Start pending jobs first come, first served, shrinking malleable jobs to make room.
+
+    After Ghafoor (2007, dissertation; see the module docstring), section 4.2.4
+    ("First Come First Serve", "Maximum fit", "Pending Job Priority", "Shrinkage and
+    Expansion", the two-step jobs-to-start list) and section 4.3.1 (the prototype's cycle).
+    Processors in the thesis are nodes here. Each cycle:
+
+    1. **Maximum fit, FCFS.** Pending jobs are taken in submission order, each at its minimum
+       size, while they fit in the idle nodes plus (with ``shrink_for_pending``) the nodes
+       that running malleable jobs could release. The scan stops at the first job that does
+       not fit.
+    2. **Shrinkage.** If the admitted jobs need more than the idle nodes, the shortfall is
+       taken from running malleable jobs, the earliest-started first and as much as it can
+       give (down to its ``nodes_min``), then the next, and so on: fewer jobs to negotiate with.
+    3. **Second step of the start list.** Idle nodes left over go to the admitted jobs, first
+       come first served, each up to its maximum.
+    4. **Expansion.** Idle nodes still left over (so no pending job can be served, even by
+       shrinking) go to running malleable jobs, earliest-started first, each up to its
+       ``nodes_max`` (with ``expand_idle``).
+
+    The decisions come in the order they should be carried out: shrinks (earliest-started
+    job first), then starts (submission order), then expansions (earliest-started first).
+
+    Which jobs count as what:
+
+    * Pending moldable and malleable jobs start anywhere in ``[nodes_min, nodes_max]``. Rigid
+      and evolving pending jobs start at exactly ``nodes_requested`` (evolving jobs choose
+      their own size later; they are never shrunk or expanded by this policy).
+    * Only running jobs of kind malleable are shrunk or expanded, never one whose
+      ``resizing`` is true (its nodes are neither released nor given more).
+    * Running jobs are ordered by ``start_time_s`` (then submission time, then id); pending
+      jobs by ``submit_time_s``, then id.
+
+    Where the thesis is ambiguous, this is what we chose:
+
+    * **Stop at the first pending job that does not fit.** "Schedule as many jobs as
+      possible" is read as giving each job its minimum, not as skipping a job that does not
+      fit to start later ones: the thesis orders pending jobs by arrival and, in 4.3.1, gives
+      idle nodes away when they "are not enough to fulfill the minimum processor requirement
+      of the next pending job in the queue". Skipping would be backfilling with no
+      reservation, which can starve wide jobs indefinitely. The one exception: a job whose
+      minimum exceeds the number of nodes in the snapshot (idle, allocated or down) can
+      never start here, so it is passed over instead of blocking the queue for ever.
+    * **Shrinking is decided before the leftover idle nodes are handed out.** Section 4.2.4
+      refines the start list with leftover idle nodes first and only then considers
+      preemption, which could grow a job that just started above its minimum while the next
+      pending job waits for nodes taken from running jobs. We follow 4.3.1 and "Pending Job
+      Priority": admit pending jobs at their minimum against idle plus preemptible nodes
+      first; leftover idle nodes exist only when no shrink was needed. Without running
+      malleable jobs both readings give the same schedule (the thesis' example: ten idle
+      nodes, three pending malleable jobs of 4-12 nodes: the first starts on 6, the second
+      on 4).
+    * **No shrink for a job that still would not fit.** Nodes are released only for the jobs
+      admitted in step 1, and only as many as they need beyond the idle nodes.
+    * The thesis negotiates every shrink and expansion with the application and may get less;
+      here each decision is the proposal, and the controller or simulator reports the outcome
+      in the next snapshot, which the next cycle starts from. A shrink under way shows only
+      as ``resizing``; the snapshot does not say how many nodes it will free, so a cycle run
+      before it completes can shrink another job for the same pending job.
+
+    Parameters
+    ----------
+    config
+        A :class:`PendingFirst.Config`; ``None`` for the defaults.
+    """
+
+    name: ClassVar[str] = "pending_first"
+
+    @dataclasses.dataclass(frozen=True)
+    class Config:
+        """Options of :class:`PendingFirst`.
+
+        Parameters
+        ----------
+        expand_idle
+            Give idle nodes that no pending job can use to running malleable jobs (step 4).
+        shrink_for_pending
+            Shrink running malleable jobs to start pending jobs that do not fit in the idle
+            nodes (steps 1 and 2). When false, pending jobs wait for idle nodes.
+
+        Raises
+        ------
+        TypeError
+            When an option is not a boolean (for example the string ``"yes"``).
+        """
+
+        expand_idle: bool = True
+        shrink_for_pending: bool = True
+
+        def __post_init__(self) -> None:
+            for field in dataclasses.fields(self):
+                value = getattr(self, field.name)
+                if not isinstance(value, bool):
+                    raise TypeError(f"{field.name} must be true or false, got {value!r}")
+
+    def decide(self, snapshot: ClusterSnapshot, trigger: Trigger) -> list[Decision]:
+        """Return this cycle's shrinks, starts and expansions (see the class docstring).
+
+        Parameters
+        ----------
+        snapshot
+            The cluster now; only node and job counts are used, never node names.
+        trigger
+            Ignored: every cycle recomputes the schedule from the snapshot.
+
+        Returns
+        -------
+        list of Decision
+            Shrinks, then starts, then expansions; possibly empty. Every count is at least
+            one; the nodes started and expanded never exceed the idle nodes plus the nodes
+            released by the shrinks; no job is taken below ``nodes_min`` or above
+            ``nodes_max``.
+        """
+        config: PendingFirst.Config = self.config
+        idle = len(snapshot.idle_nodes())
+        pending = sorted(snapshot.pending(), key=lambda j: (j.submit_time_s, j.job_id))
+        resizable = [
+            j
+            for j in sorted(snapshot.running(), key=_start_order)
+            if j.kind is JobKind.MALLEABLE and not j.resizing
+        ]
+        preemptible = sum(_releasable(j) for j in resizable) if config.shrink_for_pending else 0
+
+        # Step 1: maximum fit, first come first served, at minimum sizes.
+        capacity = idle + preemptible
+        admitted: list[tuple[JobView, int, int]] = []
+        blocked: JobView | None = None
+        for job in pending:
+            low, high = _start_range(job)
+            if low > len(snapshot.nodes):
+                continue  # wider than the whole cluster: it can never start, do not wait for it
+            if low > capacity:
+                blocked = job
+                break
+            admitted.append((job, low, high))
+            capacity -= low
+        demand = sum(low for _, low, _ in admitted)
+
+        # Step 2: release the shortfall, earliest-started malleable job first, maximum first.
+        decisions: list[Decision] = []
+        shortfall = demand - idle
+        if shortfall > 0:
+            served = _served_by_shrinking(admitted, idle)
+            for job in resizable:
+                take = min(_releasable(job), shortfall)
+                if take < 1:
+                    continue
+                decisions.append(
+                    Shrink(
+                        job.job_id,
+                        take,
+                        f"release {take} node(s) for pending job(s) {served}: the "
+                        "earliest-started malleable job gives as much as it can first",
+                    )
+                )
+                shortfall -= take
+                if shortfall == 0:
+                    break
+
+        # Step 3: leftover idle nodes to the jobs being started, FCFS, up to their maximum.
+        leftover = max(0, idle - demand)
+        used = 0
+        for job, low, high in admitted:
+            extra = min(high - low, leftover)
+            leftover -= extra
+            used += low
+            if extra > 0:
+                reason = f"first come, first served: minimum {low} + {extra} leftover idle node(s)"
+            elif high > low:
+                reason = f"first come, first served: at its minimum of {low} node(s)"
+            else:
+                reason = f"first come, first served: {low} node(s)"
+            if used > idle:
+                reason += ", using nodes released by shrinking malleable jobs"
+            decisions.append(Start(job.job_id, low + extra, reason))
+
+        # Step 4: idle nodes no pending job can use go to running malleable jobs.
+        if config.expand_idle and leftover > 0:
+            why = (
+                f"pending job {blocked.job_id} does not fit"
+                if blocked is not None
+                else "no other pending job can start"
+            )
+            for job in resizable:
+                give = min(_growable(job), leftover)
+                if give < 1:
+                    continue
+                decisions.append(
+                    Expand(
+                        job.job_id,
+                        give,
+                        f"{give} idle node(s) unused ({why}): earliest-started malleable "
+                        "job first, up to its maximum",
+                    )
+                )
+                leftover -= give
+                if leftover == 0:
+                    break
+        return decisions
+
+
+def _start_order(job: JobView) -> tuple[float, float, int]:
+    """Sort key of running jobs: earliest start first (unknown start last)."""
+    start = job.start_time_s if job.start_time_s is not None else float("inf")
+    return (start, job.submit_time_s, job.job_id)
+
+
+def _start_range(job: JobView) -> tuple[int, int]:
+    """Return the sizes (nodes) a pending job may start at, as ``(low, high)``, ``low >= 1``."""
+    if job.kind in (JobKind.MOLDABLE, JobKind.MALLEABLE):
+        low = max(1, job.nodes_min)
+        return low, max(low, job.nodes_max)
+    size = max(1, job.nodes_requested)
+    return size, size
+
+
+def _releasable(job: JobView) -> int:
+    """Nodes a running malleable job can give back without going below its minimum."""
+    return max(0, job.size - max(1, job.nodes_min))
+
+
+def _growable(job: JobView) -> int:
+    """Nodes a running malleable job can take without going above its maximum."""
+    return max(0, job.nodes_max - job.size)
+
+
+def _served_by_shrinking(admitted: Sequence[tuple[JobView, int, int]], idle: int) -> str:
+    """Name the admitted jobs whose minimum does not fit in the idle nodes (``"7, 8"``)."""
+    ids = []
+    used = 0
+    for job, low, _ in admitted:
+        used += low
+        if used > idle:
+            ids.append(str(job.job_id))
+    return ", ".join(ids)

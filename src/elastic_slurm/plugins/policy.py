@@ -1,0 +1,71 @@
+"""The policy contract: a function of a snapshot and a trigger that returns decisions.
+
+A policy does no I/O and keeps no hidden link to Slurm, so the controller (live Slurm) and the
+simulator (virtual time) run the very same objects. Options come in a frozen dataclass, the
+policy's ``Config``; a site's ``policy:`` YAML section is validated against it.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from elastic_slurm.errors import PolicyError
+from elastic_slurm.model.decisions import Decision
+from elastic_slurm.model.snapshot import ClusterSnapshot
+from elastic_slurm.model.triggers import Trigger
+
+
+@dataclasses.dataclass(frozen=True)
+class NoOptions:
+    """The options of a policy that has none."""
+
+
+class Policy(abc.ABC):
+    """Base class of scheduling policies.
+
+    Subclasses set ``name`` (the registry name), may set ``Config`` (a frozen dataclass of
+    options with defaults) and implement :meth:`decide`.
+
+    Parameters
+    ----------
+    config
+        An instance of ``Config``; ``None`` for the defaults.
+    """
+
+    name: ClassVar[str] = ""
+    Config: ClassVar[type] = NoOptions
+
+    def __init__(self, config: Any | None = None) -> None:
+        self.config = config if config is not None else self.Config()
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any] | None) -> Policy:
+        """Build the policy from a mapping of options (a site config's ``policy.options``).
+
+        Raises
+        ------
+        PolicyError
+            For an unknown option (the message lists the known ones with their defaults) or a
+            value ``Config`` refuses.
+        """
+        options = dict(options or {})
+        fields = {f.name: f for f in dataclasses.fields(cls.Config)}
+        unknown = sorted(set(options) - set(fields))
+        if unknown:
+            known = ", ".join(
+                f"{f.name} (default {f.default!r})" for f in fields.values()
+            ) or "none"
+            raise PolicyError(
+                f"policy {cls.name!r} has no option(s) {', '.join(unknown)}; its options: {known}"
+            )
+        try:
+            return cls(cls.Config(**options))
+        except (TypeError, ValueError) as exc:
+            raise PolicyError(f"policy {cls.name!r}: bad options {options}: {exc}") from exc
+
+    @abc.abstractmethod
+    def decide(self, snapshot: ClusterSnapshot, trigger: Trigger) -> list[Decision]:
+        """Return the decisions for this cycle (possibly none); must not mutate anything."""
