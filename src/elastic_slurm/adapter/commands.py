@@ -151,3 +151,23 @@ def scontrol_version() -> list[str]:
 def squeue_steps(job_id: int) -> list[str]:
     """The job's running steps, one line each: ``stepid|nodelist``."""
     return ["squeue", "--steps", f"--jobs={job_id}", "--noheader", "--format=%i|%N"]
+
+
+#: Environment for commands whose times should print as seconds since the epoch.
+EPOCH_TIMES = {"SLURM_TIME_FORMAT": "%s"}
+
+
+def sacct_allocations(job_id: int) -> list[str]:
+    """The job's allocation records in accounting, one per size it had (run with EPOCH_TIMES).
+
+    Slurm closes a record (state ``RESIZING``) each time the job is resized; fields:
+    ``jobid|state|nnodes|nodelist|start|end``.
+    """
+    return [
+        "sacct",
+        f"--jobs={job_id}",
+        "--allocations",
+        "--noheader",
+        "--parsable2",
+        "--format=JobID,State,NNodes,NodeList,Start,End",
+    ]

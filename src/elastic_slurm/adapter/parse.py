@@ -331,3 +331,34 @@ def parse_squeue_steps(text: str) -> dict[str, tuple[str, ...]]:
             step, nodes = line.strip().split("|", 1)
             steps[step] = expand(nodes)
     return steps
+
+
+@dataclass(frozen=True)
+class AllocationRecord:
+    """One size a job had, from accounting: its nodes and when (seconds since the epoch)."""
+
+    state: str
+    nodes: tuple[str, ...]
+    start_s: float | None
+    end_s: float | None
+
+
+def _epoch(field: str) -> float | None:
+    return float(field) if field.strip().isdigit() and int(field) > 0 else None
+
+
+def parse_sacct_allocations(text: str, job_id: int) -> list[AllocationRecord]:
+    """Records of ``job_id`` from ``sacct --allocations --parsable2`` (times as epoch seconds).
+
+    >>> recs = parse_sacct_allocations("7|RESIZING|2|n[1-2]|100|105\\n7|COMPLETED|4|n[1-4]|105|130", 7)
+    >>> [(r.state, len(r.nodes)) for r in recs]
+    [('RESIZING', 2), ('COMPLETED', 4)]
+    """
+    out = []
+    for line in text.splitlines():
+        fields = line.strip().split("|")
+        if len(fields) != 6 or fields[0] != str(job_id):
+            continue
+        _, state, _count, nodelist, start, end = fields
+        out.append(AllocationRecord(state.split()[0], expand(nodelist), _epoch(start), _epoch(end)))
+    return out

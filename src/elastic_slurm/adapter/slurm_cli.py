@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from tenacity import (
@@ -70,9 +70,15 @@ class SlurmCLI:
         self.command_timeout_s = command_timeout_s
 
     # ------------------------------------------------------------------ running
-    def _once(self, argv: Sequence[str], timeout_s: float | None, input_text: str | None) -> Completed:
+    def _once(
+        self,
+        argv: Sequence[str],
+        timeout_s: float | None,
+        input_text: str | None,
+        env: Mapping[str, str] | None = None,
+    ) -> Completed:
         res = self.transport.run(
-            argv, timeout_s=timeout_s or self.command_timeout_s, input_text=input_text
+            argv, timeout_s=timeout_s or self.command_timeout_s, input_text=input_text, env=env
         )
         if res.returncode != 0:
             raise SlurmCommandError(
@@ -88,6 +94,7 @@ class SlurmCLI:
         timeout_s: float | None = None,
         input_text: str | None = None,
         retry: bool = True,
+        env: Mapping[str, str] | None = None,
     ) -> Completed:
         """Run a Slurm command, retrying transient failures for up to ``retry_s`` seconds.
 
@@ -98,7 +105,7 @@ class SlurmCLI:
             when the retry time ran out).
         """
         if not retry:
-            return self._once(argv, timeout_s, input_text)
+            return self._once(argv, timeout_s, input_text, env)
         for attempt in Retrying(
             retry=retry_if_exception(_retryable),
             stop=stop_after_delay(self.retry_s),
@@ -107,7 +114,7 @@ class SlurmCLI:
             reraise=True,
         ):
             with attempt:
-                return self._once(argv, timeout_s, input_text)
+                return self._once(argv, timeout_s, input_text, env)
         raise AssertionError("unreachable: tenacity reraises")  # pragma: no cover
 
     # ------------------------------------------------------------------ queries
@@ -132,6 +139,11 @@ class SlurmCLI:
     def steps(self, job_id: int) -> dict[str, tuple[str, ...]]:
         """The job's running steps and their nodes (``{"12.0": ("n1", "n2")}``)."""
         return parse.parse_squeue_steps(self.run(commands.squeue_steps(job_id)).stdout)
+
+    def allocation_history(self, job_id: int) -> list[parse.AllocationRecord]:
+        """Every size the job had, in order, from accounting (needs slurmdbd)."""
+        res = self.run(commands.sacct_allocations(job_id), env=commands.EPOCH_TIMES)
+        return parse.parse_sacct_allocations(res.stdout, job_id)
 
     def nodes(self) -> list[SlurmNode]:
         """Every node with its state and CPU count."""
@@ -246,6 +258,13 @@ class SlurmCLI:
                 f"no {count} more node(s) for job {job_id} within {grant_timeout_s} s: "
                 f"{res.stderr.strip() or res.stdout.strip()}"
             )
+        still = self.job(job_id)
+        if still is None or not still.nodes or still.model_state.value != "running":
+            # the job ended while salloc waited: merging into an ended job leaves a ghost
+            # COMPLETING expander in Slurm 22.05 (seen here), so cancel the expander instead
+            self.cancel(expander)
+            raise ResizeError(f"job {job_id} ended while its expansion was being granted; "
+                              f"expander {expander} cancelled")
         try:
             self.run(commands.release_expander(expander))
             self.run(commands.absorb(job_id))

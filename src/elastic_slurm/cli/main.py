@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from elastic_slurm import __version__
-from elastic_slurm.cli import cluster, run
+from elastic_slurm.cli import cluster, demo, run
 from elastic_slurm.errors import ElasticSlurmError
 
 
@@ -26,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     cluster.add_parser(sub)
     run.add_parser(sub)
+    demo.add_parser(sub)
     return parser
 
 

@@ -9,15 +9,16 @@ defaults of :mod:`elastic_slurm.config.schema`.
 from __future__ import annotations
 
 import os
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import ValidationError
 
+from elastic_slurm import envvars
 from elastic_slurm.config.schema import SiteConfig
 from elastic_slurm.errors import ConfigError
+from elastic_slurm.resources import data_dirs
 
 DEFAULT_SITE = "local"
 
@@ -28,17 +29,8 @@ def site_config_dirs() -> list[Path]:
     ``$ELASTIC_SLURM_SITE_DIR`` first, then the source tree's ``site_configs/`` (a checkout),
     then the copy packaged in the wheel.
     """
-    dirs: list[Path] = []
-    env = os.environ.get("ELASTIC_SLURM_SITE_DIR")
-    if env:
-        dirs.append(Path(env))
-    checkout = Path(__file__).resolve().parents[3] / "site_configs"
-    if checkout.is_dir():
-        dirs.append(checkout)
-    packaged = Path(str(resources.files("elastic_slurm"))) / "_site_configs"
-    if packaged.is_dir():
-        dirs.append(packaged)
-    return dirs
+    extra = envvars.get_str("SITE_DIR")
+    return [*([Path(extra)] if extra else []), *data_dirs("site_configs")]
 
 
 def _find(site: str) -> Path:

@@ -1,0 +1,123 @@
+"""The controller loop: observe, follow resizes under way, decide, act, repeat.
+
+Each cycle makes one batched observation of Slurm, advances the resizes under way (by reading
+the jobs' acknowledgements), and, when no resize is under way, asks the policy for decisions
+on an immutable snapshot and carries them out. Running the policy only between resizes keeps
+it from deciding twice on nodes that are still moving (for example shrinking a second job for
+a pending job whose nodes are already being freed). Events seen since the last cycle (jobs
+submitted or ended, resizes done) are coalesced into the cycle's trigger.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from elastic_slurm.adapter.slurm_cli import SlurmCLI
+from elastic_slurm.controller.actuate import Actuator, ResizeOutcome
+from elastic_slurm.controller.journal import Journal
+from elastic_slurm.controller.observe import snapshot
+from elastic_slurm.model.decisions import Decision
+from elastic_slurm.model.snapshot import ClusterSnapshot
+from elastic_slurm.model.triggers import Trigger, TriggerKind
+from elastic_slurm.plugins.policy import Policy
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Cycle:
+    """What one cycle saw and did."""
+
+    snapshot: ClusterSnapshot
+    trigger: Trigger
+    decisions: tuple[Decision, ...]
+    finished: tuple[ResizeOutcome, ...]
+
+
+class Controller:
+    """Runs ``policy`` against live Slurm.
+
+    Parameters
+    ----------
+    slurm
+        The Slurm backend.
+    policy
+        The scheduling policy (the same object the simulator can run).
+    journal
+        Where decisions and outcomes go.
+    poll_interval_s
+        Seconds between cycles.
+    grant_timeout_s, resize_timeout_s
+        See :class:`~elastic_slurm.controller.actuate.Actuator`.
+    dry_run
+        Decide and log, but change nothing in Slurm or in any job.
+    """
+
+    def __init__(
+        self,
+        slurm: SlurmCLI,
+        policy: Policy,
+        journal: Journal | None = None,
+        *,
+        poll_interval_s: float = 0.5,
+        grant_timeout_s: int = 30,
+        resize_timeout_s: float = 120.0,
+        dry_run: bool = False,
+    ) -> None:
+        self.slurm = slurm
+        self.policy = policy
+        self.journal = journal or Journal()
+        self.poll_interval_s = poll_interval_s
+        self.dry_run = dry_run
+        self.actuator = Actuator(slurm, self.journal, grant_timeout_s=grant_timeout_s,
+                                 resize_timeout_s=resize_timeout_s)
+        self._known: set[int] = set()
+        self.last: Cycle | None = None
+
+    def step(self) -> Cycle:
+        """Run one cycle and return what it saw and did."""
+        jobs = {j.job_id: j for j in self.slurm.jobs()}
+        nodes = self.slurm.nodes()
+        finished = tuple(self.actuator.poll(jobs))
+        snap = snapshot(list(jobs.values()), nodes, resizing=set(self.actuator.in_flight))
+        trigger = self._trigger(snap, finished)
+        decisions: tuple[Decision, ...] = ()
+        if not self.actuator.in_flight:
+            decisions = tuple(self.policy.decide(snap, trigger))
+            if decisions:
+                log.info("policy %s decided: %s", self.policy.name,
+                         "; ".join(f"{type(d).__name__} job {d.job_id} ({d.reason})"
+                                   for d in decisions))
+            if self.dry_run:
+                for d in decisions:
+                    self.journal.write("decision", decision=type(d).__name__, job_id=d.job_id,
+                                       dry_run=True, reason=d.reason)
+            else:
+                self.actuator.apply(decisions, jobs)
+        self.last = Cycle(snap, trigger, decisions, finished)
+        return self.last
+
+    def _trigger(self, snap: ClusterSnapshot, finished: tuple[ResizeOutcome, ...]) -> Trigger:
+        ids = {j.job_id for j in snap.jobs}
+        kinds = set()
+        if ids - self._known:
+            kinds.add(TriggerKind.JOB_SUBMITTED)
+        if self._known - ids:
+            kinds.add(TriggerKind.JOB_ENDED)
+        if finished:
+            kinds.add(TriggerKind.RESIZE_DONE)
+        changed = tuple(sorted((ids ^ self._known) | {o.job_id for o in finished}))
+        self._known = ids
+        return Trigger(frozenset(kinds or {TriggerKind.PERIODIC}), changed)
+
+    def run(self, stop: Callable[[Cycle], bool] | None = None) -> None:
+        """Run cycles every ``poll_interval_s`` seconds until ``stop(cycle)`` returns True."""
+        while True:
+            t0 = time.monotonic()
+            cycle = self.step()
+            if stop is not None and stop(cycle):
+                return
+            time.sleep(max(0.0, self.poll_interval_s - (time.monotonic() - t0)))

@@ -1,0 +1,1 @@
+"""``elastic-slurm demo``: the project's main job, end to end on the local cluster."""
