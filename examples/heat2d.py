@@ -102,6 +102,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--save", help="write the final grid to this .npy file")
     p.add_argument("--reference", help="compare the final grid with this .npy file")
     p.add_argument("--check", action="store_true", help="compare with a serial run (rank 0)")
+    p.add_argument("--pace-s", type=float, default=0.0,
+                   help="make each iteration last at least this long (s): small, slow runs "
+                   "for tests and demonstrations")
     args = p.parse_args(argv)
 
     ec = init()
@@ -114,8 +117,11 @@ def main(argv: list[str] | None = None) -> int:
         u, it, elapsed = initial_rows(start, stop, n), 0, 0.0
     t_start = time.monotonic() - elapsed
     while it < args.iterations:
+        t_it = time.monotonic()
         start, _ = ec.rows(n)
         u = jacobi_rows(exchange_halos(ec.comm, u, n), start, n)
+        if args.pace_s > 0:
+            time.sleep(max(0.0, args.pace_s - (time.monotonic() - t_it)))
         it += 1
         if ec.rank == 0 and it % args.report_every == 0:
             print(f"heat2d: iteration {it}/{args.iterations} on {ec.size} rank(s) "

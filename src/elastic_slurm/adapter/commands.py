@@ -7,6 +7,7 @@ sees them.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from datetime import timedelta
 
@@ -19,9 +20,9 @@ def format_time_limit(limit: timedelta) -> str:
     >>> format_time_limit(timedelta(hours=25, minutes=3, seconds=7))
     '1-01:03:07'
     """
-    total = int(limit.total_seconds())
-    if total <= 0:
+    if limit <= timedelta(0):
         raise ValueError(f"a time limit must be positive, got {limit}")
+    total = math.ceil(limit.total_seconds())
     days, rest = divmod(total, 86400)
     hours, rest = divmod(rest, 3600)
     minutes, seconds = divmod(rest, 60)
@@ -139,7 +140,9 @@ def absorb(job_id: int) -> list[str]:
 
 
 def scancel(*job_ids: int) -> list[str]:
-    """Cancel jobs."""
+    """Cancel jobs (at least one)."""
+    if not job_ids:
+        raise ValueError("scancel needs at least one job id")
     return ["scancel", *(str(j) for j in job_ids)]
 
 

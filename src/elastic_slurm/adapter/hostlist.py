@@ -11,7 +11,10 @@ import hostlist as _hostlist
 
 
 def expand(expr: str | None) -> tuple[str, ...]:
-    """Node names of a hostlist expression, in order; empty for ``""``, ``None`` or ``(null)``.
+    """Node names of a hostlist expression, in order.
+
+    Empty for ``""``, ``None``, and what Slurm prints for "no nodes": ``(null)`` (squeue,
+    scontrol) and ``None assigned`` (sacct).
 
     >>> expand("n[1-3,7]")
     ('n1', 'n2', 'n3', 'n7')
@@ -21,7 +24,7 @@ def expand(expr: str | None) -> tuple[str, ...]:
     ValueError
         The expression is malformed.
     """
-    if not expr or expr in ("(null)", "None"):
+    if not expr or expr in ("(null)", "None assigned"):
         return ()
     try:
         return tuple(_hostlist.expand_hostlist(expr))

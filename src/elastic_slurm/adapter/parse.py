@@ -188,6 +188,8 @@ def parse_squeue_json(text: str) -> list[SlurmJob]:
         raise ValueError(f"squeue --json gave no job list (errors: {errors})")
     jobs = []
     for j in data["jobs"]:
+        if not isinstance(j, dict) or "job_id" not in j:
+            raise ValueError(f"squeue --json listed a job without a job_id: {str(j)[:200]}")
         nodes_expr = j.get("nodes") or ""
         state = _state(j.get("job_state", "UNKNOWN"))
         nodes = expand(nodes_expr) if job_state(state) is not JobState.PENDING else ()
@@ -227,6 +229,8 @@ def parse_sinfo_nodes(text: str) -> list[SlurmNode]:
         if len(parts) != 3:
             raise ValueError(f"sinfo line {lineno} is not name|state|cpus: {line!r}")
         name, state, cpus = parts
+        if not cpus.isdigit():
+            raise ValueError(f"sinfo line {lineno} has a CPU count that is not a number: {line!r}")
         nodes.setdefault(name, SlurmNode(name, state, int(cpus)))
     return list(nodes.values())
 

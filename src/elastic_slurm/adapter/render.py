@@ -7,12 +7,15 @@ resized; rigid and moldable jobs run their command as given.
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Mapping
 
 from elastic_slurm.adapter import commands
 from elastic_slurm.adapter.tags import ElasticTag
 from elastic_slurm.model.request import ElasticRequest, JobKind
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def batch_script(
@@ -28,9 +31,16 @@ def batch_script(
         The Python interpreter that has elastic-slurm installed, as seen from the nodes.
     env
         Variables exported before the program runs.
+
+    Raises
+    ------
+    ValueError
+        A variable name that is not a shell identifier.
     """
     lines = ["#!/bin/bash", f"# elastic-slurm: {req.kind.value} job, nodes {_nodes_range(req)}"]
     for key, value in sorted({**dict(req.extra_env), **(env or {})}.items()):
+        if not _ENV_NAME.fullmatch(key):
+            raise ValueError(f"environment variable name {key!r} is not valid in a shell")
         lines.append(f"export {key}={shlex.quote(value)}")
     if req.kind.resizable:
         argv = [python, "-m", "elastic_slurm", "run",

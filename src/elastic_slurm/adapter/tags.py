@@ -50,4 +50,6 @@ def decode(comment: str | None) -> ElasticTag | None:
         return None
     if not 1 <= tag.nodes_min <= tag.nodes_max:
         return None
+    if tag.kind is JobKind.RIGID and tag.nodes_min != tag.nodes_max:
+        return None
     return tag

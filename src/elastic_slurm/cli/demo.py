@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     """Run the demo and print its timeline, verification and (``--json``) summary."""
     if args.n < 16 or args.iterations < 1:
         raise SystemExit("elastic-slurm demo: error: --n must be >= 16 and --iterations >= 1")
-    console = Console(stderr=args.json)
+    console = Console()
     opts = DemoOptions(workdir=args.workdir.resolve(), n=args.n, iterations=args.iterations,
                        timeout_s=args.timeout)
     demo = Demo(load_site(args.site), opts, say=lambda line: console.print(line))

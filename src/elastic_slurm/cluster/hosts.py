@@ -10,43 +10,55 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-BEGIN = "# BEGIN elastic-slurm local cluster (managed by `elastic-slurm cluster`; do not edit)"
-END = "# END elastic-slurm local cluster"
+def _markers(cluster: str) -> tuple[str, str]:
+    return (
+        f"# BEGIN elastic-slurm local cluster {cluster} (managed by `elastic-slurm cluster`)",
+        f"# END elastic-slurm local cluster {cluster}",
+    )
 
 
-def render_block(entries: Iterable[tuple[str, str]]) -> str:
-    """The block for ``(address, hostname)`` pairs, markers included, ending in a newline.
+def render_block(cluster: str, entries: Iterable[tuple[str, str]]) -> str:
+    """The block of ``cluster`` for ``(address, hostname)`` pairs, markers included.
 
-    >>> print(render_block([("10.77.0.11", "n1")]), end="")
-    # BEGIN elastic-slurm local cluster (managed by `elastic-slurm cluster`; do not edit)
+    ``cluster`` tells the blocks of several local clusters apart (their bridge's name).
+
+    >>> print(render_block("esbr0", [("10.77.0.11", "n1")]), end="")
+    # BEGIN elastic-slurm local cluster esbr0 (managed by `elastic-slurm cluster`)
     10.77.0.11 n1
-    # END elastic-slurm local cluster
+    # END elastic-slurm local cluster esbr0
     """
-    lines = [BEGIN, *(f"{addr} {name}" for addr, name in entries), END]
+    begin, end = _markers(cluster)
+    lines = [begin, *(f"{addr} {name}" for addr, name in entries), end]
     return "\n".join(lines) + "\n"
 
 
-def remove_block(text: str) -> str:
-    """``text`` without the managed block (unchanged if there is none).
+def remove_block(text: str, cluster: str) -> str:
+    """``text`` without the block of ``cluster`` (unchanged if there is none, or if its END
+    line is missing: then nothing after BEGIN is removed).
 
-    >>> remove_block("a\\n" + render_block([("1.2.3.4", "x")]) + "b\\n")
+    >>> remove_block("a\\n" + render_block("b0", [("1.2.3.4", "x")]) + "b\\n", "b0")
     'a\\nb\\n'
     """
-    out, inside = [], False
+    begin, end = _markers(cluster)
+    out: list[str] = []
+    held: list[str] = []  # lines of a block whose end has not been seen yet
+    inside = False
     for line in text.splitlines(keepends=True):
         stripped = line.rstrip("\n")
-        if stripped == BEGIN:
-            inside = True
-        elif stripped == END and inside:
-            inside = False
-        elif not inside:
+        if stripped == begin and not inside:
+            inside, held = True, [line]
+        elif stripped == end and inside:
+            inside, held = False, []
+        elif inside:
+            held.append(line)
+        else:
             out.append(line)
-    return "".join(out)
+    return "".join(out + held)  # an unterminated block is not ours to cut: keep it
 
 
-def with_block(text: str, block: str) -> str:
-    """``text`` with the managed block replaced by (or appended as) ``block``."""
-    base = remove_block(text)
+def with_block(text: str, cluster: str, block: str) -> str:
+    """``text`` with the block of ``cluster`` replaced by (or appended as) ``block``."""
+    base = remove_block(text, cluster)
     if base and not base.endswith("\n"):
         base += "\n"
     return base + block

@@ -81,7 +81,7 @@ class Layout:
             hostname=self.cfg.head_hostname,
             netns=f"{net.netns_prefix}{self.cfg.head_hostname}",
             address=net.subnet.network_address + 2,
-            veth_outer=f"{net.netns_prefix}{self.cfg.head_hostname}"[:15],
+            veth_outer=f"{net.netns_prefix}h",
         )
 
     @property
@@ -93,7 +93,7 @@ class Layout:
                 hostname=name,
                 netns=f"{net.netns_prefix}{name}",
                 address=net.subnet.network_address + net.node_address_offset + i,
-                veth_outer=f"{net.netns_prefix}{name}"[:15],
+                veth_outer=f"{net.netns_prefix}{i}",
             )
             for i, name in enumerate(self.cfg.node_names(self.nodes), start=1)
         )

@@ -237,8 +237,15 @@ class LocalCluster:
             self._start_slurmctld(layout, state)
             self._start_slurmds(layout, state)
             self._link_system_conf(layout, state)
-        except BaseException:
+        except ClusterError as exc:
             self.progress("start failed: stopping what was started")
+            self.down(keep_logs=True)
+            raise ClusterError(
+                f"{exc}\nThe cluster was taken down again; the daemons' logs are kept in "
+                f"{layout.logs}. Fix the cause and run `elastic-slurm cluster up` again."
+            ) from exc
+        except BaseException:
+            self.progress("start interrupted: stopping what was started")
             self.down(keep_logs=True)
             raise
         self.progress(f"cluster up: {nodes} nodes, SLURM_CONF={layout.slurm_conf}")
@@ -272,8 +279,10 @@ class LocalCluster:
         entries = [(str(h.address), h.hostname) for h in (layout.head, *layout.node_hosts)]
         state.hosts_block = True
         self._save(layout, state)
+        bridge = self.cfg.network.bridge
         hosts.write_in_place(
-            HOSTS_FILE, hosts.with_block(HOSTS_FILE.read_text(), hosts.render_block(entries))
+            HOSTS_FILE,
+            hosts.with_block(HOSTS_FILE.read_text(), bridge, hosts.render_block(bridge, entries)),
         )
         self.progress(
             f"network: bridge {self.cfg.network.bridge} {layout.bridge_address}, "
@@ -502,7 +511,9 @@ class LocalCluster:
             net.remove_bridge()
         done.append("removed network namespaces and bridge")
         if state.hosts_block:
-            hosts.write_in_place(HOSTS_FILE, hosts.remove_block(HOSTS_FILE.read_text()))
+            hosts.write_in_place(
+                HOSTS_FILE, hosts.remove_block(HOSTS_FILE.read_text(), self.cfg.network.bridge)
+            )
         if state.slurm_conf_link:
             link = Path(state.slurm_conf_link)
             if link.is_symlink() and Path(os.readlink(link)) == layout.slurm_conf:

@@ -87,6 +87,8 @@ def load_site(site: str | None = None) -> SiteConfig:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc}") from exc
+    if raw is None:
+        raw = {}  # an empty file: every key has a default
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: expected a mapping of keys at the top level, got "
                           f"{type(raw).__name__}")

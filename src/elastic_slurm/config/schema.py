@@ -6,7 +6,7 @@ import ipaddress
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 class _Frozen(BaseModel):
@@ -25,12 +25,13 @@ class NetworkConfig(_Frozen):
     node_address_offset: int = Field(10, ge=2)
     netns_prefix: str = Field("es-", max_length=6, pattern=r"^[a-z0-9-]+$")
 
-    @model_validator(mode="after")
-    def _private(self) -> NetworkConfig:
-        if not self.subnet.is_private:
-            raise ValueError(f"subnet {self.subnet} is not a private range; nothing may leave "
+    @field_validator("subnet")
+    @classmethod
+    def _private(cls, subnet: ipaddress.IPv4Network) -> ipaddress.IPv4Network:
+        if not subnet.is_private:
+            raise ValueError(f"subnet {subnet} is not a private range; nothing may leave "
                              "the machine, so use 10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16")
-        return self
+        return subnet
 
 
 class SchedulerConfig(_Frozen):
@@ -59,6 +60,15 @@ class LocalClusterConfig(_Frozen):
     partition: str = Field("debug", pattern=r"^[A-Za-z0-9_-]+$")
     state_dir: Path = Path("/var/lib/elastic-slurm/local")
     run_dir: Path = Path("/run/elastic-slurm/local")
+
+    @field_validator("state_dir", "run_dir")
+    @classmethod
+    def _absolute(cls, value: Path) -> Path:
+        if not value.is_absolute():
+            raise ValueError(f"{value} must be an absolute path")
+        if " " in str(value):
+            raise ValueError(f"{value}: Slurm's configuration cannot hold paths with spaces")
+        return value
     slurmctld_port: int = Field(6817, ge=1024, le=65535)
     slurmd_port: int = Field(6818, ge=1024, le=65535)
     slurmdbd_port: int = Field(6819, ge=1024, le=65535)
@@ -86,9 +96,10 @@ class LocalClusterConfig(_Frozen):
                 f"{self.nodes} nodes do not fit in {self.network.subnet} from offset "
                 f"{self.network.node_address_offset}: use a larger subnet or fewer nodes"
             )
-        for p in (self.state_dir, self.run_dir):
-            if not p.is_absolute():
-                raise ValueError(f"{p} must be an absolute path")
+        if self.head_hostname in self.node_names():
+            raise ValueError(
+                f"head_hostname {self.head_hostname!r} is also a node's name: choose another"
+            )
         return self
 
     def node_names(self, count: int | None = None) -> tuple[str, ...]:
@@ -104,11 +115,17 @@ class PolicyConfig(_Frozen):
 
 
 class ControllerConfig(_Frozen):
-    """How the controller observes and acts (seconds)."""
+    """How the controller observes and acts (seconds).
+
+    ``min_resize_interval_s``: a job is not resized again (nor right after it starts) until
+    this long has passed: it keeps jobs from thrashing, and Slurm's accounting keys a job's
+    allocation records by the second, so two size changes within one second would leave one.
+    """
 
     poll_interval_s: float = Field(0.5, gt=0)
     resize_timeout_s: float = Field(120.0, gt=0)
     grant_timeout_s: int = Field(30, ge=1)
+    min_resize_interval_s: float = Field(2.0, ge=0)
     policy: PolicyConfig = PolicyConfig()
 
 

@@ -86,6 +86,7 @@ class ResizeOutcome:
     strategy: str
     phases_s: dict[str, float]
     message: str = ""
+    finished_at: float = 0.0
 
 
 class Actuator:
@@ -257,4 +258,5 @@ class Actuator:
             strategy=strategy,
             phases_s={**r.phases_s, **dict(phases or {})},
             message=message,
+            finished_at=time.time(),
         )

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from elastic_slurm.adapter.parse import SlurmJob
 from elastic_slurm.adapter.slurm_cli import SlurmCLI
 from elastic_slurm.controller.actuate import Actuator, ResizeOutcome
 from elastic_slurm.controller.journal import Journal
@@ -52,6 +53,9 @@ class Controller:
         Seconds between cycles.
     grant_timeout_s, resize_timeout_s
         See :class:`~elastic_slurm.controller.actuate.Actuator`.
+    min_resize_interval_s
+        A job that started or finished a resize less than this long ago (seconds) is left
+        alone by the policy for now (shown to it as resizing).
     dry_run
         Decide and log, but change nothing in Slurm or in any job.
     """
@@ -65,6 +69,7 @@ class Controller:
         poll_interval_s: float = 0.5,
         grant_timeout_s: int = 30,
         resize_timeout_s: float = 120.0,
+        min_resize_interval_s: float = 2.0,
         dry_run: bool = False,
     ) -> None:
         self.slurm = slurm
@@ -72,6 +77,7 @@ class Controller:
         self.journal = journal or Journal()
         self.poll_interval_s = poll_interval_s
         self.dry_run = dry_run
+        self.min_resize_interval_s = min_resize_interval_s
         self.actuator = Actuator(slurm, self.journal, grant_timeout_s=grant_timeout_s,
                                  resize_timeout_s=resize_timeout_s)
         self._known: set[int] = set()
@@ -82,7 +88,7 @@ class Controller:
         jobs = {j.job_id: j for j in self.slurm.jobs()}
         nodes = self.slurm.nodes()
         finished = tuple(self.actuator.poll(jobs))
-        snap = snapshot(list(jobs.values()), nodes, resizing=set(self.actuator.in_flight))
+        snap = snapshot(list(jobs.values()), nodes, resizing=self._busy(jobs))
         trigger = self._trigger(snap, finished)
         decisions: tuple[Decision, ...] = ()
         if not self.actuator.in_flight:
@@ -99,6 +105,17 @@ class Controller:
                 self.actuator.apply(decisions, jobs)
         self.last = Cycle(snap, trigger, decisions, finished)
         return self.last
+
+    def _busy(self, jobs: dict[int, SlurmJob]) -> set[int]:
+        """Jobs the policy must leave alone now: resizing, or resized or started too recently."""
+        now = time.time()
+        recent = {o.job_id: o.finished_at for o in self.actuator.outcomes}
+        busy = set(self.actuator.in_flight)
+        for job_id, job in jobs.items():
+            last = max(job.start_time_s or 0.0, recent.get(job_id, 0.0))
+            if now - last < self.min_resize_interval_s:
+                busy.add(job_id)
+        return busy
 
     def _trigger(self, snap: ClusterSnapshot, finished: tuple[ResizeOutcome, ...]) -> Trigger:
         ids = {j.job_id for j in snap.jobs}

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from elastic_slurm import api
 from elastic_slurm.adapter.factory import slurm_for
 from elastic_slurm.adapter.slurm_cli import SlurmCLI
 from elastic_slurm.cluster.local import LocalCluster
@@ -145,10 +146,8 @@ class Demo:
                                "wait for them or cancel them with scancel")
 
     def _submit(self, req: ElasticRequest, label: str) -> int:
-        job_id = self.slurm.submit(
-            req, python=sys.executable, chdir=str(self.opts.workdir),
-            output=str(self.opts.workdir / f"{label}-%j.out"),
-        )
+        job_id = api.submit(req, self.slurm, workdir=self.opts.workdir,
+                            output=str(self.opts.workdir / f"{label}-%j.out"))
         self.submitted.append(job_id)
         return job_id
 
@@ -194,6 +193,7 @@ class Demo:
             poll_interval_s=site.controller.poll_interval_s,
             grant_timeout_s=site.controller.grant_timeout_s,
             resize_timeout_s=site.controller.resize_timeout_s,
+            min_resize_interval_s=site.controller.min_resize_interval_s,
         )
         t0 = time.time()
         timeline = Timeline(t0)

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass, field
 from datetime import timedelta
 
 from elastic_slurm.errors import InvalidRequest
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class JobKind(enum.StrEnum):
@@ -97,6 +100,12 @@ class ElasticRequest:
             )
         if self.ntasks_per_node < 1:
             raise InvalidRequest(f"ntasks_per_node must be at least 1, got {self.ntasks_per_node}")
+        for name, _value in self.extra_env:
+            if not _ENV_NAME.fullmatch(name):
+                raise InvalidRequest(
+                    f"environment variable name {name!r} is not valid: use letters, digits and "
+                    "underscores, not starting with a digit"
+                )
         if self.walltime <= timedelta(0):
             raise InvalidRequest(f"the time limit must be positive, got {self.walltime}")
 

@@ -13,6 +13,12 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 
+def _nodes(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list | tuple):
+        raise ValueError(f"a node list must be a JSON list, got {value!r}")
+    return tuple(str(n) for n in value)
+
+
 class ResizeAction(enum.StrEnum):
     """Which way the job changes size."""
 
@@ -59,7 +65,7 @@ class ResizeOrder:
         return cls(
             seq=int(data["seq"]),
             action=ResizeAction(data["action"]),
-            nodes=tuple(str(n) for n in data["nodes"]),
+            nodes=_nodes(data["nodes"]),
             issued_at=float(data["issued_at"]),
         )
 
@@ -104,7 +110,7 @@ class ResizeAck:
         return cls(
             seq=int(data["seq"]),
             status=AckStatus(data["status"]),
-            nodes=tuple(str(n) for n in data["nodes"]),
+            nodes=_nodes(data["nodes"]),
             at=float(data["at"]),
             strategy=str(data.get("strategy", "")),
             reason=str(data.get("reason", "")),

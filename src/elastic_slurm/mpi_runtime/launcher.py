@@ -58,6 +58,9 @@ def mpirun_argv(nodes: Sequence[str], ntasks_per_node: int, program: Sequence[st
     >>> mpirun_argv(["n1", "n2"], 1, ["python", "app.py"])
     ['mpirun', '-n', '2', '--host', 'n1:1,n2:1', '--bind-to', 'none', 'python', 'app.py']
     """
+    if not nodes or ntasks_per_node < 1:
+        raise ValueError(f"mpirun needs nodes and ranks per node, got {list(nodes)} x "
+                         f"{ntasks_per_node}")
     hosts = ",".join(f"{n}:{ntasks_per_node}" for n in nodes)
     return ["mpirun", "-n", str(len(nodes) * ntasks_per_node), "--host", hosts,
             "--bind-to", "none", *program]

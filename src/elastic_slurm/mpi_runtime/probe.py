@@ -78,17 +78,19 @@ def choose_join(
         return JoinChoice(
             RESTART, f"{vendor} {'.'.join(map(str, version))}: spawning onto added nodes is "
             "supported here only with Open MPI 4.x under mpirun"
+            + (" (ELASTIC_SLURM_JOIN=spawn cannot be honoured)" if forced == SPAWN else "")
         )
+    asked = " (ELASTIC_SLURM_JOIN=spawn cannot be honoured)" if forced == SPAWN else ""
     if launch_host is None:
-        return JoinChoice(RESTART, "ranks were not started by elastic-slurm's mpirun launcher")
+        return JoinChoice(
+            RESTART, f"ranks were not started by elastic-slurm's mpirun launcher{asked}"
+        )
     elsewhere = sorted({h for h in rank_hosts if h != launch_host})
     if elsewhere:
         return JoinChoice(
             RESTART,
-            f"ranks run on {len(set(rank_hosts))} nodes ({', '.join(elsewhere)} besides "
-            f"mpirun's {launch_host}); Open MPI 4.1 spawns reliably only when all ranks run on "
-            "mpirun's node",
+            f"ranks run on node(s) {', '.join(elsewhere)}, not only on mpirun's node "
+            f"{launch_host}; Open MPI 4.1 spawns reliably only when all ranks run on mpirun's "
+            f"node{asked}",
         )
-    if forced == SPAWN or forced in (None, "", "auto"):
-        return JoinChoice(SPAWN, f"all {len(rank_hosts)} rank(s) run on mpirun's node {launch_host}")
-    raise AssertionError("unreachable")  # pragma: no cover
+    return JoinChoice(SPAWN, f"all {len(rank_hosts)} rank(s) run on mpirun's node {launch_host}")

@@ -182,6 +182,12 @@ class ElasticComm:
             return None
         order = ResizeOrder.from_json(order_json)
         hosts = self.hosts()
+        if set(hosts) == set(order.nodes):
+            # the launcher started this step on the order's nodes already (Slurm resized the
+            # job before the application first started): nothing to move
+            self.next_seq = order.seq + 1
+            self._acknowledge(order.seq, "none", "already running on these nodes", {})
+            return None
         choice = choose_join(
             order.action.value, hosts, self.launch_host, MPI.get_vendor(), self.join
         )

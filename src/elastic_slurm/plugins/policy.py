@@ -23,6 +23,14 @@ class NoOptions:
     """The options of a policy that has none."""
 
 
+def _default(f: dataclasses.Field[Any]) -> str:
+    if f.default is not dataclasses.MISSING:
+        return f"default {f.default!r}"
+    if f.default_factory is not dataclasses.MISSING:
+        return f"default {f.default_factory()!r}"
+    return "required"
+
+
 class Policy(abc.ABC):
     """Base class of scheduling policies.
 
@@ -55,9 +63,7 @@ class Policy(abc.ABC):
         fields = {f.name: f for f in dataclasses.fields(cls.Config)}
         unknown = sorted(set(options) - set(fields))
         if unknown:
-            known = ", ".join(
-                f"{f.name} (default {f.default!r})" for f in fields.values()
-            ) or "none"
+            known = ", ".join(f"{f.name} ({_default(f)})" for f in fields.values()) or "none"
             raise PolicyError(
                 f"policy {cls.name!r} has no option(s) {', '.join(unknown)}; its options: {known}"
             )

@@ -1,0 +1,86 @@
+"""Submit elastic jobs from Python: validate the request against the site, then hand it to Slurm.
+
+``submit`` refuses what Slurm would accept but never run (more nodes than the partition has:
+Slurm 22.05 queues such a job forever with reason ``PartitionConfig``) and programs that do
+not exist, before anything reaches Slurm.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from elastic_slurm.adapter.slurm_cli import SlurmCLI
+from elastic_slurm.errors import InvalidRequest
+from elastic_slurm.model.request import ElasticRequest
+from elastic_slurm.model.snapshot import NodeState
+
+
+def check_program(req: ElasticRequest, workdir: Path) -> None:
+    """Refuse a program that cannot be found (on this machine, relative to ``workdir``).
+
+    Raises
+    ------
+    InvalidRequest
+        The message names the program and where it was looked for.
+    """
+    prog = req.program[0]
+    if os.sep in prog or prog.endswith(".py"):
+        path = Path(prog) if Path(prog).is_absolute() else workdir / prog
+        if not path.is_file():
+            raise InvalidRequest(f"program {prog!r} does not exist (looked for {path})")
+    elif shutil.which(prog) is None:
+        raise InvalidRequest(f"program {prog!r} is not on PATH; give its full path")
+
+
+def check_size(req: ElasticRequest, slurm: SlurmCLI) -> None:
+    """Refuse a node range the cluster can never satisfy.
+
+    Raises
+    ------
+    InvalidRequest
+        ``nodes_min`` (or a rigid size) exceeds the usable nodes of the cluster.
+    """
+    usable = [n for n in slurm.nodes() if n.model_state is not NodeState.UNAVAILABLE]
+    if req.nodes_min > len(usable):
+        raise InvalidRequest(
+            f"the job needs at least {req.nodes_min} node(s) but the cluster has {len(usable)} "
+            "usable node(s): ask for fewer nodes"
+        )
+
+
+def submit(
+    req: ElasticRequest,
+    slurm: SlurmCLI,
+    *,
+    workdir: Path,
+    output: str | None = None,
+    python: str = sys.executable,
+) -> int:
+    """Validate ``req`` and submit it; return Slurm's job id.
+
+    Parameters
+    ----------
+    req
+        The request (its node range is already checked by :class:`ElasticRequest`).
+    slurm
+        The site's Slurm backend.
+    workdir
+        The job's working directory, shared with the nodes; relative programs are found there.
+    output
+        The job's output file pattern (``sbatch --output``).
+    python
+        The interpreter with elastic-slurm installed, as seen from the nodes.
+
+    Raises
+    ------
+    InvalidRequest
+        Nothing was submitted: the program is missing or the cluster is too small.
+    SlurmCommandError
+        sbatch refused the job; nothing was queued.
+    """
+    check_program(req, workdir)
+    check_size(req, slurm)
+    return slurm.submit(req, python=python, chdir=str(workdir), output=output)

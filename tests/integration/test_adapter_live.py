@@ -1,0 +1,136 @@
+"""The adapter against the real local cluster, checked with Slurm's own tools."""
+
+from __future__ import annotations
+
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from elastic_slurm import api
+from elastic_slurm.adapter.hostlist import expand
+from elastic_slurm.errors import InvalidRequest, ResizeError
+from elastic_slurm.model import ElasticRequest, JobKind
+
+from .helpers import all_idle, job_state, sacct_sizes, scontrol_job, scontrol_nodes, wait
+
+pytestmark = pytest.mark.slurm
+
+
+def _next_second() -> None:
+    """Let the clock pass a whole second: accounting keys a job's allocation records by the
+    second of each resize, so two resizes within one second leave one record (seen on 22.05)."""
+    t = time.time()
+    wait(lambda: time.time() >= int(t) + 1.05, 2, "the next second")
+
+
+def _sleeper(slurm, tmp: Path, nodes: int, name: str = "sleeper") -> int:
+    wait(all_idle, 60, "all nodes idle before the test")
+    req = ElasticRequest(program=("/bin/sleep", "300"), nodes_min=nodes, nodes_max=nodes,
+                         job_name=name, walltime=timedelta(minutes=10))
+    job = api.submit(req, slurm, workdir=tmp, output=str(tmp / "%j.out"))
+    wait(lambda: job_state(job) == "RUNNING", 30, f"job {job} to start")
+    return job
+
+
+def test_grow_by_merge_and_shrink_to_exact_nodes(slurm, shared_tmp):
+    job = _sleeper(slurm, shared_tmp, 2)
+    try:
+        before = scontrol_nodes(job)
+        _next_second()
+        grown = slurm.grow(job, 2, grant_timeout_s=20)
+        assert len(grown.added) == 2
+        # Slurm itself reports the merged allocation
+        assert set(scontrol_nodes(job)) == set(before) | set(grown.added)
+        assert scontrol_job(job)["NumNodes"] == "4"
+        # accounting sees each size (slurmctld sends it to slurmdbd asynchronously)
+        wait(lambda: sacct_sizes(job)[-1][1] == 4, 20, "sacct to record 4 nodes")
+        _next_second()
+        # the expander is gone, and its nodes are not double-booked: a 1-node job must wait
+        assert not [j for j in slurm.jobs() if j.name == f"expand:{job}"
+                    and j.model_state.value in ("pending", "running")]
+        # shrink to a non-contiguous exact list that keeps the batch host
+        batch = scontrol_job(job)["BatchHost"]
+        keep = [batch, grown.added[-1]]
+        slurm.shrink(job, keep)
+        assert set(scontrol_nodes(job)) == set(keep)
+        assert scontrol_job(job)["NumNodes"] == "2"
+        wait(lambda: sacct_sizes(job)[-1][1] == 2, 20, "sacct to record 2 nodes")
+        _next_second()
+        # grow again after a shrink (needs slurmdbd on 22.05), then check accounting
+        slurm.grow(job, 1, grant_timeout_s=20)
+        assert len(scontrol_nodes(job)) == 3
+        wait(lambda: sacct_sizes(job)[-1][1] == 3, 20, "sacct to record 3 nodes")
+        records = sacct_sizes(job)
+        assert [nn for _s, nn, _nl in records] == [2, 4, 2, 3], records
+        assert [s for s, _nn, _nl in records[:3]] == ["RESIZING"] * 3
+        assert set(expand(records[2][2])) == set(keep)
+    finally:
+        slurm.cancel(job)
+    wait(all_idle, 30, "all nodes idle")
+
+
+def test_merged_nodes_are_not_given_to_another_job(slurm, shared_tmp):
+    job = _sleeper(slurm, shared_tmp, 2)
+    other = None
+    try:
+        slurm.grow(job, 2, grant_timeout_s=20)
+        req = ElasticRequest(program=("/bin/true",), job_name="intruder")
+        other = api.submit(req, slurm, workdir=shared_tmp, output=str(shared_tmp / "%j.out"))
+        # once the scheduler has looked at it, it must wait for resources (with cons_tres,
+        # 22.05 starts it on a merged node)
+        reason = wait(lambda: scontrol_job(other)["Reason"] in ("Resources", "Priority")
+                      or job_state(other) != "PENDING", 20, "the scheduler to consider it")
+        assert reason is True and job_state(other) == "PENDING", scontrol_job(other)
+    finally:
+        slurm.cancel(*(j for j in (job, other) if j))
+    wait(all_idle, 30, "all nodes idle")
+
+
+def test_grow_without_free_nodes_is_refused_and_leaves_nothing(slurm, shared_tmp):
+    job = _sleeper(slurm, shared_tmp, 3)
+    try:
+        with pytest.raises(ResizeError, match="no 2 more node"):
+            slurm.grow(job, 2, grant_timeout_s=2)
+        assert len(scontrol_nodes(job)) == 3
+        leftovers = [j for j in slurm.jobs() if j.name == f"expand:{job}"
+                     and j.model_state.value in ("pending", "running")]
+        assert leftovers == []
+        assert job_state(job) == "RUNNING"
+    finally:
+        slurm.cancel(job)
+    wait(all_idle, 30, "all nodes idle")
+
+
+def test_shrink_refuses_nodes_the_job_does_not_have(slurm, shared_tmp):
+    job = _sleeper(slurm, shared_tmp, 2)
+    try:
+        nodes = scontrol_nodes(job)
+        foreign = next(n for n in ("n1", "n2", "n3", "n4") if n not in nodes)
+        with pytest.raises(ResizeError, match="subset"):
+            slurm.shrink(job, [nodes[0], foreign])
+        with pytest.raises(ResizeError, match="non-empty"):
+            slurm.shrink(job, [])
+        assert set(scontrol_nodes(job)) == set(nodes)
+        assert job_state(job) == "RUNNING"
+    finally:
+        slurm.cancel(job)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"nodes_min": 3, "nodes_max": 2, "kind": JobKind.MALLEABLE}, "impossible node range 3-2"),
+        ({"nodes_min": 9, "nodes_max": 9}, "at least 9 node"),
+        ({"program": ("/no/such/program",)}, "does not exist"),
+        ({"program": ("no-such-command-xyz",)}, "not on PATH"),
+    ],
+)
+def test_bad_requests_are_refused_before_submission(slurm, shared_tmp, kwargs, message):
+    before = {j.job_id for j in slurm.jobs()}
+    with pytest.raises(InvalidRequest, match=message):
+        req = ElasticRequest(**{"program": ("/bin/true",), **kwargs})
+        api.submit(req, slurm, workdir=shared_tmp, python=sys.executable)
+    assert {j.job_id for j in slurm.jobs()} == before

@@ -1,0 +1,116 @@
+"""The elastic runtime on the real cluster: heat2d resized by hand-written orders.
+
+Each test plays the controller's part step by step (grow through Slurm, order, wait for the
+acknowledgement; order a shrink, wait until the job vacates, shrink in Slurm) and checks the
+job's nodes with ``scontrol`` and ``sacct``, and the result against the serial computation.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from elastic_slurm import api
+from elastic_slurm.jobdir import JobDir
+from elastic_slurm.model import ElasticRequest, JobKind
+from elastic_slurm.model.resize_order import AckStatus, ResizeAction, ResizeOrder
+from elastic_slurm.resources import example
+
+from .helpers import all_idle, job_state, pids_in_node, sacct_sizes, scontrol_nodes, wait
+
+pytestmark = pytest.mark.slurm
+
+
+def _heat2d(slurm, tmp: Path, start: int, iterations: int, env: dict[str, str] | None = None):
+    wait(all_idle, 60, "all nodes idle before the test")
+    req = ElasticRequest(
+        program=(str(example("heat2d.py")), "--n", "256", "--iterations", str(iterations),
+                 "--pace-s", "0.01", "--check", "--report-every", "1000000"),
+        kind=JobKind.MALLEABLE, nodes_min=1, nodes_max=4, nodes_start=start,
+        walltime=timedelta(minutes=10), job_name="heat2d-test",
+        extra_env=tuple((env or {}).items()),
+    )
+    job = api.submit(req, slurm, workdir=tmp, output=str(tmp / "heat2d-%j.out"))
+    wait(lambda: job_state(job) == "RUNNING", 30, f"job {job} to start")
+    jobdir = JobDir.for_job(tmp, job)
+    # the launcher has started the application on the job's first nodes
+    wait(lambda: any(e["event"] == "launch" for e in jobdir.events()), 30, "the first launch")
+    return job, jobdir
+
+
+def _order(jobdir: JobDir, seq: int, action: ResizeAction, nodes) -> None:
+    jobdir.write_order(ResizeOrder(seq, action, tuple(nodes), time.time()))
+
+
+def _summary(tmp: Path, job: int) -> dict:
+    out = (tmp / f"heat2d-{job}.out").read_text()
+    return json.loads([line for line in out.splitlines() if line.startswith("{")][-1])
+
+
+def _shrink(slurm, jobdir: JobDir, job: int, seq: int, keep) -> None:
+    _order(jobdir, seq, ResizeAction.SHRINK, keep)
+    vacated = wait(lambda: jobdir.read_ack(seq, AckStatus.VACATED), 60, "the job to vacate")
+    assert set(vacated.nodes) == set(scontrol_nodes(job)) - set(keep)
+    # the job's processes have left the vacated nodes before they are given back
+    for node in vacated.nodes:
+        leftovers = [c for c in pids_in_node(node) if not c.startswith("slurmd")]
+        assert leftovers == [], f"{node}: {leftovers}"
+    slurm.shrink(job, keep)
+    assert set(scontrol_nodes(job)) == set(keep)
+
+
+def test_restart_strategy_grow_and_shrink_with_ranks_on_several_nodes(slurm, shared_tmp):
+    job, jobdir = _heat2d(slurm, shared_tmp, start=2, iterations=1200)
+    try:
+        start_nodes = scontrol_nodes(job)
+        grown = slurm.grow(job, 2, grant_timeout_s=20)
+        _order(jobdir, 1, ResizeAction.EXPAND, grown.nodes)
+        ack = wait(lambda: jobdir.final_ack(1), 60, "order 1 to be done")
+        assert ack.status is AckStatus.DONE and ack.strategy == "restart"
+        assert "not only on mpirun" in ack.reason  # ranks on several nodes: no spawn
+        assert set(ack.nodes) == set(scontrol_nodes(job)) and len(ack.nodes) == 4
+        assert ack.ranks == 4
+        wait(lambda: sacct_sizes(job)[-1][1] == 4, 20, "sacct to record 4 nodes")
+        keep = start_nodes
+        _shrink(slurm, jobdir, job, 2, keep)
+        ack = wait(lambda: jobdir.final_ack(2), 60, "order 2 to be done")
+        assert ack.status is AckStatus.DONE and set(ack.nodes) == set(keep) and ack.ranks == 2
+        wait(lambda: job_state(job) == "COMPLETED", 180, "heat2d to complete")
+    finally:
+        slurm.cancel(job)
+    summary = _summary(shared_tmp, job)
+    assert summary["resizes"] == 2 and summary["ranks"] == 2
+    assert summary["max_abs_error"] <= 1e-12 and summary["matches_reference"] is True
+    assert [nn for _s, nn, _nl in sacct_sizes(job)] == [2, 4, 2]
+    wait(all_idle, 30, "all nodes idle")
+
+
+def test_spawn_strategy_grows_from_one_node_then_restart_shrinks(slurm, shared_tmp):
+    job, jobdir = _heat2d(slurm, shared_tmp, start=1, iterations=1500)
+    try:
+        (first,) = scontrol_nodes(job)
+        grown = slurm.grow(job, 2, grant_timeout_s=20)
+        _order(jobdir, 1, ResizeAction.EXPAND, grown.nodes)
+        ack = wait(lambda: jobdir.final_ack(1), 60, "order 1 to be done")
+        assert ack.status is AckStatus.DONE and ack.strategy == "spawn", ack
+        assert set(ack.phases_s) == {"spawn", "merge", "redistribute"}
+        assert set(ack.nodes) == set(scontrol_nodes(job)) and ack.ranks == 3
+        # the spawned ranks really run on the added nodes
+        for node in grown.added:
+            assert any("heat2d.py" in c for c in pids_in_node(node)), pids_in_node(node)
+        wait(lambda: sacct_sizes(job)[-1][1] == 3, 20, "sacct to record 3 nodes")
+        _shrink(slurm, jobdir, job, 2, [first])
+        ack = wait(lambda: jobdir.final_ack(2), 60, "order 2 to be done")
+        assert ack.status is AckStatus.DONE and ack.strategy == "restart" and ack.ranks == 1
+        wait(lambda: job_state(job) == "COMPLETED", 180, "heat2d to complete")
+    finally:
+        slurm.cancel(job)
+    summary = _summary(shared_tmp, job)
+    assert summary["matches_reference"] is True and summary["resizes"] == 2
+    events = [e["event"] for e in jobdir.events()]
+    assert events.count("launch") == 2  # one restart (the shrink); the grow needed none
+    wait(all_idle, 30, "all nodes idle")

@@ -1,0 +1,308 @@
+"""Site configs: ``config/load.py`` and ``config/schema.py``; errors name the file and the key."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from elastic_slurm.config import load_site, site_config_dirs
+from elastic_slurm.config.schema import LocalClusterConfig, NetworkConfig, SiteConfig
+from elastic_slurm.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[2]
+SHIPPED = ROOT / "site_configs" / "local.yaml"
+
+
+@pytest.fixture(autouse=True)
+def _no_site_dir(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A developer's ELASTIC_SLURM_SITE_DIR must not change what these tests load."""
+    monkeypatch.delenv("ELASTIC_SLURM_SITE_DIR", raising=False)
+
+
+def _yaml(tmp_path: Path, text: str, name: str = "site.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("site", [None, "local", str(SHIPPED)])
+def test_load_shipped_local(site: str | None) -> None:
+    cfg = load_site(site)
+    assert isinstance(cfg, SiteConfig)
+    assert (cfg.name, cfg.cluster_name, cfg.partition) == ("local", "elastic", "debug")
+    assert cfg.source == str(SHIPPED)
+    assert cfg.slurm_conf == Path("/var/lib/elastic-slurm/local/etc/slurm.conf")
+    assert (cfg.transport.kind, cfg.transport.command_timeout_s) == ("local", 30.0)
+    assert cfg.controller.poll_interval_s == 0.5
+    assert cfg.controller.resize_timeout_s == 120.0
+    assert cfg.controller.grant_timeout_s == 30
+    assert (cfg.controller.policy.name, cfg.controller.policy.options) == ("pending_first", {})
+    lc = cfg.local_cluster
+    assert lc is not None
+    assert (lc.nodes, lc.cpus_per_node, lc.real_memory_mib, lc.select_type) == (
+        4,
+        1,
+        1024,
+        "linear",
+    )
+    assert (lc.node_prefix, lc.head_hostname, lc.partition) == ("n", "eshead", "debug")
+    assert lc.state_dir == Path("/var/lib/elastic-slurm/local")
+    assert lc.run_dir == Path("/run/elastic-slurm/local")
+    assert (lc.slurmctld_port, lc.slurmd_port, lc.slurmdbd_port, lc.mariadb_port) == (
+        6817,
+        6818,
+        6819,
+        13306,
+    )
+    assert lc.network.subnet == ipaddress.IPv4Network("10.77.0.0/24")
+    assert (lc.network.bridge, lc.network.node_address_offset, lc.network.netns_prefix) == (
+        "esbr0",
+        10,
+        "es-",
+    )
+    assert (lc.scheduler.sched_interval_s, lc.scheduler.bf_interval_s) == (2, 2)
+    assert lc.start_timeout_s == 60.0
+    assert lc.node_names() == ("n1", "n2", "n3", "n4")
+
+
+def test_shipped_values_are_the_schema_defaults() -> None:
+    # local.yaml says "the values below are the defaults": keep the two in step.
+    cfg = load_site("local")
+    assert cfg.local_cluster == LocalClusterConfig()
+    assert cfg.controller == SiteConfig(name="x").controller
+    assert cfg.transport == SiteConfig(name="x").transport
+
+
+def test_config_is_frozen() -> None:
+    cfg = load_site("local")
+    with pytest.raises(ValidationError, match="frozen"):
+        cfg.partition = "other"  # type: ignore[misc]
+
+
+def test_minimal_site_takes_defaults_and_file_name(tmp_path: Path) -> None:
+    path = _yaml(tmp_path, "cluster_name: prod\n", "mysite.yaml")
+    cfg = load_site(str(path))
+    assert (cfg.name, cfg.cluster_name, cfg.source) == ("mysite", "prod", str(path))
+    assert (cfg.local_cluster, cfg.slurm_conf, cfg.partition) == (None, None, None)
+
+
+def test_local_cluster_sets_slurm_conf_and_partition(tmp_path: Path) -> None:
+    path = _yaml(
+        tmp_path,
+        f"name: t\nlocal_cluster:\n  state_dir: {tmp_path}/state\n  run_dir: {tmp_path}/run\n"
+        "  partition: batch\n",
+    )
+    cfg = load_site(str(path))
+    assert cfg.slurm_conf == tmp_path / "state" / "etc" / "slurm.conf"
+    assert cfg.partition == "batch"
+
+
+def test_explicit_slurm_conf_and_partition_win(tmp_path: Path) -> None:
+    path = _yaml(
+        tmp_path,
+        "slurm_conf: /etc/slurm/slurm.conf\npartition: gpu\nlocal_cluster:\n  nodes: 2\n",
+    )
+    cfg = load_site(str(path))
+    assert (cfg.slurm_conf, cfg.partition) == (Path("/etc/slurm/slurm.conf"), "gpu")
+
+
+def test_source_in_yaml_is_overwritten(tmp_path: Path) -> None:
+    path = _yaml(tmp_path, "source: /elsewhere.yaml\n")
+    assert load_site(str(path)).source == str(path)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("key: [unclosed\n", "{path}: not valid YAML: "),
+        ("a: b: c\n", "{path}: not valid YAML: "),
+        ("- a\n- b\n", "{path}: expected a mapping of keys at the top level, got list"),
+        ("just a string\n", "{path}: expected a mapping of keys at the top level, got str"),
+        ("bogus: 1\n", "{path}: bogus: Extra inputs are not permitted"),
+        (
+            "local_cluster:\n  nodez: 3\n",
+            "{path}: local_cluster.nodez: Extra inputs are not permitted",
+        ),
+        (
+            "local_cluster:\n  nodes: many\n",
+            "{path}: local_cluster.nodes: Input should be a valid integer",
+        ),
+        (
+            "local_cluster:\n  nodes: 0\n",
+            "{path}: local_cluster.nodes: Input should be greater than or equal to 1",
+        ),
+        (
+            "local_cluster:\n  nodes: 65\n",
+            "{path}: local_cluster.nodes: Input should be less than or equal to 64",
+        ),
+        (
+            "local_cluster:\n  select_type: cons_res\n",
+            "{path}: local_cluster.select_type: Input should be 'linear' or 'cons_tres'",
+        ),
+        (
+            "local_cluster:\n  network:\n    subnet: 8.8.8.0/24\n",
+            "{path}: local_cluster.network.subnet: Value error, subnet 8.8.8.0/24 is not a private "
+            "range",
+        ),
+        (
+            "local_cluster:\n  network:\n    subnet: 10.77.0.1/24\n",
+            "{path}: local_cluster.network.subnet: Input is not a valid IPv4 network",
+        ),
+        (
+            "local_cluster:\n  network:\n    bridge: br0;rm\n",
+            "{path}: local_cluster.network.bridge: String should match pattern",
+        ),
+        (
+            "local_cluster:\n  network:\n    netns_prefix: toolong-\n",
+            "{path}: local_cluster.network.netns_prefix: String should have at most 6 characters",
+        ),
+        (
+            "local_cluster:\n  state_dir: relative/dir\n",
+            "{path}: local_cluster.state_dir: Value error, relative/dir must be an absolute path",
+        ),
+        (
+            "local_cluster:\n  slurmd_port: 80\n",
+            "{path}: local_cluster.slurmd_port: Input should be greater than or equal to 1024",
+        ),
+        (
+            "controller:\n  poll_interval_s: 0\n",
+            "{path}: controller.poll_interval_s: Input should be greater than 0",
+        ),
+        (
+            "controller:\n  policy:\n    options: [1, 2]\n",
+            "{path}: controller.policy.options: Input should be a valid dictionary",
+        ),
+        ("transport:\n  kind: ssh\n", "{path}: transport.kind: Input should be 'local'"),
+    ],
+)
+def test_load_errors_name_file_and_key(tmp_path: Path, text: str, message: str) -> None:
+    path = _yaml(tmp_path, text)
+    with pytest.raises(ConfigError) as info:
+        load_site(str(path))
+    assert str(info.value).startswith(message.format(path=path)), str(info.value)
+
+
+def test_every_error_is_reported(tmp_path: Path) -> None:
+    path = _yaml(tmp_path, "local_cluster:\n  nodes: 0\n  cpus_per_node: none\nbogus: 1\n")
+    with pytest.raises(ConfigError) as info:
+        load_site(str(path))
+    lines = str(info.value).splitlines()
+    assert [line.split(": ")[1] for line in lines] == [
+        "local_cluster.nodes",
+        "local_cluster.cpus_per_node",
+        "bogus",
+    ]
+    assert all(line.startswith(f"{path}: ") for line in lines)
+
+
+@pytest.mark.parametrize(
+    ("prefix", "offset", "nodes", "fits"),
+    [
+        (29, 2, 4, True),  # 6 host addresses: bridge .1, head .2, nodes .3-.6
+        (29, 2, 5, False),
+        (24, 10, 64, True),
+        (28, 10, 4, True),
+        (28, 10, 5, False),
+    ],
+)
+def test_nodes_must_fit_in_subnet(prefix: int, offset: int, nodes: int, fits: bool) -> None:
+    network = NetworkConfig(subnet=f"10.9.0.0/{prefix}", node_address_offset=offset)
+    if fits:
+        assert LocalClusterConfig(nodes=nodes, network=network).nodes == nodes
+    else:
+        message = (
+            f"{nodes} nodes do not fit in 10.9.0.0/{prefix} from offset {offset}: "
+            "use a larger subnet or fewer nodes"
+        )
+        with pytest.raises(ValidationError, match=re.escape(message)):
+            LocalClusterConfig(nodes=nodes, network=network)
+
+
+@pytest.mark.parametrize(
+    ("subnet", "ok"),
+    [
+        ("10.0.0.0/8", True),
+        ("172.16.5.0/24", True),
+        ("192.168.1.0/24", True),
+        ("8.8.8.0/24", False),
+        ("172.32.0.0/24", False),
+        ("100.64.0.0/24", False),  # shared address space (carrier NAT) is not private
+    ],
+)
+def test_subnet_must_be_private(subnet: str, ok: bool) -> None:
+    if ok:
+        assert str(NetworkConfig(subnet=subnet).subnet) == subnet
+    else:
+        with pytest.raises(ValidationError, match=f"subnet {subnet} is not a private range"):
+            NetworkConfig(subnet=subnet)
+
+
+@pytest.mark.parametrize(
+    ("count", "names"),
+    [(None, ("n1", "n2", "n3", "n4")), (1, ("n1",)), (6, ("n1", "n2", "n3", "n4", "n5", "n6"))],
+)
+def test_node_names(count: int | None, names: tuple[str, ...]) -> None:
+    assert LocalClusterConfig().node_names(count) == names
+
+
+def test_unknown_site_lists_known_sites() -> None:
+    with pytest.raises(ConfigError) as info:
+        load_site("nosuch")
+    assert str(info.value) == (
+        f"no site config named 'nosuch' in {', '.join(map(str, site_config_dirs()))}; "
+        "known sites: local; "
+        "or pass a path to a YAML file"
+    )
+
+
+@pytest.mark.parametrize("name", ["missing.yaml", "missing.yml", "sub/dir/missing"])
+def test_missing_path(tmp_path: Path, name: str) -> None:
+    path = tmp_path / name
+    with pytest.raises(
+        ConfigError, match=f"^site config file {re.escape(str(path))} does not exist$"
+    ):
+        load_site(str(path))
+
+
+def test_site_dir_env_adds_a_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _yaml(tmp_path, "cluster_name: mine\n", "mysite.yml")
+    monkeypatch.setenv("ELASTIC_SLURM_SITE_DIR", str(tmp_path))
+    dirs = site_config_dirs()
+    assert dirs[:2] == [tmp_path, ROOT / "site_configs"]  # then the wheel's copy, if installed
+    cfg = load_site("mysite")
+    assert (cfg.name, cfg.cluster_name, cfg.source) == (
+        "mysite",
+        "mine",
+        str(tmp_path / "mysite.yml"),
+    )
+    assert load_site("local").source == str(SHIPPED)  # the shipped sites are still found
+    with pytest.raises(ConfigError, match=r"known sites: local, mysite; or pass a path"):
+        load_site("nosuch")
+
+
+def test_site_dir_env_comes_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _yaml(tmp_path, "cluster_name: shadow\n", "local.yaml")
+    monkeypatch.setenv("ELASTIC_SLURM_SITE_DIR", str(tmp_path))
+    cfg = load_site("local")
+    assert (cfg.cluster_name, cfg.source, cfg.local_cluster) == (
+        "shadow",
+        str(tmp_path / "local.yaml"),
+        None,
+    )
+
+
+def test_empty_site_dir_env_is_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ELASTIC_SLURM_SITE_DIR", "")
+    assert site_config_dirs()[0] == ROOT / "site_configs"
+
+
+def test_empty_site_file_gives_the_defaults(tmp_path: Path) -> None:
+    path = tmp_path / "blank.yaml"
+    path.write_text("")
+    cfg = load_site(str(path))
+    assert cfg.name == "blank" and cfg.local_cluster is None
+    assert cfg.controller.policy.name == "pending_first"

@@ -1,0 +1,78 @@
+"""The pure helpers of ``elastic-slurm run``: ``mpi_runtime/launcher.py``."""
+
+from __future__ import annotations
+
+import pytest
+
+from elastic_slurm.mpi_runtime import launcher
+from elastic_slurm.mpi_runtime.launcher import mpirun_argv, mpirun_env, program_argv
+
+PY = "/venv/bin/python"
+
+
+@pytest.mark.parametrize(
+    ("program", "argv"),
+    [
+        (["app.py", "-n", "3"], [PY, "app.py", "-n", "3"]),
+        (("examples/heat2d.py",), [PY, "examples/heat2d.py"]),
+        (["/bin/hostname"], ["/bin/hostname"]),
+        (["./solver", "x.py"], ["./solver", "x.py"]),  # only the program itself counts
+        (["APP.PY"], ["APP.PY"]),
+        (["python3", "app.py"], ["python3", "app.py"]),
+    ],
+)
+def test_program_argv(program: list[str], argv: list[str]) -> None:
+    assert program_argv(program, python=PY) == argv
+
+
+@pytest.mark.parametrize("program", [[], ()])
+def test_program_argv_needs_a_program(program: list[str]) -> None:
+    with pytest.raises(ValueError, match=r"no application given: elastic-slurm run APP \[ARGS\]"):
+        program_argv(program, python=PY)
+
+
+@pytest.mark.parametrize(
+    ("nodes", "per_node", "program", "argv"),
+    [
+        (
+            ["n1", "n2"],
+            1,
+            ["python", "app.py"],
+            ["mpirun", "-n", "2", "--host", "n1:1,n2:1", "--bind-to", "none", "python", "app.py"],
+        ),
+        (
+            ("n3", "n1", "n2"),
+            4,
+            ["a b", "$(x)"],
+            ["mpirun", "-n", "12", "--host", "n3:4,n1:4,n2:4", "--bind-to", "none", "a b", "$(x)"],
+        ),
+        (["n1"], 2, ["x"], ["mpirun", "-n", "2", "--host", "n1:2", "--bind-to", "none", "x"]),
+    ],
+)
+def test_mpirun_argv(nodes: list[str], per_node: int, program: list[str], argv: list[str]) -> None:
+    assert mpirun_argv(nodes, per_node, program) == argv
+
+
+BASE_ENV = {
+    "OMPI_MCA_plm": "rsh",
+    "OMPI_MCA_plm_rsh_agent": f"{PY} -m elastic_slurm.mpi_runtime.rsh_agent",
+    "OMPI_MCA_plm_rsh_no_tree_spawn": "1",
+    "OMPI_MCA_orte_leave_session_attached": "1",
+}
+ROOT_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+
+
+def test_mpirun_env_not_root() -> None:
+    assert mpirun_env(PY, as_root=False) == BASE_ENV
+
+
+def test_mpirun_env_root() -> None:
+    assert mpirun_env(PY, as_root=True) == {**BASE_ENV, **ROOT_ENV}
+
+
+@pytest.mark.parametrize(("euid", "extra"), [(0, ROOT_ENV), (1000, {})])
+def test_mpirun_env_detects_root(
+    monkeypatch: pytest.MonkeyPatch, euid: int, extra: dict[str, str]
+) -> None:
+    monkeypatch.setattr(launcher.os, "geteuid", lambda: euid)
+    assert mpirun_env(PY) == {**BASE_ENV, **extra}
