@@ -102,9 +102,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--save", help="write the final grid to this .npy file")
     p.add_argument("--reference", help="compare the final grid with this .npy file")
     p.add_argument("--check", action="store_true", help="compare with a serial run (rank 0)")
-    p.add_argument("--pace-s", type=float, default=0.0,
-                   help="make each iteration last at least this long (s): small, slow runs "
-                   "for tests and demonstrations")
+    p.add_argument(
+        "--pace-s",
+        type=float,
+        default=0.0,
+        help="make each iteration last at least this long (s): small, slow runs "
+        "for tests and demonstrations",
+    )
     args = p.parse_args(argv)
 
     ec = init()
@@ -124,8 +128,11 @@ def main(argv: list[str] | None = None) -> int:
             time.sleep(max(0.0, args.pace_s - (time.monotonic() - t_it)))
         it += 1
         if ec.rank == 0 and it % args.report_every == 0:
-            print(f"heat2d: iteration {it}/{args.iterations} on {ec.size} rank(s) "
-                  f"[{socket.gethostname()}]", flush=True)
+            print(
+                f"heat2d: iteration {it}/{args.iterations} on {ec.size} rank(s) "
+                f"[{socket.gethostname()}]",
+                flush=True,
+            )
         state = {"iteration": it, "elapsed_s": time.monotonic() - t_start}
         new = ec.resize_point({"u": u}, state)
         if new is not None:

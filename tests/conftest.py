@@ -27,8 +27,9 @@ CLI = [sys.executable, "-m", "elastic_slurm"]
 
 
 def _cluster_cmd(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CLI, "cluster", *args], capture_output=True, text=True, check=check,
-                          timeout=900)
+    return subprocess.run(
+        [*CLI, "cluster", *args], capture_output=True, text=True, check=check, timeout=900
+    )
 
 
 @pytest.fixture(scope="session")
@@ -74,8 +75,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  
     report = outcome.get_result()
     if report.when == "call" and report.failed and item.get_closest_marker("slurm"):
         lines = []
-        for argv in (["sinfo", "-N"], ["squeue", "-s"], ["squeue"],
-                     ["sacct", "-X", "-o", "JobID,JobName,State,NNodes,NodeList"]):
+        for argv in (
+            ["sinfo", "-N"],
+            ["squeue", "-s"],
+            ["squeue"],
+            ["sacct", "-X", "-o", "JobID,JobName,State,NNodes,NodeList"],
+        ):
             if shutil.which(argv[0]):
                 res = subprocess.run(argv, capture_output=True, text=True, check=False)
                 lines.append(f"$ {' '.join(argv)}\n{res.stdout}{res.stderr}")

@@ -12,7 +12,9 @@ from collections.abc import Mapping
 PREFIX = "ELASTIC_SLURM_"
 
 
-def get_str(name: str, default: str | None = None, env: Mapping[str, str] | None = None) -> str | None:
+def get_str(
+    name: str, default: str | None = None, env: Mapping[str, str] | None = None
+) -> str | None:
     """``ELASTIC_SLURM_<name>`` as a string, or ``default``."""
     value = (env if env is not None else os.environ).get(PREFIX + name)
     return value if value not in (None, "") else default

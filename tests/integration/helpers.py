@@ -16,8 +16,12 @@ T = TypeVar("T")
 
 def scontrol_job(job_id: int) -> dict[str, str]:
     """``scontrol --oneliner show job`` as a dict, straight from Slurm (no project parser)."""
-    out = subprocess.run(["scontrol", "--oneliner", "show", "job", str(job_id)],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["scontrol", "--oneliner", "show", "job", str(job_id)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     fields: dict[str, str] = {}
     for word in out.split():
         if "=" in word:
@@ -34,9 +38,18 @@ def scontrol_nodes(job_id: int) -> tuple[str, ...]:
 def sacct_sizes(job_id: int) -> list[tuple[str, int, str]]:
     """(state, nnodes, nodelist) of each allocation record of the job in accounting."""
     out = subprocess.run(
-        ["sacct", "-j", str(job_id), "-X", "--noheader", "--parsable2",
-         "--format=JobID,State,NNodes,NodeList"],
-        capture_output=True, text=True, check=True,
+        [
+            "sacct",
+            "-j",
+            str(job_id),
+            "-X",
+            "--noheader",
+            "--parsable2",
+            "--format=JobID,State,NNodes,NodeList",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     rows = []
     for line in out.splitlines():
@@ -78,6 +91,7 @@ def pids_in_node(node: str) -> list[str]:
 
 def all_idle() -> bool:
     """True when every node of the cluster is idle (nothing left allocated)."""
-    out = subprocess.run(["sinfo", "-h", "-N", "-o", "%N %T"], capture_output=True, text=True,
-                         check=True).stdout
+    out = subprocess.run(
+        ["sinfo", "-h", "-N", "-o", "%N %T"], capture_output=True, text=True, check=True
+    ).stdout
     return all(line.split()[1] == "idle" for line in out.splitlines() if line.strip())

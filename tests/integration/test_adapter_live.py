@@ -28,8 +28,13 @@ def _next_second() -> None:
 
 def _sleeper(slurm, tmp: Path, nodes: int, name: str = "sleeper") -> int:
     wait(all_idle, 60, "all nodes idle before the test")
-    req = ElasticRequest(program=("/bin/sleep", "300"), nodes_min=nodes, nodes_max=nodes,
-                         job_name=name, walltime=timedelta(minutes=10))
+    req = ElasticRequest(
+        program=("/bin/sleep", "300"),
+        nodes_min=nodes,
+        nodes_max=nodes,
+        job_name=name,
+        walltime=timedelta(minutes=10),
+    )
     job = api.submit(req, slurm, workdir=tmp, output=str(tmp / "%j.out"))
     wait(lambda: job_state(job) == "RUNNING", 30, f"job {job} to start")
     return job
@@ -49,8 +54,11 @@ def test_grow_by_merge_and_shrink_to_exact_nodes(slurm, shared_tmp):
         wait(lambda: sacct_sizes(job)[-1][1] == 4, 20, "sacct to record 4 nodes")
         _next_second()
         # the expander is gone, and its nodes are not double-booked: a 1-node job must wait
-        assert not [j for j in slurm.jobs() if j.name == f"expand:{job}"
-                    and j.model_state.value in ("pending", "running")]
+        assert not [
+            j
+            for j in slurm.jobs()
+            if j.name == f"expand:{job}" and j.model_state.value in ("pending", "running")
+        ]
         # shrink to a non-contiguous exact list that keeps the batch host
         batch = scontrol_job(job)["BatchHost"]
         keep = [batch, grown.added[-1]]
@@ -81,8 +89,14 @@ def test_merged_nodes_are_not_given_to_another_job(slurm, shared_tmp):
         other = api.submit(req, slurm, workdir=shared_tmp, output=str(shared_tmp / "%j.out"))
         # once the scheduler has looked at it, it must wait for resources (with cons_tres,
         # 22.05 starts it on a merged node)
-        reason = wait(lambda: scontrol_job(other)["Reason"] in ("Resources", "Priority")
-                      or job_state(other) != "PENDING", 20, "the scheduler to consider it")
+        reason = wait(
+            lambda: (
+                scontrol_job(other)["Reason"] in ("Resources", "Priority")
+                or job_state(other) != "PENDING"
+            ),
+            20,
+            "the scheduler to consider it",
+        )
         assert reason is True and job_state(other) == "PENDING", scontrol_job(other)
     finally:
         slurm.cancel(*(j for j in (job, other) if j))
@@ -95,8 +109,11 @@ def test_grow_without_free_nodes_is_refused_and_leaves_nothing(slurm, shared_tmp
         with pytest.raises(ResizeError, match="no 2 more node"):
             slurm.grow(job, 2, grant_timeout_s=2)
         assert len(scontrol_nodes(job)) == 3
-        leftovers = [j for j in slurm.jobs() if j.name == f"expand:{job}"
-                     and j.model_state.value in ("pending", "running")]
+        leftovers = [
+            j
+            for j in slurm.jobs()
+            if j.name == f"expand:{job}" and j.model_state.value in ("pending", "running")
+        ]
         assert leftovers == []
         assert job_state(job) == "RUNNING"
     finally:

@@ -22,8 +22,13 @@ pytestmark = pytest.mark.slurm
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "elastic_slurm", *args], capture_output=True,
-                          text=True, check=False, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "elastic_slurm", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
 
 
 def test_status_reports_four_nodes_and_running_daemons(local_cluster):
@@ -31,15 +36,28 @@ def test_status_reports_four_nodes_and_running_daemons(local_cluster):
     assert res.returncode == 0, res.stderr
     st = json.loads(res.stdout)
     assert st["up"] is True and st["nodes"] == 4
-    assert set(st["daemons"]) == {"munged", "mariadbd", "slurmdbd", "slurmctld",
-                                  "slurmd@n1", "slurmd@n2", "slurmd@n3", "slurmd@n4"}
+    assert set(st["daemons"]) == {
+        "munged",
+        "mariadbd",
+        "slurmdbd",
+        "slurmctld",
+        "slurmd@n1",
+        "slurmd@n2",
+        "slurmd@n3",
+        "slurmd@n4",
+    }
     assert all(st["daemons"].values())
 
 
 def test_each_node_has_its_own_hostname_address_and_network(local_cluster):
     def per_node(*cmd: str) -> dict[str, str]:
-        out = subprocess.run(["srun", "-N4", "--ntasks-per-node=1", "-l", *cmd],
-                             capture_output=True, text=True, check=True, timeout=60).stdout
+        out = subprocess.run(
+            ["srun", "-N4", "--ntasks-per-node=1", "-l", *cmd],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        ).stdout
         return dict(line.split(": ", 1) for line in out.strip().splitlines())
 
     assert sorted(per_node("hostname").values()) == ["n1", "n2", "n3", "n4"]
@@ -86,15 +104,22 @@ def open_tmp() -> Path:
 def test_a_cluster_that_fails_to_start_leaves_nothing_behind(local_cluster, open_tmp: Path):
     tmp_path = open_tmp
     site_file = tmp_path / "broken.yaml"
-    site_file.write_text(yaml.safe_dump({
-        "name": "broken",
-        "local_cluster": {
-            "nodes": 2, "node_prefix": "x", "head_hostname": "xhead",
-            "state_dir": str(tmp_path / "state"), "run_dir": str(tmp_path / "run"),
-            "network": {"bridge": "esbr9", "subnet": "10.79.0.0/24", "netns_prefix": "ex-"},
-            "start_timeout_s": 0.001,  # nothing starts that fast: the first wait fails
-        },
-    }))
+    site_file.write_text(
+        yaml.safe_dump(
+            {
+                "name": "broken",
+                "local_cluster": {
+                    "nodes": 2,
+                    "node_prefix": "x",
+                    "head_hostname": "xhead",
+                    "state_dir": str(tmp_path / "state"),
+                    "run_dir": str(tmp_path / "run"),
+                    "network": {"bridge": "esbr9", "subnet": "10.79.0.0/24", "netns_prefix": "ex-"},
+                    "start_timeout_s": 0.001,  # nothing starts that fast: the first wait fails
+                },
+            }
+        )
+    )
     cluster = LocalCluster(load_site(str(site_file)))
     with pytest.raises(ClusterError, match=r"timed out after 0.001 s waiting for") as err:
         cluster.up()

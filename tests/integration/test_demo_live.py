@@ -19,7 +19,10 @@ pytestmark = pytest.mark.slurm
 def test_demo_grows_shrinks_and_matches_the_rigid_run(local_cluster, shared_tmp: Path):
     res = subprocess.run(
         [sys.executable, "-m", "elastic_slurm", "demo", "--json", "--workdir", str(shared_tmp)],
-        capture_output=True, text=True, timeout=900, check=False,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
     )
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     summary = json.loads(res.stdout.strip().splitlines()[-1])

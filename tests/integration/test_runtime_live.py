@@ -28,10 +28,24 @@ pytestmark = pytest.mark.slurm
 def _heat2d(slurm, tmp: Path, start: int, iterations: int, env: dict[str, str] | None = None):
     wait(all_idle, 60, "all nodes idle before the test")
     req = ElasticRequest(
-        program=(str(example("heat2d.py")), "--n", "256", "--iterations", str(iterations),
-                 "--pace-s", "0.01", "--check", "--report-every", "1000000"),
-        kind=JobKind.MALLEABLE, nodes_min=1, nodes_max=4, nodes_start=start,
-        walltime=timedelta(minutes=10), job_name="heat2d-test",
+        program=(
+            str(example("heat2d.py")),
+            "--n",
+            "256",
+            "--iterations",
+            str(iterations),
+            "--pace-s",
+            "0.01",
+            "--check",
+            "--report-every",
+            "1000000",
+        ),
+        kind=JobKind.MALLEABLE,
+        nodes_min=1,
+        nodes_max=4,
+        nodes_start=start,
+        walltime=timedelta(minutes=10),
+        job_name="heat2d-test",
         extra_env=tuple((env or {}).items()),
     )
     job = api.submit(req, slurm, workdir=tmp, output=str(tmp / "heat2d-%j.out"))

@@ -136,8 +136,8 @@ def node_state(state: str) -> NodeState:
     A flag appended by Slurm (``*`` not responding, ``~`` powered off, ``#``/``%``/``!`` power
     changes, ``$`` maintenance, ``@``/``^`` reboot) makes an idle node unavailable.
 
-    >>> node_state("idle"), node_state("idle*"), node_state("mixed")
-    (<NodeState.IDLE: 'idle'>, <NodeState.UNAVAILABLE: 'unavailable'>, <NodeState.ALLOCATED: 'allocated'>)
+    >>> [node_state(s).value for s in ("idle", "idle*", "mixed", "down*")]
+    ['idle', 'unavailable', 'allocated', 'unavailable']
     """
     base = state.rstrip("*~#!%$@^-+").lower()
     mapped = _NODE_STATES.get(base)
@@ -236,9 +236,9 @@ def parse_sinfo_nodes(text: str) -> list[SlurmNode]:
 
 
 def parse_sbatch_parsable(text: str) -> int:
-    """The job id printed by ``sbatch --parsable`` (``123`` or ``123;cluster``).
+    r"""The job id printed by ``sbatch --parsable`` (``123`` or ``123;cluster``).
 
-    >>> parse_sbatch_parsable("123;elastic\\n")
+    >>> parse_sbatch_parsable("123;elastic\n")
     123
     """
     first = text.strip().split(";")[0]
@@ -252,11 +252,11 @@ _PENDING_ALLOC = re.compile(r"Pending job allocation (\d+)")
 
 
 def parse_salloc_job_id(stderr: str) -> tuple[int | None, bool]:
-    """The job id in salloc's messages, and whether it was granted.
+    r"""The job id in salloc's messages, and whether it was granted.
 
-    >>> parse_salloc_job_id("salloc: Granted job allocation 8\\n")
+    >>> parse_salloc_job_id("salloc: Granted job allocation 8\n")
     (8, True)
-    >>> parse_salloc_job_id("salloc: Pending job allocation 9\\nsalloc: error: ...")
+    >>> parse_salloc_job_id("salloc: Pending job allocation 9\nsalloc: error: ...")
     (9, False)
     """
     m = _GRANTED.search(stderr)
@@ -324,9 +324,9 @@ def parse_version(text: str) -> tuple[int, int, int]:
 
 
 def parse_squeue_steps(text: str) -> dict[str, tuple[str, ...]]:
-    """Steps from ``squeue --steps --format=%i|%N``: ``{"12.0": ("n1", "n2"), ...}``.
+    r"""Steps from ``squeue --steps --format=%i|%N``: ``{"12.0": ("n1", "n2"), ...}``.
 
-    >>> parse_squeue_steps("12.0|n[1-2]\\n12.batch|n1\\n")
+    >>> parse_squeue_steps("12.0|n[1-2]\n12.batch|n1\n")
     {'12.0': ('n1', 'n2'), '12.batch': ('n1',)}
     """
     steps = {}
@@ -352,9 +352,10 @@ def _epoch(field: str) -> float | None:
 
 
 def parse_sacct_allocations(text: str, job_id: int) -> list[AllocationRecord]:
-    """Records of ``job_id`` from ``sacct --allocations --parsable2`` (times as epoch seconds).
+    r"""Records of ``job_id`` from ``sacct --allocations --parsable2`` (times as epoch seconds).
 
-    >>> recs = parse_sacct_allocations("7|RESIZING|2|n[1-2]|100|105\\n7|COMPLETED|4|n[1-4]|105|130", 7)
+    >>> text = "7|RESIZING|2|n[1-2]|100|105\n7|COMPLETED|4|n[1-4]|105|130"
+    >>> recs = parse_sacct_allocations(text, 7)
     >>> [(r.state, len(r.nodes)) for r in recs]
     [('RESIZING', 2), ('COMPLETED', 4)]
     """

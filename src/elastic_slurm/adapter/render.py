@@ -18,9 +18,7 @@ from elastic_slurm.model.request import ElasticRequest, JobKind
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def batch_script(
-    req: ElasticRequest, *, python: str, env: Mapping[str, str] | None = None
-) -> str:
+def batch_script(req: ElasticRequest, *, python: str, env: Mapping[str, str] | None = None) -> str:
     """The batch script for ``req``; every value is shell-quoted.
 
     Parameters
@@ -43,8 +41,15 @@ def batch_script(
             raise ValueError(f"environment variable name {key!r} is not valid in a shell")
         lines.append(f"export {key}={shlex.quote(value)}")
     if req.kind.resizable:
-        argv = [python, "-m", "elastic_slurm", "run",
-                f"--ntasks-per-node={req.ntasks_per_node}", "--", *req.program]
+        argv = [
+            python,
+            "-m",
+            "elastic_slurm",
+            "run",
+            f"--ntasks-per-node={req.ntasks_per_node}",
+            "--",
+            *req.program,
+        ]
     else:
         argv = list(req.program)
     lines.append("exec " + shlex.join(argv))
@@ -52,7 +57,9 @@ def batch_script(
 
 
 def _nodes_range(req: ElasticRequest) -> str:
-    return str(req.nodes_min) if req.nodes_min == req.nodes_max else f"{req.nodes_min}-{req.nodes_max}"
+    return (
+        str(req.nodes_min) if req.nodes_min == req.nodes_max else f"{req.nodes_min}-{req.nodes_max}"
+    )
 
 
 def sbatch_argv(

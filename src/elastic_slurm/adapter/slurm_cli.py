@@ -82,7 +82,10 @@ class SlurmCLI:
         )
         if res.returncode != 0:
             raise SlurmCommandError(
-                res.argv, res.returncode, res.stdout, res.stderr,
+                res.argv,
+                res.returncode,
+                res.stdout,
+                res.stderr,
                 transient=parse.is_transient(res.stderr + res.stdout),
             )
         return res
@@ -263,15 +266,18 @@ class SlurmCLI:
             # the job ended while salloc waited: merging into an ended job leaves a ghost
             # COMPLETING expander in Slurm 22.05 (seen here), so cancel the expander instead
             self.cancel(expander)
-            raise ResizeError(f"job {job_id} ended while its expansion was being granted; "
-                              f"expander {expander} cancelled")
+            raise ResizeError(
+                f"job {job_id} ended while its expansion was being granted; "
+                f"expander {expander} cancelled"
+            )
         try:
             self.run(commands.release_expander(expander))
             self.run(commands.absorb(job_id))
         except SlurmCommandError as exc:
             self.cancel(expander)
-            raise ResizeError(f"Slurm refused to merge expander {expander} into job {job_id}: "
-                              f"{exc}") from exc
+            raise ResizeError(
+                f"Slurm refused to merge expander {expander} into job {job_id}: {exc}"
+            ) from exc
         after = self.job(job_id)
         nodes = after.nodes if after else ()
         added = tuple(n for n in nodes if n not in before)

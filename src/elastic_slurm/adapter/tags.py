@@ -41,9 +41,7 @@ def decode(comment: str | None) -> ElasticTag | None:
     """
     if not comment or not comment.startswith(PREFIX):
         return None
-    fields = dict(
-        item.split("=", 1) for item in comment[len(PREFIX) :].split(";") if "=" in item
-    )
+    fields = dict(item.split("=", 1) for item in comment[len(PREFIX) :].split(";") if "=" in item)
     try:
         tag = ElasticTag(JobKind(fields["kind"]), int(fields["min"]), int(fields["max"]))
     except (KeyError, ValueError):

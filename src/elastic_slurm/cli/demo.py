@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 from rich.console import Console
@@ -22,8 +21,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         "(2-4 nodes), let the controller grow it into idle nodes and shrink it for a rigid "
         "job, and check the result against the rigid run.",
     )
-    p.add_argument("--workdir", type=Path, default=Path("demo-output"),
-                   help="where job outputs and results go (default ./demo-output)")
+    p.add_argument(
+        "--workdir",
+        type=Path,
+        default=Path("demo-output"),
+        help="where job outputs and results go (default ./demo-output)",
+    )
     p.add_argument("--n", type=int, default=2048, help="grid size, n x n doubles (>= 2048)")
     p.add_argument("--iterations", type=int, default=1000, help="Jacobi iterations")
     p.add_argument("--timeout", type=float, default=900.0, help="give up after this (s)")
@@ -36,25 +39,30 @@ def run(args: argparse.Namespace) -> int:
     if args.n < 16 or args.iterations < 1:
         raise SystemExit("elastic-slurm demo: error: --n must be >= 16 and --iterations >= 1")
     console = Console()
-    opts = DemoOptions(workdir=args.workdir.resolve(), n=args.n, iterations=args.iterations,
-                       timeout_s=args.timeout)
+    opts = DemoOptions(
+        workdir=args.workdir.resolve(), n=args.n, iterations=args.iterations, timeout_s=args.timeout
+    )
     demo = Demo(load_site(args.site), opts, say=lambda line: console.print(line))
     result = demo.run()
     result.timeline.render(console, title=f"heat2d job {result.job_id}: sizes as Slurm reported")
     for i, r in enumerate(result.resizes, start=1):
         phases = ", ".join(f"{k} {v:.2f} s" for k, v in r["phases_s"].items())
-        console.print(f"resize {i}: {r['action']} {r['from']} -> {r['to']} nodes in "
-                      f"{r['seconds']:.2f} s via {r['strategy'] or '-'} ({phases})")
-    console.print(f"node counts (controller's polls): {result.node_counts}; "
-                  f"(sacct): {result.node_counts_sacct}")
+        console.print(
+            f"resize {i}: {r['action']} {r['from']} -> {r['to']} nodes in "
+            f"{r['seconds']:.2f} s via {r['strategy'] or '-'} ({phases})"
+        )
+    console.print(
+        f"node counts (controller's polls): {result.node_counts}; "
+        f"(sacct): {result.node_counts_sacct}"
+    )
     err = "n/a" if result.max_abs_error is None else f"{result.max_abs_error:.3g}"
-    console.print(f"result matches the rigid run: {result.result_matches_rigid} "
-                  f"(max abs error {err}, tolerance 1e-12)")
+    console.print(
+        f"result matches the rigid run: {result.result_matches_rigid} "
+        f"(max abs error {err}, tolerance 1e-12)"
+    )
     console.print(f"nodes still allocated after all jobs ended: {result.leaked_nodes}")
     console.print(f"job states: {result.job_states}")
     if args.json:
         print(json.dumps(result.to_json()), flush=True)
     ok = result.result_matches_rigid and result.leaked_nodes == 0
     return 0 if ok else 1
-
-

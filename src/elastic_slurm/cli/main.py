@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from elastic_slurm import __version__
-from elastic_slurm.cli import cluster, demo, run
+from elastic_slurm.cli import cluster, controller, demo, policies, run
 from elastic_slurm.errors import ElasticSlurmError
 
 
@@ -27,6 +27,8 @@ def build_parser() -> argparse.ArgumentParser:
     cluster.add_parser(sub)
     run.add_parser(sub)
     demo.add_parser(sub)
+    controller.add_parser(sub)
+    policies.add_parser(sub)
     return parser
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+
 def _markers(cluster: str) -> tuple[str, str]:
     return (
         f"# BEGIN elastic-slurm local cluster {cluster} (managed by `elastic-slurm cluster`)",
@@ -33,11 +34,13 @@ def render_block(cluster: str, entries: Iterable[tuple[str, str]]) -> str:
 
 
 def remove_block(text: str, cluster: str) -> str:
-    """``text`` without the block of ``cluster`` (unchanged if there is none, or if its END
-    line is missing: then nothing after BEGIN is removed).
+    r"""``text`` without the block of ``cluster``.
 
-    >>> remove_block("a\\n" + render_block("b0", [("1.2.3.4", "x")]) + "b\\n", "b0")
-    'a\\nb\\n'
+    Unchanged if there is none, or if its END line is missing (then nothing after BEGIN is
+    removed: an unterminated block may have swallowed the user's own lines).
+
+    >>> remove_block("a\n" + render_block("b0", [("1.2.3.4", "x")]) + "b\n", "b0")
+    'a\nb\n'
     """
     begin, end = _markers(cluster)
     out: list[str] = []

@@ -178,7 +178,9 @@ class LocalCluster:
             )
             sinfo = res.stdout if res.returncode == 0 else res.stderr
         up = bool(daemons) and all(daemons.values())
-        return ClusterStatus(up, state.nodes, daemons, sinfo, str(self.layout(state.nodes).slurm_conf))
+        return ClusterStatus(
+            up, state.nodes, daemons, sinfo, str(self.layout(state.nodes).slurm_conf)
+        )
 
     def healthy(self, nodes: int) -> bool:
         """True if a cluster of ``nodes`` nodes is up with every daemon alive and nodes usable."""
@@ -440,8 +442,9 @@ class LocalCluster:
 
     def _start_slurmds(self, layout: Layout, state: ClusterState) -> None:
         recs = [
-            self._start(layout, state, f"slurmd@{h.hostname}",
-                        ["slurmd", "-D", "-N", h.hostname], host=h)
+            self._start(
+                layout, state, f"slurmd@{h.hostname}", ["slurmd", "-D", "-N", h.hostname], host=h
+            )
             for h in layout.node_hosts
         ]
         names = {h.hostname for h in layout.node_hosts}
@@ -493,8 +496,9 @@ class LocalCluster:
         stray = [p for p in stray if p not in recorded]
         slurmds = [d for d in state.daemons if d.name.startswith("slurmd@")]
         killed = processes.stop(reversed(slurmds), timeout_s=10)
-        n = processes.stop_pids(stray + [p for ns in node_ns for p in pids_in_netns(ns)
-                                         if p not in recorded])
+        n = processes.stop_pids(
+            stray + [p for ns in node_ns for p in pids_in_netns(ns) if p not in recorded]
+        )
         if n:
             done.append(f"stopped {n} leftover process(es) inside the nodes' namespaces")
         others = [d for d in state.daemons if not d.name.startswith("slurmd@")]
@@ -502,7 +506,9 @@ class LocalCluster:
         done.append(f"stopped {len(state.daemons)} daemon(s)")
         if killed:
             done.append(f"needed SIGKILL: {', '.join(killed)}")
-        net = Network(self.transport, state.bridge or self.cfg.network.bridge, layout.bridge_address)
+        net = Network(
+            self.transport, state.bridge or self.cfg.network.bridge, layout.bridge_address
+        )
         hostnets = {h.netns: h for h in (layout.head, *layout.node_hosts)}
         for ns, veth in zip(state.netns, state.veths, strict=False):
             host = hostnets.get(ns) or HostNet(ns, ns, layout.head.address, veth)

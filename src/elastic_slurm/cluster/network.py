@@ -147,12 +147,21 @@ class Network:
             self._ip("netns", "add", host.netns)
         self._ip("link", "set", "lo", "up", netns=host.netns)
         if not self.link_exists(host.veth_outer):
-            self._ip("link", "add", host.veth_outer, "type", "veth", "peer", "name", "eth0",
-                     "netns", host.netns)
+            self._ip(
+                "link",
+                "add",
+                host.veth_outer,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                "eth0",
+                "netns",
+                host.netns,
+            )
         self._ip("link", "set", host.veth_outer, "master", self.bridge)
         self._ip("link", "set", host.veth_outer, "up")
-        self._ip("addr", "replace", f"{host.address}/{prefixlen}", "dev", "eth0",
-                 netns=host.netns)
+        self._ip("addr", "replace", f"{host.address}/{prefixlen}", "dev", "eth0", netns=host.netns)
         self._ip("link", "set", "eth0", "up", netns=host.netns)
         gateway = str(self.bridge_address.ip)
         self._ip("route", "replace", "default", "via", gateway, netns=host.netns)

@@ -18,7 +18,9 @@ from elastic_slurm.errors import ClusterError
 log = logging.getLogger(__name__)
 
 POLICY_RC_D = Path("/usr/sbin/policy-rc.d")
-_POLICY_TEXT = "#!/bin/sh\n# elastic-slurm: no service starts during package installation\nexit 101\n"
+_POLICY_TEXT = (
+    "#!/bin/sh\n# elastic-slurm: no service starts during package installation\nexit 101\n"
+)
 
 
 def missing_packages(transport: Transport, packages: Sequence[str]) -> list[str]:

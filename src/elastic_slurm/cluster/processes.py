@@ -137,14 +137,20 @@ def signal_pid(pid: int, sig: int) -> None:
 
 
 def _wait_gone(records: list[DaemonRecord], timeout_s: float) -> list[DaemonRecord]:
+    """Wait until the processes have exited (reaping our own children); return the others."""
     deadline = time.monotonic() + timeout_s
-    while records and time.monotonic() < deadline:
-        for r in records:
+    live = list(records)
+    while live:
+        for r in live:
             _reap(r.pid)
-        records = [r for r in records if is_alive(r)]
-        if records:
-            time.sleep(0.05)
-    return records
+        live = [r for r in live if is_alive(r)]
+        if not live or time.monotonic() >= deadline:
+            break
+        time.sleep(0.05)
+    for r in records:
+        if r not in live:
+            _reap(r.pid)  # it may have turned zombie after the reap above
+    return live
 
 
 def stop(records: Iterable[DaemonRecord], timeout_s: float = 10.0) -> list[str]:

@@ -2,7 +2,8 @@
 
 The settings are the working ones of SLURM-FACTS.md: one slurmd per node with per-node spool,
 PID, log and ``TmpFS`` paths (``%n``), ``proctrack/linuxproc``, ``task/none``,
-``select/linear`` (whole nodes; ``cons_tres`` double-books nodes merged into a job), ``sched/backfill`` with ``permit_job_expansion``, ``MpiDefault=pmix``, and
+``select/linear`` (whole nodes; ``cons_tres`` double-books nodes merged into a job),
+``sched/backfill`` with ``permit_job_expansion``, ``MpiDefault=pmix``, and
 accounting through slurmdbd (without it Slurm 22.05 allows only one resize per job). Daemons run
 in the foreground and log to standard error, which the cluster sends to one file per daemon.
 """

@@ -90,8 +90,9 @@ def load_site(site: str | None = None) -> SiteConfig:
     if raw is None:
         raw = {}  # an empty file: every key has a default
     if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: expected a mapping of keys at the top level, got "
-                          f"{type(raw).__name__}")
+        raise ConfigError(
+            f"{path}: expected a mapping of keys at the top level, got {type(raw).__name__}"
+        )
     raw.setdefault("name", path.stem)
     raw["source"] = str(path)
     try:

@@ -29,8 +29,10 @@ class NetworkConfig(_Frozen):
     @classmethod
     def _private(cls, subnet: ipaddress.IPv4Network) -> ipaddress.IPv4Network:
         if not subnet.is_private:
-            raise ValueError(f"subnet {subnet} is not a private range; nothing may leave "
-                             "the machine, so use 10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16")
+            raise ValueError(
+                f"subnet {subnet} is not a private range; nothing may leave "
+                "the machine, so use 10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16"
+            )
         return subnet
 
 
@@ -69,6 +71,7 @@ class LocalClusterConfig(_Frozen):
         if " " in str(value):
             raise ValueError(f"{value}: Slurm's configuration cannot hold paths with spaces")
         return value
+
     slurmctld_port: int = Field(6817, ge=1024, le=65535)
     slurmd_port: int = Field(6818, ge=1024, le=65535)
     slurmdbd_port: int = Field(6819, ge=1024, le=65535)

@@ -123,13 +123,18 @@ class Actuator:
     def apply(self, decisions: Sequence[Decision], jobs: Mapping[int, SlurmJob]) -> None:
         """Start carrying out ``decisions`` (``jobs``: this cycle's Slurm view, by id)."""
         for d in decisions:
-            self.journal.write("decision", decision=type(d).__name__, job_id=d.job_id,
-                               count=getattr(d, "count", getattr(d, "nodes", None)),
-                               reason=d.reason)
+            self.journal.write(
+                "decision",
+                decision=type(d).__name__,
+                job_id=d.job_id,
+                count=getattr(d, "count", getattr(d, "nodes", None)),
+                reason=d.reason,
+            )
             job = jobs.get(d.job_id)
             if isinstance(d, Start):
-                log.info("job %d: start on %d node(s) is Slurm's to do (%s)", d.job_id, d.nodes,
-                         d.reason)
+                log.info(
+                    "job %d: start on %d node(s) is Slurm's to do (%s)", d.job_id, d.nodes, d.reason
+                )
                 continue
             if job is None or job.model_state is not JobState.RUNNING:
                 log.warning("job %d is not running any more; %s dropped", d.job_id, d)
@@ -152,19 +157,40 @@ class Actuator:
             grown = self.slurm.grow(job.job_id, d.count, grant_timeout_s=self.grant_timeout_s)
         except ResizeError as exc:
             log.warning("job %d: expansion by %d failed: %s", job.job_id, d.count, exc)
-            self.journal.write("outcome", job_id=job.job_id, action="expand", ok=False,
-                               message=str(exc))
+            self.journal.write(
+                "outcome", job_id=job.job_id, action="expand", ok=False, message=str(exc)
+            )
             return
         seq = jobdir.last_order_seq() + 1
         order = ResizeOrder(seq, ResizeAction.EXPAND, grown.nodes, time.time())
         jobdir.write_order(order)
-        self.journal.write("order", job_id=job.job_id, seq=seq, action="expand",
-                           nodes=list(grown.nodes), expander=grown.expander_id)
-        log.info("job %d: grew by %s (expander %d, %.2f s); order %d sent", job.job_id,
-                 ",".join(grown.added), grown.expander_id, grown.elapsed_s, seq)
+        self.journal.write(
+            "order",
+            job_id=job.job_id,
+            seq=seq,
+            action="expand",
+            nodes=list(grown.nodes),
+            expander=grown.expander_id,
+        )
+        log.info(
+            "job %d: grew by %s (expander %d, %.2f s); order %d sent",
+            job.job_id,
+            ",".join(grown.added),
+            grown.expander_id,
+            grown.elapsed_s,
+            seq,
+        )
         self.in_flight[job.job_id] = Resize(
-            job.job_id, seq, ResizeAction.EXPAND, job.nodes, grown.nodes, jobdir, decided,
-            phase="awaiting_done", reason=d.reason, phases_s={"grant": grown.elapsed_s},
+            job.job_id,
+            seq,
+            ResizeAction.EXPAND,
+            job.nodes,
+            grown.nodes,
+            jobdir,
+            decided,
+            phase="awaiting_done",
+            reason=d.reason,
+            phases_s={"grant": grown.elapsed_s},
         )
 
     def _shrink(self, job: SlurmJob, d: Shrink) -> None:
@@ -172,12 +198,18 @@ class Actuator:
         keep = choose_keep(job.nodes, job.batch_host, d.count)
         seq = jobdir.last_order_seq() + 1
         jobdir.write_order(ResizeOrder(seq, ResizeAction.SHRINK, keep, time.time()))
-        self.journal.write("order", job_id=job.job_id, seq=seq, action="shrink",
-                           nodes=list(keep))
+        self.journal.write("order", job_id=job.job_id, seq=seq, action="shrink", nodes=list(keep))
         log.info("job %d: order %d: shrink to %s", job.job_id, seq, ",".join(keep))
         self.in_flight[job.job_id] = Resize(
-            job.job_id, seq, ResizeAction.SHRINK, job.nodes, keep, jobdir, time.time(),
-            phase="awaiting_vacate", reason=d.reason,
+            job.job_id,
+            seq,
+            ResizeAction.SHRINK,
+            job.nodes,
+            keep,
+            jobdir,
+            time.time(),
+            phase="awaiting_vacate",
+            reason=d.reason,
         )
 
     # ------------------------------------------------------------------ progress
@@ -190,10 +222,18 @@ class Actuator:
                 del self.in_flight[job_id]
                 self.outcomes.append(outcome)
                 finished.append(outcome)
-                self.journal.write("outcome", job_id=job_id, seq=r.seq, action=r.action.value,
-                                   ok=outcome.ok, seconds=outcome.seconds,
-                                   nodes=list(outcome.after), strategy=outcome.strategy,
-                                   phases_s=outcome.phases_s, message=outcome.message)
+                self.journal.write(
+                    "outcome",
+                    job_id=job_id,
+                    seq=r.seq,
+                    action=r.action.value,
+                    ok=outcome.ok,
+                    seconds=outcome.seconds,
+                    nodes=list(outcome.after),
+                    strategy=outcome.strategy,
+                    phases_s=outcome.phases_s,
+                    message=outcome.message,
+                )
         return finished
 
     def _advance(self, r: Resize, job: SlurmJob | None) -> ResizeOutcome | None:
@@ -221,16 +261,24 @@ class Actuator:
         ack = r.jobdir.final_ack(r.seq)
         if ack is None:
             return self._check_overdue(r)
-        return self._close(r, ok=ack.status is AckStatus.DONE, after=ack.nodes,
-                           strategy=ack.strategy, phases=ack.phases_s, at=ack.at,
-                           message=ack.reason)
+        return self._close(
+            r,
+            ok=ack.status is AckStatus.DONE,
+            after=ack.nodes,
+            strategy=ack.strategy,
+            phases=ack.phases_s,
+            at=ack.at,
+            message=ack.reason,
+        )
 
     def _check_overdue(self, r: Resize) -> None:
         if not r.overdue and time.time() - r.decided_at > self.resize_timeout_s:
             r.overdue = True
             what = "vacated its nodes" if r.phase == "awaiting_vacate" else "acknowledged"
-            msg = (f"job {r.job_id} has not {what} order {r.seq} ({r.action.value}) after "
-                   f"{self.resize_timeout_s:g} s; it keeps its nodes, and the order stays open")
+            msg = (
+                f"job {r.job_id} has not {what} order {r.seq} ({r.action.value}) after "
+                f"{self.resize_timeout_s:g} s; it keeps its nodes, and the order stays open"
+            )
             log.warning("%s", msg)
             self.journal.write("overdue", job_id=r.job_id, seq=r.seq, message=msg)
         return None

@@ -78,8 +78,9 @@ class Controller:
         self.poll_interval_s = poll_interval_s
         self.dry_run = dry_run
         self.min_resize_interval_s = min_resize_interval_s
-        self.actuator = Actuator(slurm, self.journal, grant_timeout_s=grant_timeout_s,
-                                 resize_timeout_s=resize_timeout_s)
+        self.actuator = Actuator(
+            slurm, self.journal, grant_timeout_s=grant_timeout_s, resize_timeout_s=resize_timeout_s
+        )
         self._known: set[int] = set()
         self.last: Cycle | None = None
 
@@ -94,13 +95,20 @@ class Controller:
         if not self.actuator.in_flight:
             decisions = tuple(self.policy.decide(snap, trigger))
             if decisions:
-                log.info("policy %s decided: %s", self.policy.name,
-                         "; ".join(f"{type(d).__name__} job {d.job_id} ({d.reason})"
-                                   for d in decisions))
+                log.info(
+                    "policy %s decided: %s",
+                    self.policy.name,
+                    "; ".join(f"{type(d).__name__} job {d.job_id} ({d.reason})" for d in decisions),
+                )
             if self.dry_run:
                 for d in decisions:
-                    self.journal.write("decision", decision=type(d).__name__, job_id=d.job_id,
-                                       dry_run=True, reason=d.reason)
+                    self.journal.write(
+                        "decision",
+                        decision=type(d).__name__,
+                        job_id=d.job_id,
+                        dry_run=True,
+                        reason=d.reason,
+                    )
             else:
                 self.actuator.apply(decisions, jobs)
         self.last = Cycle(snap, trigger, decisions, finished)

@@ -42,6 +42,7 @@ from elastic_slurm.model.request import ElasticRequest, JobKind
 from elastic_slurm.model.snapshot import NodeState
 from elastic_slurm.plugins.registry import make_policy
 from elastic_slurm.resources import example
+from elastic_slurm.waiting import DeadlineExceeded, wait_for
 
 log = logging.getLogger(__name__)
 
@@ -97,8 +98,15 @@ class DemoResult:
 
 
 def _heat2d(opts: DemoOptions, save: Path) -> tuple[str, ...]:
-    return (str(example("heat2d.py")), "--n", str(opts.n), "--iterations",
-            str(opts.iterations), "--save", str(save))
+    return (
+        str(example("heat2d.py")),
+        "--n",
+        str(opts.n),
+        "--iterations",
+        str(opts.iterations),
+        "--save",
+        str(save),
+    )
 
 
 class Demo:
@@ -114,8 +122,9 @@ class Demo:
         Prints one progress line.
     """
 
-    def __init__(self, site: SiteConfig, opts: DemoOptions,
-                 say: Callable[[str], None] = print) -> None:
+    def __init__(
+        self, site: SiteConfig, opts: DemoOptions, say: Callable[[str], None] = print
+    ) -> None:
         self.site = site
         self.opts = opts
         self.say = say
@@ -137,17 +146,26 @@ class Demo:
         cluster.up(DEMO_NODES)
 
     def _check_idle(self) -> None:
-        busy = [j for j in self.slurm.jobs()
-                if j.model_state.value in ("pending", "running")
-                or (j.model_state.value == "completing" and j.nodes)]
+        busy = [
+            j
+            for j in self.slurm.jobs()
+            if j.model_state.value in ("pending", "running")
+            or (j.model_state.value == "completing" and j.nodes)
+        ]
         if busy:
             ids = ", ".join(str(j.job_id) for j in busy)
-            raise ClusterError(f"the cluster is busy (jobs {ids}); the demo needs it empty: "
-                               "wait for them or cancel them with scancel")
+            raise ClusterError(
+                f"the cluster is busy (jobs {ids}); the demo needs it empty: "
+                "wait for them or cancel them with scancel"
+            )
 
     def _submit(self, req: ElasticRequest, label: str) -> int:
-        job_id = api.submit(req, self.slurm, workdir=self.opts.workdir,
-                            output=str(self.opts.workdir / f"{label}-%j.out"))
+        job_id = api.submit(
+            req,
+            self.slurm,
+            workdir=self.opts.workdir,
+            output=str(self.opts.workdir / f"{label}-%j.out"),
+        )
         self.submitted.append(job_id)
         return job_id
 
@@ -156,9 +174,12 @@ class Demo:
         if not self.submitted:
             return
         names = {f"{EXPANDER_PREFIX}{j}" for j in self.submitted}
-        live = [j.job_id for j in self.slurm.jobs()
-                if (j.job_id in self.submitted or j.name in names)
-                and j.model_state.value in ("pending", "running")]
+        live = [
+            j.job_id
+            for j in self.slurm.jobs()
+            if (j.job_id in self.submitted or j.name in names)
+            and j.model_state.value in ("pending", "running")
+        ]
         if live:
             self.say(f"cancelling jobs {', '.join(map(str, live))}")
             self.slurm.cancel(*live)
@@ -189,7 +210,9 @@ class Demo:
             f.unlink(missing_ok=True)
         policy = make_policy(site.controller.policy.name, site.controller.policy.options)
         controller = Controller(
-            self.slurm, policy, Journal(opts.workdir / "journal.jsonl"),
+            self.slurm,
+            policy,
+            Journal(opts.workdir / "journal.jsonl"),
             poll_interval_s=site.controller.poll_interval_s,
             grant_timeout_s=site.controller.grant_timeout_s,
             resize_timeout_s=site.controller.resize_timeout_s,
@@ -198,13 +221,23 @@ class Demo:
         t0 = time.time()
         timeline = Timeline(t0)
         walltime = timedelta(seconds=opts.timeout_s)
-        job = self._submit(ElasticRequest(
-            program=_heat2d(opts, malleable_out), kind=JobKind.MALLEABLE, nodes_min=2,
-            nodes_max=4, nodes_start=2, walltime=walltime, job_name="heat2d-malleable",
-        ), "heat2d-malleable")
+        job = self._submit(
+            ElasticRequest(
+                program=_heat2d(opts, malleable_out),
+                kind=JobKind.MALLEABLE,
+                nodes_min=2,
+                nodes_max=4,
+                nodes_start=2,
+                walltime=walltime,
+                job_name="heat2d-malleable",
+            ),
+            "heat2d-malleable",
+        )
         timeline.track(job, "heat2d malleable", time.time())
-        self.say(f"submitted heat2d as malleable job {job} (2-4 nodes, starts on 2); the "
-                 f"controller runs policy {policy.name}")
+        self.say(
+            f"submitted heat2d as malleable job {job} (2-4 nodes, starts on 2); the "
+            f"controller runs policy {policy.name}"
+        )
         rigid: int | None = None
         deadline = time.monotonic() + opts.timeout_s
         while True:
@@ -214,15 +247,28 @@ class Demo:
             timeline.observe(views, now)
             for o in cycle.finished:
                 self._report(timeline, o, now)
-            grown = any(o.job_id == job and o.ok and o.action == "expand"
-                        for o in controller.actuator.outcomes)
+            grown = any(
+                o.job_id == job and o.ok and o.action == "expand"
+                for o in controller.actuator.outcomes
+            )
             if rigid is None and grown and job in views and len(views[job].nodes) == 4:
-                rigid = self._submit(ElasticRequest(
-                    program=(sys.executable, "-m", "elastic_slurm", "run",
-                             *_heat2d(opts, rigid_out)),
-                    kind=JobKind.RIGID, nodes_min=2, nodes_max=2, walltime=walltime,
-                    job_name="heat2d-rigid",
-                ), "heat2d-rigid")
+                rigid = self._submit(
+                    ElasticRequest(
+                        program=(
+                            sys.executable,
+                            "-m",
+                            "elastic_slurm",
+                            "run",
+                            *_heat2d(opts, rigid_out),
+                        ),
+                        kind=JobKind.RIGID,
+                        nodes_min=2,
+                        nodes_max=2,
+                        walltime=walltime,
+                        job_name="heat2d-rigid",
+                    ),
+                    "heat2d-rigid",
+                )
                 timeline.track(rigid, "heat2d rigid (ref.)", time.time())
                 self.say(f"submitted the rigid reference run as job {rigid} (2 nodes)")
             watched = [j for j in (job, rigid) if j is not None]
@@ -240,8 +286,10 @@ class Demo:
 
     def _report(self, timeline: Timeline, o: ResizeOutcome, now: float) -> None:
         verdict = "done" if o.ok else f"FAILED ({o.message})"
-        what = (f"{o.action} {len(o.before)}->{len(o.after)} {verdict} in {o.seconds:.2f} s"
-                f" [{o.strategy}]")
+        what = (
+            f"{o.action} {len(o.before)}->{len(o.after)} {verdict} in {o.seconds:.2f} s"
+            f" [{o.strategy}]"
+        )
         timeline.note(o.job_id, what, now)
         phases = ", ".join(f"{k} {v:.2f}" for k, v in o.phases_s.items())
         self.say(f"job {o.job_id}: {what} ({phases})")
@@ -258,11 +306,12 @@ class Demo:
         def settled() -> list[str]:
             return [n.name for n in self.slurm.nodes() if n.model_state is not NodeState.IDLE]
 
-        deadline = time.monotonic() + 30
+        try:
+            wait_for(lambda: not settled(), timeout_s=30, what="the nodes to be idle",
+                     interval_s=0.5)
+        except DeadlineExceeded:
+            pass  # whatever is still allocated now is reported as leaked below
         busy = settled()
-        while busy and time.monotonic() < deadline:
-            time.sleep(0.5)
-            busy = settled()
         states = {}
         for j in (job, rigid):
             if j is not None:
@@ -282,10 +331,18 @@ class Demo:
             max_abs_error=err,
             leaked_nodes=len(busy),
             resize_seconds=[round(o.seconds, 3) for o in outcomes],
-            resizes=[{"action": o.action, "from": len(o.before), "to": len(o.after),
-                      "ok": o.ok, "seconds": round(o.seconds, 3), "strategy": o.strategy,
-                      "phases_s": {k: round(v, 3) for k, v in o.phases_s.items()}}
-                     for o in outcomes],
+            resizes=[
+                {
+                    "action": o.action,
+                    "from": len(o.before),
+                    "to": len(o.after),
+                    "ok": o.ok,
+                    "seconds": round(o.seconds, 3),
+                    "strategy": o.strategy,
+                    "phases_s": {k: round(v, 3) for k, v in o.phases_s.items()},
+                }
+                for o in outcomes
+            ],
             job_states=states,
             timeline=timeline,
         )

@@ -45,8 +45,9 @@ class Timeline:
 
     def note(self, job_id: int, what: str, now: float, nodes: Iterable[str] = ()) -> None:
         """Add an event."""
-        self.events.append(Event(now - self.t0, job_id, self.labels.get(job_id, str(job_id)),
-                                 what, tuple(nodes)))
+        self.events.append(
+            Event(now - self.t0, job_id, self.labels.get(job_id, str(job_id)), what, tuple(nodes))
+        )
 
     def observe(self, jobs: Mapping[int, JobView], now: float) -> None:
         """Compare the watched jobs with their last observation and record what changed.

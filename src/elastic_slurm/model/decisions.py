@@ -28,7 +28,7 @@ class Expand:
 
 @dataclass(frozen=True)
 class Shrink:
-    """Shrink running job ``job_id`` by ``count`` nodes (``count >= 1``), never below its minimum."""
+    """Shrink running job ``job_id`` by ``count`` nodes (``count >= 1``), not below its minimum."""
 
     job_id: int
     count: int

@@ -59,11 +59,20 @@ def mpirun_argv(nodes: Sequence[str], ntasks_per_node: int, program: Sequence[st
     ['mpirun', '-n', '2', '--host', 'n1:1,n2:1', '--bind-to', 'none', 'python', 'app.py']
     """
     if not nodes or ntasks_per_node < 1:
-        raise ValueError(f"mpirun needs nodes and ranks per node, got {list(nodes)} x "
-                         f"{ntasks_per_node}")
+        raise ValueError(
+            f"mpirun needs nodes and ranks per node, got {list(nodes)} x {ntasks_per_node}"
+        )
     hosts = ",".join(f"{n}:{ntasks_per_node}" for n in nodes)
-    return ["mpirun", "-n", str(len(nodes) * ntasks_per_node), "--host", hosts,
-            "--bind-to", "none", *program]
+    return [
+        "mpirun",
+        "-n",
+        str(len(nodes) * ntasks_per_node),
+        "--host",
+        hosts,
+        "--bind-to",
+        "none",
+        *program,
+    ]
 
 
 def mpirun_env(python: str = sys.executable, as_root: bool | None = None) -> dict[str, str]:
@@ -160,8 +169,12 @@ class Launcher:
         self.jobdir.path.mkdir(parents=True, exist_ok=True)
         while True:
             argv = mpirun_argv(nodes, self.ntasks_per_node, self.program)
-            self.jobdir.log_event("launch", generation=generation, nodes=list(nodes),
-                                  ranks=len(nodes) * self.ntasks_per_node)
+            self.jobdir.log_event(
+                "launch",
+                generation=generation,
+                nodes=list(nodes),
+                ranks=len(nodes) * self.ntasks_per_node,
+            )
             log.info("generation %d: %s", generation, " ".join(argv))
             rc = subprocess.call(argv, env=self._launch_env(nodes, generation))
             self.jobdir.log_event("exit", generation=generation, returncode=rc)
@@ -169,8 +182,11 @@ class Launcher:
             if request is None:
                 return rc
             if rc != 0:
-                print(f"elastic-slurm run: the application asked for a restart but mpirun "
-                      f"exited with status {rc}; stopping", file=sys.stderr)
+                print(
+                    f"elastic-slurm run: the application asked for a restart but mpirun "
+                    f"exited with status {rc}; stopping",
+                    file=sys.stderr,
+                )
                 return rc
             nodes = self._follow(request, nodes)
             generation += 1
@@ -188,8 +204,11 @@ class Launcher:
             except DeadlineExceeded as exc:
                 self._fail(seq, nodes, f"steps still run on the leaving nodes: {exc}")
                 return tuple(nodes)
-            self.jobdir.write_ack(ResizeAck(seq, AckStatus.VACATED, tuple(leaving), time.time(),
-                                            strategy="restart", ranks=0))
+            self.jobdir.write_ack(
+                ResizeAck(
+                    seq, AckStatus.VACATED, tuple(leaving), time.time(), strategy="restart", ranks=0
+                )
+            )
             self.jobdir.log_event("vacated", seq=seq, nodes=leaving)
             try:
                 wait_for(
@@ -211,17 +230,28 @@ class Launcher:
 
         def vacated() -> bool:
             steps = self.slurm.steps(self.job_id)
-            busy = {s: n for s, n in steps.items()
-                    if not s.endswith((".batch", ".extern")) and set(n) & set(leaving)}
+            busy = {
+                s: n
+                for s, n in steps.items()
+                if not s.endswith((".batch", ".extern")) and set(n) & set(leaving)
+            }
             return not busy
 
-        wait_for(vacated, timeout_s=30.0, what=f"the job's steps to leave {list(leaving)}",
-                 interval_s=0.05, max_interval_s=0.5)
+        wait_for(
+            vacated,
+            timeout_s=30.0,
+            what=f"the job's steps to leave {list(leaving)}",
+            interval_s=0.05,
+            max_interval_s=0.5,
+        )
 
     def _fail(self, seq: int, nodes: Sequence[str], reason: str) -> None:
         log.error("order %d failed: %s", seq, reason)
-        self.jobdir.write_ack(ResizeAck(seq, AckStatus.FAILED, tuple(nodes), time.time(),
-                                        strategy="restart", reason=reason))
+        self.jobdir.write_ack(
+            ResizeAck(
+                seq, AckStatus.FAILED, tuple(nodes), time.time(), strategy="restart", reason=reason
+            )
+        )
         self.jobdir.log_event("failed", seq=seq, reason=reason)
 
 

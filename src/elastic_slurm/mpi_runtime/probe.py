@@ -76,9 +76,10 @@ def choose_join(
     vendor, version = mpi_vendor
     if vendor != "Open MPI" or version[:1] != (4,):
         return JoinChoice(
-            RESTART, f"{vendor} {'.'.join(map(str, version))}: spawning onto added nodes is "
+            RESTART,
+            f"{vendor} {'.'.join(map(str, version))}: spawning onto added nodes is "
             "supported here only with Open MPI 4.x under mpirun"
-            + (" (ELASTIC_SLURM_JOIN=spawn cannot be honoured)" if forced == SPAWN else "")
+            + (" (ELASTIC_SLURM_JOIN=spawn cannot be honoured)" if forced == SPAWN else ""),
         )
     asked = " (ELASTIC_SLURM_JOIN=spawn cannot be honoured)" if forced == SPAWN else ""
     if launch_host is None:

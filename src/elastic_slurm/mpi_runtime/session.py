@@ -49,7 +49,7 @@ from mpi4py import MPI
 
 from elastic_slurm import envvars
 from elastic_slurm.jobdir import JobDir, write_json_atomic
-from elastic_slurm.model.resize_order import AckStatus, ResizeAck, ResizeAction, ResizeOrder
+from elastic_slurm.model.resize_order import AckStatus, ResizeAck, ResizeOrder
 from elastic_slurm.mpi_runtime.checkpoint import load_rows, load_state, save_rows, save_state
 from elastic_slurm.mpi_runtime.distribution import BlockRows
 from elastic_slurm.mpi_runtime.probe import SPAWN, choose_join
@@ -124,7 +124,7 @@ class ElasticComm:
     # ------------------------------------------------------------------ basics
     @property
     def rank(self) -> int:
-        """This process's rank in :attr:`comm`."""
+        """The rank of this process in :attr:`comm`."""
         return int(self.comm.rank)
 
     @property
@@ -191,12 +191,20 @@ class ElasticComm:
         choice = choose_join(
             order.action.value, hosts, self.launch_host, MPI.get_vendor(), self.join
         )
-        _say(self.comm, f"order {order.seq}: {order.action.value} to {len(order.nodes)} node(s) "
-             f"{','.join(order.nodes)}; join strategy {choice.strategy}: {choice.reason}")
+        _say(
+            self.comm,
+            f"order {order.seq}: {order.action.value} to {len(order.nodes)} node(s) "
+            f"{','.join(order.nodes)}; join strategy {choice.strategy}: {choice.reason}",
+        )
         if self.rank == 0:
-            self.jobdir.log_event("order", seq=order.seq, action=order.action.value,
-                                  nodes=list(order.nodes), strategy=choice.strategy,
-                                  reason=choice.reason)
+            self.jobdir.log_event(
+                "order",
+                seq=order.seq,
+                action=order.action.value,
+                nodes=list(order.nodes),
+                strategy=choice.strategy,
+                reason=choice.reason,
+            )
         if choice.strategy == SPAWN:
             return self._expand_by_spawn(order, hosts, arrays, state or {}, choice.reason)
         self._checkpoint_and_exit(order, arrays, state or {}, choice.reason)
@@ -220,8 +228,9 @@ class ElasticComm:
         info.Set("add-host", ",".join(new_hosts))
         info.Set("host", ",".join(h for h in new_hosts for _ in range(self.ntasks_per_node)))
         script = os.path.abspath(sys.argv[0])
-        inter = self.comm.Spawn(sys.executable, [script, *sys.argv[1:]], maxprocs=nprocs,
-                                info=info, root=0)
+        inter = self.comm.Spawn(
+            sys.executable, [script, *sys.argv[1:]], maxprocs=nprocs, info=info, root=0
+        )
         info.Free()
         t1 = time.monotonic()
         merged = inter.Merge(high=False)
@@ -238,8 +247,9 @@ class ElasticComm:
         }
         merged.bcast(meta, root=0)
         new = {
-            name: redistribute_rows(merged, arrays[name], shapes[name], arrays[name].dtype,
-                                    old_size, merged.size)
+            name: redistribute_rows(
+                merged, arrays[name], shapes[name], arrays[name].dtype, old_size, merged.size
+            )
             for name in sorted(shapes)
         }
         t3 = time.monotonic()
@@ -257,8 +267,9 @@ class ElasticComm:
         merged = parent.Merge(high=True)
         meta = merged.bcast(None, root=0)
         self.restored = {
-            name: redistribute_rows(merged, None, tuple(shape), np.dtype(dtype),
-                                    int(meta["src_parts"]), merged.size)
+            name: redistribute_rows(
+                merged, None, tuple(shape), np.dtype(dtype), int(meta["src_parts"]), merged.size
+            )
             for name, (shape, dtype) in sorted(meta["arrays"].items())
         }
         self._intercomms.append(parent)
@@ -291,26 +302,38 @@ class ElasticComm:
         t0 = time.monotonic()
         shapes = self._global_shapes(arrays)
         for name in sorted(shapes):
-            save_rows(directory, name, self.comm, arrays[name], shapes[name],
-                      arrays[name].dtype, self.size)
+            save_rows(
+                directory,
+                name,
+                self.comm,
+                arrays[name],
+                shapes[name],
+                arrays[name].dtype,
+                self.size,
+            )
         save_state(directory, "state", self.comm, dict(state) if self.rank == 0 else None)
         checkpoint_s = time.monotonic() - t0
         if self.rank == 0:
-            write_json_atomic(directory / MANIFEST, {
-                "seq": order.seq,
-                "launch": self.launch,
-                "generation": self.generation,
-                "arrays": sorted(shapes),
-                "reason": reason,
-                "checkpoint_s": checkpoint_s,
-                "requested_at": time.time(),
-            })
-            self.jobdir.request_restart({
-                "seq": order.seq,
-                "action": order.action.value,
-                "nodes": list(order.nodes),
-                "launch": self.launch,
-            })
+            write_json_atomic(
+                directory / MANIFEST,
+                {
+                    "seq": order.seq,
+                    "launch": self.launch,
+                    "generation": self.generation,
+                    "arrays": sorted(shapes),
+                    "reason": reason,
+                    "checkpoint_s": checkpoint_s,
+                    "requested_at": time.time(),
+                },
+            )
+            self.jobdir.request_restart(
+                {
+                    "seq": order.seq,
+                    "action": order.action.value,
+                    "nodes": list(order.nodes),
+                    "launch": self.launch,
+                }
+            )
         _say(self.comm, f"order {order.seq}: checkpointed in {checkpoint_s:.2f} s; restarting")
         self._disconnect()
         raise ResizeExit()
@@ -346,8 +369,7 @@ class ElasticComm:
         }
         failed = self.rank == 0 and self.jobdir.read_ack(seq, AckStatus.FAILED) is not None
         if not self.comm.bcast(failed, root=0):
-            self._acknowledge(seq, "restart", str(manifest.get("reason", "")),
-                              self.last_resize_s)
+            self._acknowledge(seq, "restart", str(manifest.get("reason", "")), self.last_resize_s)
 
     def _acknowledge(self, seq: int, strategy: str, reason: str, phases: dict[str, float]) -> None:
         """Tell the controller the job now runs on its new nodes (collective)."""
@@ -355,14 +377,32 @@ class ElasticComm:
         hosts = self.hosts()
         if self.rank == 0:
             nodes = tuple(dict.fromkeys(hosts))
-            self.jobdir.write_ack(ResizeAck(seq, AckStatus.DONE, nodes, time.time(),
-                                            strategy=strategy, reason=reason,
-                                            ranks=self.size, phases_s=phases))
-            self.jobdir.log_event("resized", seq=seq, nodes=list(nodes), ranks=self.size,
-                                  strategy=strategy, phases_s=phases)
+            self.jobdir.write_ack(
+                ResizeAck(
+                    seq,
+                    AckStatus.DONE,
+                    nodes,
+                    time.time(),
+                    strategy=strategy,
+                    reason=reason,
+                    ranks=self.size,
+                    phases_s=phases,
+                )
+            )
+            self.jobdir.log_event(
+                "resized",
+                seq=seq,
+                nodes=list(nodes),
+                ranks=self.size,
+                strategy=strategy,
+                phases_s=phases,
+            )
         timing = ", ".join(f"{k} {v:.2f} s" for k, v in phases.items())
-        _say(self.comm, f"order {seq} done: {self.size} rank(s) on "
-             f"{len(set(hosts))} node(s) ({strategy}; {timing})")
+        _say(
+            self.comm,
+            f"order {seq} done: {self.size} rank(s) on "
+            f"{len(set(hosts))} node(s) ({strategy}; {timing})",
+        )
 
 
 def init() -> ElasticComm:

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The whole test suite: lint, unit, MPI and integration tests on the real local cluster
+# (brought up here, as root). Extra arguments go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/bootstrap.sh mpi,test
+.venv/bin/ruff check src tests examples bench
+.venv/bin/elastic-slurm cluster up --nodes 4
+exec .venv/bin/python -m pytest --durations=15 "$@"
