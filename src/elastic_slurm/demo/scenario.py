@@ -307,8 +307,9 @@ class Demo:
             return [n.name for n in self.slurm.nodes() if n.model_state is not NodeState.IDLE]
 
         try:
-            wait_for(lambda: not settled(), timeout_s=30, what="the nodes to be idle",
-                     interval_s=0.5)
+            wait_for(
+                lambda: not settled(), timeout_s=30, what="the nodes to be idle", interval_s=0.5
+            )
         except DeadlineExceeded:
             pass  # whatever is still allocated now is reported as leaked below
         busy = settled()
