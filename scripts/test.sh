@@ -5,5 +5,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh mpi,test
 .venv/bin/ruff check src tests examples bench
+.venv/bin/ruff format --check src tests examples bench
 .venv/bin/elastic-slurm cluster up --nodes 4
 exec .venv/bin/python -m pytest --durations=15 "$@"
