@@ -80,9 +80,9 @@ def test_errors_are_raised_on_all_ranks(mpirun, tmp_path: Path, nprocs: int) -> 
 
 
 def _worker_roundtrip(directory: str, spec: str) -> int:
-    from conftest import make_global, parse_dtype
     from mpi4py import MPI
 
+    from conftest import make_global, parse_dtype
     from elastic_slurm.mpi_runtime.checkpoint import load_rows, load_state, save_rows, save_state
     from elastic_slurm.mpi_runtime.distribution import BlockRows
 
@@ -131,9 +131,9 @@ def _worker_roundtrip(directory: str, spec: str) -> int:
 
 
 def _worker_errors(directory: str) -> int:
-    from conftest import make_global
     from mpi4py import MPI
 
+    from conftest import make_global
     from elastic_slurm.mpi_runtime.checkpoint import (
         CheckpointError,
         load_rows,

@@ -95,7 +95,6 @@ def _block(g: np.ndarray, parts: int, rank: int) -> np.ndarray | None:
 def _check_case(comm: Any, case: dict[str, Any]) -> list[str]:
     """Run one case on ``comm``; return this rank's mismatch descriptions."""
     from conftest import make_global, parse_dtype
-
     from elastic_slurm.mpi_runtime.distribution import BlockRows
     from elastic_slurm.mpi_runtime.redistribute import redistribute_rows
 
@@ -160,9 +159,9 @@ def _worker_cases(spec: str) -> int:
 
 def _worker_errors() -> int:
     """Each bad call must raise ValueError on every rank; afterwards a good call must work."""
-    from conftest import make_global
     from mpi4py import MPI
 
+    from conftest import make_global
     from elastic_slurm.mpi_runtime.distribution import BlockRows
     from elastic_slurm.mpi_runtime.redistribute import redistribute_rows
 
