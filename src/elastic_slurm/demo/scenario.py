@@ -275,9 +275,13 @@ class Demo:
             if rigid is not None and not any(j in views for j in watched):
                 break
             if job not in views and rigid is None:
+                rec = self.slurm.job(job)
+                out = opts.workdir / f"heat2d-malleable-{job}.out"
+                tail = out.read_text(errors="replace")[-2000:] if out.exists() else ""
                 raise ElasticSlurmError(
-                    f"job {job} ended before the controller grew it: see "
-                    f"{opts.workdir}/heat2d-malleable-{job}.out (increase --iterations?)"
+                    f"job {job} ended ({rec.state if rec else 'state unknown'}) before the "
+                    f"controller grew it; its output ({out}) ends:\n{tail or '(empty)'}\n"
+                    "If it completed, give it more work with --iterations."
                 )
             if time.monotonic() > deadline:
                 raise ElasticSlurmError(f"the demo did not finish within {opts.timeout_s:g} s")

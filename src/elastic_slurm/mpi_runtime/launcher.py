@@ -176,10 +176,21 @@ class Launcher:
                 ranks=len(nodes) * self.ntasks_per_node,
             )
             log.info("generation %d: %s", generation, " ".join(argv))
+            t0 = time.monotonic()
             rc = subprocess.call(argv, env=self._launch_env(nodes, generation))
-            self.jobdir.log_event("exit", generation=generation, returncode=rc)
+            elapsed = time.monotonic() - t0
+            self.jobdir.log_event(
+                "exit", generation=generation, returncode=rc, seconds=round(elapsed, 3)
+            )
             request = self.jobdir.take_restart()
             if request is None:
+                if rc != 0:
+                    print(
+                        f"elastic-slurm run: mpirun exited with status {rc} after "
+                        f"{elapsed:.2f} s (generation {generation}): {' '.join(argv)}",
+                        file=sys.stderr,
+                        flush=True,
+                    )
                 return rc
             if rc != 0:
                 print(
