@@ -1,7 +1,8 @@
 """Shared test setup.
 
 * ``SLURM_*``, ``PMI*``, ``PMIX_*`` and ``OMPI_*`` variables are removed from the environment
-  at import time, so tests run the same inside an allocation (CI may run in one) as outside.
+  at import time, so tests run the same inside an allocation (CI may run in one) as outside,
+  and MPI is never initialised in the pytest process itself.
 * Tests marked ``slurm`` use the real local cluster: the ``local_cluster`` fixture brings it up
   (``elastic-slurm cluster up``, as a separate process so the daemons are not children of
   pytest) and takes it down at the end only if it started it. After a failed ``slurm`` test,
@@ -21,6 +22,17 @@ import pytest
 
 for _var in [v for v in os.environ if v.startswith(("SLURM_", "PMI", "PMIX_", "OMPI_"))]:
     del os.environ[_var]
+
+# Importing mpi4py.MPI (the doctest collection of elastic_slurm.mpi_runtime does) would make
+# this process an Open MPI singleton, which puts OMPI_*/PMIX_* variables into the environment
+# of every command the tests start, jobs included. MPI runs only in the processes tests start.
+try:
+    import mpi4py
+except ImportError:  # the MPI tests skip themselves with a reason
+    pass
+else:
+    mpi4py.rc.initialize = False
+    mpi4py.rc.finalize = False
 
 ROOT = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-m", "elastic_slurm"]

@@ -128,3 +128,33 @@ def test_spawn_strategy_grows_from_one_node_then_restart_shrinks(slurm, shared_t
     events = [e["event"] for e in jobdir.events()]
     assert events.count("launch") == 2  # one restart (the shrink); the grow needed none
     wait(all_idle, 30, "all nodes idle")
+
+
+def test_a_submitter_inside_an_mpi_process_does_not_break_the_job(local_cluster, shared_tmp):
+    """Jobs inherit the submitter's environment; an Open MPI singleton's variables there made
+    mpirun exit at once with status 1 and no message (seen in CI). The launcher drops them."""
+    from elastic_slurm.adapter.slurm_cli import SlurmCLI
+    from elastic_slurm.adapter.transport import LocalTransport
+
+    wait(all_idle, 60, "all nodes idle before the test")
+    polluted = {
+        **local_cluster,
+        "OMPI_MCA_ess": "singleton",
+        "PMIX_RANK": "0",
+        "PMIX_NAMESPACE": "12345",
+        "OMPI_APP_CTX_NUM_PROCS": "1",
+    }
+    slurm = SlurmCLI(LocalTransport(env=polluted))
+    req = ElasticRequest(
+        program=("/bin/hostname",),
+        kind=JobKind.MALLEABLE,
+        nodes_min=2,
+        nodes_max=2,
+        walltime=timedelta(minutes=2),
+        job_name="polluted",
+    )
+    job = api.submit(req, slurm, workdir=shared_tmp, output=str(shared_tmp / "%j.out"))
+    state = wait(lambda: (s := job_state(job)) in ("COMPLETED", "FAILED") and s, 60, "the end")
+    out = (shared_tmp / f"{job}.out").read_text()
+    assert state == "COMPLETED", out
+    assert sorted(out.split()) == sorted(scontrol_nodes(job)), out

@@ -94,6 +94,22 @@ def mpirun_env(python: str = sys.executable, as_root: bool | None = None) -> dic
     return env
 
 
+#: Variables an MPI process sets for itself (an Open MPI singleton started by the process that
+#: submitted the job sets ``OMPI_MCA_ess=singleton`` and ``PMIX_*``). Inherited by ``mpirun``
+#: through sbatch's ``--export=ALL``, they make it exit at once with status 1 and no message
+#: (seen here), so the launcher never passes them on.
+MPI_ENV_PREFIXES = ("OMPI_", "PMIX_", "PMI_", "OPAL_", "ORTE_", "PRTE_")
+
+
+def without_mpi_env(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` without variables of an MPI runtime the job's submitter may have been part of.
+
+    >>> without_mpi_env({"OMPI_MCA_ess": "singleton", "PMIX_RANK": "0", "HOME": "/root"})
+    {'HOME': '/root'}
+    """
+    return {k: v for k, v in env.items() if not k.startswith(MPI_ENV_PREFIXES)}
+
+
 class Launcher:
     """Runs generations of an application in a job until it ends.
 
@@ -149,7 +165,9 @@ class Launcher:
         return (self.host, *[n for n in job.nodes if n != self.host])
 
     def _launch_env(self, nodes: Sequence[str], generation: int) -> dict[str, str]:
-        env = resized_env(self.env, nodes, self.cpus_per_node, self.ntasks_per_node)
+        env = resized_env(
+            without_mpi_env(self.env), nodes, self.cpus_per_node, self.ntasks_per_node
+        )
         env.update(mpirun_env())
         env.update(
             envvars.names(
