@@ -151,3 +151,24 @@ def test_bad_requests_are_refused_before_submission(slurm, shared_tmp, kwargs, m
         req = ElasticRequest(**{"program": ("/bin/true",), **kwargs})
         api.submit(req, slurm, workdir=shared_tmp, python=sys.executable)
     assert {j.job_id for j in slurm.jobs()} == before
+
+
+def test_moldable_job_starts_within_its_range(slurm, shared_tmp):
+    wait(all_idle, 60, "all nodes idle before the test")
+    req = ElasticRequest(
+        program=("/bin/sleep", "30"),
+        kind=JobKind.MOLDABLE,
+        nodes_min=2,
+        nodes_max=3,
+        job_name="moldable",
+        walltime=timedelta(minutes=5),
+    )
+    job = api.submit(req, slurm, workdir=shared_tmp, output=str(shared_tmp / "%j.out"))
+    try:
+        wait(lambda: job_state(job) == "RUNNING", 30, "the moldable job to start")
+        fields = scontrol_job(job)
+        assert 2 <= int(fields["NumNodes"]) <= 3  # Slurm chose the size within the range
+        assert len(scontrol_nodes(job)) == int(fields["NumNodes"])
+        assert slurm.job(job).comment == "elastic-slurm:kind=moldable;min=2;max=3"
+    finally:
+        slurm.cancel(job)

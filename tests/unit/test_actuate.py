@@ -47,3 +47,17 @@ def test_choose_keep_errors(nodes: list[str], count: int, message: str) -> None:
     with pytest.raises(ResizeError) as info:
         choose_keep(nodes, "n1", count)
     assert str(info.value) == message
+
+
+def test_repeated_start_decisions_are_journaled_once() -> None:
+    from elastic_slurm.controller.actuate import Actuator
+    from elastic_slurm.controller.journal import Journal
+    from elastic_slurm.model.decisions import Start
+
+    journal = Journal()
+    actuator = Actuator(slurm=None, journal=journal)  # type: ignore[arg-type]  # Start: no Slurm
+    for _ in range(3):
+        actuator.apply([Start(7, 2, "fits")], {})
+    actuator.apply([Start(7, 3, "more room")], {})
+    starts = [(r["job_id"], r["count"]) for r in journal.records if r["decision"] == "Start"]
+    assert starts == [(7, 2), (7, 3)]

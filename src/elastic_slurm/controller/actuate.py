@@ -118,24 +118,39 @@ class Actuator:
         self.resize_timeout_s = resize_timeout_s
         self.in_flight: dict[int, Resize] = {}
         self.outcomes: list[ResizeOutcome] = []
+        self._expected_starts: dict[int, int] = {}  # pending job -> size, already journaled
 
     # ------------------------------------------------------------------ decisions
     def apply(self, decisions: Sequence[Decision], jobs: Mapping[int, SlurmJob]) -> None:
         """Start carrying out ``decisions`` (``jobs``: this cycle's Slurm view, by id)."""
         for d in decisions:
+            if isinstance(d, Start):
+                # Slurm starts queued jobs itself; the policy repeats this every cycle while
+                # the job waits, so only a new expectation is recorded
+                if self._expected_starts.get(d.job_id) != d.nodes:
+                    self._expected_starts[d.job_id] = d.nodes
+                    self.journal.write(
+                        "decision",
+                        decision="Start",
+                        job_id=d.job_id,
+                        count=d.nodes,
+                        reason=d.reason,
+                    )
+                    log.info(
+                        "job %d: start on %d node(s) is Slurm's to do (%s)",
+                        d.job_id,
+                        d.nodes,
+                        d.reason,
+                    )
+                continue
             self.journal.write(
                 "decision",
                 decision=type(d).__name__,
                 job_id=d.job_id,
-                count=getattr(d, "count", getattr(d, "nodes", None)),
+                count=d.count,
                 reason=d.reason,
             )
             job = jobs.get(d.job_id)
-            if isinstance(d, Start):
-                log.info(
-                    "job %d: start on %d node(s) is Slurm's to do (%s)", d.job_id, d.nodes, d.reason
-                )
-                continue
             if job is None or job.model_state is not JobState.RUNNING:
                 log.warning("job %d is not running any more; %s dropped", d.job_id, d)
                 continue
