@@ -25,7 +25,13 @@ from typing import Any
 from elastic_slurm.adapter.transport.local import LocalTransport
 from elastic_slurm.cluster import hosts, processes
 from elastic_slurm.cluster.layout import Layout
-from elastic_slurm.cluster.network import HostNet, Network, enter_host, pids_in_netns
+from elastic_slurm.cluster.network import (
+    NETNS_DIR,
+    HostNet,
+    Network,
+    enter_host,
+    pids_in_netns,
+)
 from elastic_slurm.cluster.packages import ensure_packages
 from elastic_slurm.cluster.processes import DaemonRecord
 from elastic_slurm.cluster.slurmconf import render_slurm_conf, render_slurmdbd_conf
@@ -489,15 +495,14 @@ class LocalCluster:
             return []
         layout = self.layout(state.nodes)
         done: list[str] = []
-        # job processes (and slurmstepd) left on the nodes, then the daemons, newest first
-        node_ns = [Path("/run/netns") / ns for ns in state.netns]
-        stray = [p for ns in node_ns for p in pids_in_netns(ns)]
+        # the nodes' slurmd first, then whatever is left inside the cluster's namespaces (job
+        # processes and slurmstepd that escaped tracking), then the other daemons, newest first
         recorded = {d.pid for d in state.daemons}
-        stray = [p for p in stray if p not in recorded]
         slurmds = [d for d in state.daemons if d.name.startswith("slurmd@")]
         killed = processes.stop(reversed(slurmds), timeout_s=10)
+        namespaces = [NETNS_DIR / ns for ns in state.netns]
         n = processes.stop_pids(
-            stray + [p for ns in node_ns for p in pids_in_netns(ns) if p not in recorded]
+            {p for ns in namespaces for p in pids_in_netns(ns) if p not in recorded}
         )
         if n:
             done.append(f"stopped {n} leftover process(es) inside the nodes' namespaces")
