@@ -4,6 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh mpi,test
+# packages only the tests need: an OpenSSH server for the SSH transport's tests
+.venv/bin/python -m elastic_slurm.cluster.packages openssh-server openssh-client lua5.3
 .venv/bin/ruff check src tests examples bench
 .venv/bin/ruff format --check src tests examples bench
 .venv/bin/elastic-slurm cluster up --nodes 4

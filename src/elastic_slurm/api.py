@@ -7,8 +7,6 @@ not exist, before anything reaches Slurm.
 
 from __future__ import annotations
 
-import os
-import shutil
 import sys
 from pathlib import Path
 
@@ -18,8 +16,12 @@ from elastic_slurm.model.request import ElasticRequest
 from elastic_slurm.model.snapshot import NodeState
 
 
-def check_program(req: ElasticRequest, workdir: Path) -> None:
-    """Refuse a program that cannot be found (on this machine, relative to ``workdir``).
+def check_program(req: ElasticRequest, workdir: Path, slurm: SlurmCLI) -> None:
+    """Refuse a program that cannot be found where the job will be submitted.
+
+    A path (or a ``.py`` file) must exist, relative to ``workdir``; a bare command must be on
+    ``PATH``. The check runs through the backend's transport, so over SSH it looks on the
+    login node (with a shared filesystem, what the nodes see too).
 
     Raises
     ------
@@ -27,11 +29,14 @@ def check_program(req: ElasticRequest, workdir: Path) -> None:
         The message names the program and where it was looked for.
     """
     prog = req.program[0]
-    if os.sep in prog or prog.endswith(".py"):
-        path = Path(prog) if Path(prog).is_absolute() else workdir / prog
-        if not path.is_file():
+    if "/" in prog or prog.endswith(".py"):
+        path = prog if prog.startswith("/") else str(workdir / prog)
+        if slurm.transport.run(["test", "-f", path], timeout_s=10).returncode != 0:
             raise InvalidRequest(f"program {prog!r} does not exist (looked for {path})")
-    elif shutil.which(prog) is None:
+    elif (
+        slurm.transport.run(["sh", "-c", 'command -v "$1"', "sh", prog], timeout_s=10).returncode
+        != 0
+    ):
         raise InvalidRequest(f"program {prog!r} is not on PATH; give its full path")
 
 
@@ -81,6 +86,6 @@ def submit(
     SlurmCommandError
         sbatch refused the job; nothing was queued.
     """
-    check_program(req, workdir)
+    check_program(req, workdir, slurm)
     check_size(req, slurm)
     return slurm.submit(req, python=python, chdir=str(workdir), output=output)

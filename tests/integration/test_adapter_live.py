@@ -40,7 +40,8 @@ def _sleeper(slurm, tmp: Path, nodes: int, name: str = "sleeper") -> int:
     return job
 
 
-def test_grow_by_merge_and_shrink_to_exact_nodes(slurm, shared_tmp):
+def test_grow_by_merge_and_shrink_to_exact_nodes(transport_slurm, shared_tmp):
+    slurm = transport_slurm
     job = _sleeper(slurm, shared_tmp, 2)
     try:
         before = scontrol_nodes(job)
@@ -80,7 +81,8 @@ def test_grow_by_merge_and_shrink_to_exact_nodes(slurm, shared_tmp):
     wait(all_idle, 30, "all nodes idle")
 
 
-def test_merged_nodes_are_not_given_to_another_job(slurm, shared_tmp):
+def test_merged_nodes_are_not_given_to_another_job(transport_slurm, shared_tmp):
+    slurm = transport_slurm
     job = _sleeper(slurm, shared_tmp, 2)
     other = None
     try:
@@ -103,7 +105,8 @@ def test_merged_nodes_are_not_given_to_another_job(slurm, shared_tmp):
     wait(all_idle, 30, "all nodes idle")
 
 
-def test_grow_without_free_nodes_is_refused_and_leaves_nothing(slurm, shared_tmp):
+def test_grow_without_free_nodes_is_refused_and_leaves_nothing(transport_slurm, shared_tmp):
+    slurm = transport_slurm
     job = _sleeper(slurm, shared_tmp, 3)
     try:
         with pytest.raises(ResizeError, match="no 2 more node"):
@@ -121,7 +124,8 @@ def test_grow_without_free_nodes_is_refused_and_leaves_nothing(slurm, shared_tmp
     wait(all_idle, 30, "all nodes idle")
 
 
-def test_shrink_refuses_nodes_the_job_does_not_have(slurm, shared_tmp):
+def test_shrink_refuses_nodes_the_job_does_not_have(transport_slurm, shared_tmp):
+    slurm = transport_slurm
     job = _sleeper(slurm, shared_tmp, 2)
     try:
         nodes = scontrol_nodes(job)
@@ -145,7 +149,8 @@ def test_shrink_refuses_nodes_the_job_does_not_have(slurm, shared_tmp):
         ({"program": ("no-such-command-xyz",)}, "not on PATH"),
     ],
 )
-def test_bad_requests_are_refused_before_submission(slurm, shared_tmp, kwargs, message):
+def test_bad_requests_are_refused_before_submission(transport_slurm, shared_tmp, kwargs, message):
+    slurm = transport_slurm
     before = {j.job_id for j in slurm.jobs()}
     with pytest.raises(InvalidRequest, match=message):
         req = ElasticRequest(**{"program": ("/bin/true",), **kwargs})
@@ -153,7 +158,8 @@ def test_bad_requests_are_refused_before_submission(slurm, shared_tmp, kwargs, m
     assert {j.job_id for j in slurm.jobs()} == before
 
 
-def test_moldable_job_starts_within_its_range(slurm, shared_tmp):
+def test_moldable_job_starts_within_its_range(transport_slurm, shared_tmp):
+    slurm = transport_slurm
     wait(all_idle, 60, "all nodes idle before the test")
     req = ElasticRequest(
         program=("/bin/sleep", "30"),

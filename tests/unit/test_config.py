@@ -176,7 +176,12 @@ def test_source_in_yaml_is_overwritten(tmp_path: Path) -> None:
             "controller:\n  policy:\n    options: [1, 2]\n",
             "{path}: controller.policy.options: Input should be a valid dictionary",
         ),
-        ("transport:\n  kind: ssh\n", "{path}: transport.kind: Input should be 'local'"),
+        (
+            "transport:\n  kind: telnet\n",
+            "{path}: transport: Input tag 'telnet' found using 'kind' does not match any of the "
+            "expected tags: 'local', 'ssh'",
+        ),
+        ("transport:\n  kind: ssh\n", "{path}: transport.ssh.host: Field required"),
     ],
 )
 def test_load_errors_name_file_and_key(tmp_path: Path, text: str, message: str) -> None:

@@ -20,7 +20,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"elastic-slurm {__version__}")
     parser.add_argument(
-        "--site", default=None, help="site config name or YAML path (default: local)"
+        "--site",
+        default=None,
+        help="site config name or YAML path (default: $ELASTIC_SLURM_SITE, else local)",
     )
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

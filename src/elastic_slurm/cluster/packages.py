@@ -71,3 +71,23 @@ def ensure_packages(transport: Transport, packages: Sequence[str]) -> list[str]:
         if placed:
             POLICY_RC_D.unlink(missing_ok=True)
     return missing
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m elastic_slurm.cluster.packages PKG...``: install what is missing (root)."""
+    import sys
+
+    from elastic_slurm.adapter.transport.local import LocalTransport
+
+    packages = list(sys.argv[1:] if argv is None else argv)
+    try:
+        installed = ensure_packages(LocalTransport(), packages)
+    except ClusterError as exc:
+        print(f"elastic-slurm: error: {exc}", file=sys.stderr)
+        return 2
+    print(f"installed: {' '.join(installed)}" if installed else "all installed already")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,9 +1,9 @@
 """Find and load a site config; errors name the file and the key.
 
-Precedence, highest first: command-line options (applied by the caller with
-:meth:`pydantic.BaseModel.model_copy`), ``ELASTIC_SLURM_*`` environment variables (only
-``ELASTIC_SLURM_SITE_DIR`` today, which adds a directory to search), the site YAML, and the
-defaults of :mod:`elastic_slurm.config.schema`.
+Precedence, highest first: command-line options (``--site``, and options applied by the
+caller with :meth:`pydantic.BaseModel.model_copy`), ``ELASTIC_SLURM_*`` environment variables
+(``ELASTIC_SLURM_SITE`` names the default site, ``ELASTIC_SLURM_SITE_DIR`` adds a directory to
+search), the site YAML, and the defaults of :mod:`elastic_slurm.config.schema`.
 """
 
 from __future__ import annotations
@@ -66,7 +66,8 @@ def load_site(site: str | None = None) -> SiteConfig:
     Parameters
     ----------
     site
-        A name searched in :func:`site_config_dirs`, or a path; ``None`` for ``local``.
+        A name searched in :func:`site_config_dirs`, or a path; ``None`` for
+        ``$ELASTIC_SLURM_SITE``, or ``local`` when that is not set.
 
     Returns
     -------
@@ -80,7 +81,7 @@ def load_site(site: str | None = None) -> SiteConfig:
         The file is missing, is not YAML, is not a mapping, or a key is wrong; the message
         names the file and the key (``local.yaml: local_cluster.nodes: ...``).
     """
-    path = _find(site or DEFAULT_SITE)
+    path = _find(site or envvars.get_str("SITE") or DEFAULT_SITE)
     try:
         raw: Any = yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:

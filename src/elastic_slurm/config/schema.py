@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -123,34 +123,90 @@ class ControllerConfig(_Frozen):
     ``min_resize_interval_s``: a job is not resized again (nor right after it starts) until
     this long has passed: it keeps jobs from thrashing, and Slurm's accounting keys a job's
     allocation records by the second, so two size changes within one second would leave one.
+    ``address`` is where the controller listens for running jobs (``host:port``); it defaults
+    to a cluster-internal address.
     """
 
     poll_interval_s: float = Field(0.5, gt=0)
     resize_timeout_s: float = Field(120.0, gt=0)
     grant_timeout_s: int = Field(30, ge=1)
     min_resize_interval_s: float = Field(2.0, ge=0)
+    address: str = Field("127.0.0.1:7717", pattern=r"^[^\s:]+:\d{1,5}$")
     policy: PolicyConfig = PolicyConfig()
 
 
-class TransportConfig(_Frozen):
-    """How Slurm commands reach the cluster (``local``: a subprocess on this machine)."""
+class LocalTransportConfig(_Frozen):
+    """Slurm's commands run on this machine, as subprocesses."""
 
     kind: Literal["local"] = "local"
     command_timeout_s: float = Field(30.0, gt=0)
 
 
+class SSHTransportConfig(_Frozen):
+    """Slurm's commands run on a login node reached over SSH (paramiko).
+
+    Host keys are checked against ``known_hosts``: an unknown or changed host key is refused
+    (add the login node's key to that file first, e.g. with ``ssh-keyscan``). Login is by key
+    only (``key_file``). Paths may start with ``~``. ``remote_env`` is set for every command on
+    the login node (for example ``SLURM_CONF``).
+    """
+
+    kind: Literal["ssh"]
+    host: str = Field(min_length=1)
+    port: int = Field(22, ge=1, le=65535)
+    user: str = Field(min_length=1)
+    key_file: Path
+    known_hosts: Path
+    connect_timeout_s: float = Field(10.0, gt=0)
+    command_timeout_s: float = Field(30.0, gt=0)
+    remote_env: dict[str, str] = Field(default_factory=dict)
+
+
+TransportConfig = Annotated[LocalTransportConfig | SSHTransportConfig, Field(discriminator="kind")]
+
+
 class SiteConfig(_Frozen):
     """One site: where its Slurm is, how to reach it, and how elastic jobs behave there.
 
-    ``local_cluster`` is set only for the embedded local cluster that
-    ``elastic-slurm cluster up`` builds on this machine.
+    Parameters
+    ----------
+    name, cluster_name
+        The site's name (default: the file's stem) and Slurm's ``ClusterName``.
+    partition, partitions
+        The default partition of elastic jobs, and every partition they may use (empty: any).
+    account, qos
+        Default account and QOS of elastic jobs (``None``: Slurm's defaults).
+    grow_path
+        How jobs grow: ``merge`` (expander merged into the job; needs
+        ``permit_job_expansion``), ``sibling`` (a second allocation beside the job) or
+        ``auto`` (what ``elastic-slurm doctor`` finds possible).
+    backend
+        ``cli`` (Slurm's commands; the default), ``pyslurm`` (its exact Slurm version only),
+        or ``auto``.
+    slurm_conf
+        ``SLURM_CONF`` for Slurm's commands (local transport), if not the system's.
+    local_cluster
+        Set only for the embedded cluster that ``elastic-slurm cluster up`` builds here.
     """
 
     name: str
     cluster_name: str = "elastic"
     partition: str | None = None
+    partitions: tuple[str, ...] = ()
+    account: str | None = None
+    qos: str | None = None
+    grow_path: Literal["auto", "merge", "sibling"] = "auto"
+    backend: Literal["auto", "cli", "pyslurm"] = "cli"
     slurm_conf: Path | None = None
-    transport: TransportConfig = TransportConfig()
+    transport: TransportConfig = LocalTransportConfig()
     controller: ControllerConfig = ControllerConfig()
     local_cluster: LocalClusterConfig | None = None
     source: str = ""  # the file this config came from (set by the loader)
+
+    @model_validator(mode="after")
+    def _partition_allowed(self) -> SiteConfig:
+        if self.partition and self.partitions and self.partition not in self.partitions:
+            raise ValueError(
+                f"partition {self.partition!r} is not among partitions {list(self.partitions)}"
+            )
+        return self
