@@ -10,13 +10,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from elastic_slurm.adapter.slurm_cli import SlurmCLI
+from elastic_slurm.adapter.backend import SlurmBackend
 from elastic_slurm.errors import InvalidRequest
 from elastic_slurm.model.request import ElasticRequest
 from elastic_slurm.model.snapshot import NodeState
 
 
-def check_program(req: ElasticRequest, workdir: Path, slurm: SlurmCLI) -> None:
+def check_program(req: ElasticRequest, workdir: Path, slurm: SlurmBackend) -> None:
     """Refuse a program that cannot be found where the job will be submitted.
 
     A path (or a ``.py`` file) must exist, relative to ``workdir``; a bare command must be on
@@ -40,7 +40,7 @@ def check_program(req: ElasticRequest, workdir: Path, slurm: SlurmCLI) -> None:
         raise InvalidRequest(f"program {prog!r} is not on PATH; give its full path")
 
 
-def check_size(req: ElasticRequest, slurm: SlurmCLI) -> None:
+def check_size(req: ElasticRequest, slurm: SlurmBackend) -> None:
     """Refuse a node range the cluster can never satisfy.
 
     Raises
@@ -58,7 +58,7 @@ def check_size(req: ElasticRequest, slurm: SlurmCLI) -> None:
 
 def submit(
     req: ElasticRequest,
-    slurm: SlurmCLI,
+    slurm: SlurmBackend,
     *,
     workdir: Path,
     output: str | None = None,

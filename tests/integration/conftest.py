@@ -37,6 +37,21 @@ def ssh_config(server: SSHServer, **extra) -> SSHTransportConfig:
     )
 
 
+@pytest.fixture(scope="session", params=["merge", "sibling"])
+def grow_path(request, local_cluster) -> Iterator[str]:
+    """The cluster with ``permit_job_expansion`` (merge path), then without it (sibling path).
+
+    Tests that use it run once per path; the setting is restored afterwards.
+    """
+    from elastic_slurm.cluster.local import LocalCluster
+    from elastic_slurm.config import load_site
+
+    cluster = LocalCluster(load_site(), progress=lambda line: None)
+    cluster.reconfigure(permit_job_expansion=request.param == "merge")
+    yield request.param
+    cluster.reconfigure(permit_job_expansion=True)
+
+
 @pytest.fixture(params=["local", "ssh"])
 def transport_slurm(request, local_cluster, sshd) -> Iterator[SlurmCLI]:
     """The command-line backend on the local cluster, once per transport."""

@@ -95,3 +95,34 @@ def all_idle() -> bool:
         ["sinfo", "-h", "-N", "-o", "%N %T"], capture_output=True, text=True, check=True
     ).stdout
     return all(line.split()[1] == "idle" for line in out.splitlines() if line.strip())
+
+
+def squeue_jobs() -> list[tuple[int, str, str, str]]:
+    """(id, name, state, nodelist) of every job, straight from ``squeue`` (no project parser)."""
+    out = subprocess.run(
+        ["squeue", "-h", "-o", "%i|%j|%T|%N"], capture_output=True, text=True, check=True
+    ).stdout
+    rows = []
+    for line in out.splitlines():
+        jid, name, state, nodes = line.split("|")
+        rows.append((int(jid), name, state, nodes))
+    return rows
+
+
+def slurm_held(job_id: int) -> set[str]:
+    """Nodes of the job and of its running ``sibling:<job>`` allocations, from ``squeue``."""
+    held: set[str] = set()
+    for jid, name, state, nodes in squeue_jobs():
+        if state == "RUNNING" and (jid == job_id or name == f"sibling:{job_id}"):
+            held |= set(expand(nodes))
+    return held
+
+
+def helpers_alive(job_id: int) -> list[int]:
+    """Pending or running expander/sibling allocations of the job, from ``squeue``."""
+    return [
+        jid
+        for jid, name, state, _ in squeue_jobs()
+        if name in (f"expand:{job_id}", f"sibling:{job_id}")
+        and state in ("PENDING", "RUNNING", "CONFIGURING")
+    ]

@@ -14,7 +14,16 @@ from elastic_slurm.adapter.hostlist import expand
 from elastic_slurm.errors import InvalidRequest, ResizeError
 from elastic_slurm.model import ElasticRequest, JobKind
 
-from .helpers import all_idle, job_state, sacct_sizes, scontrol_job, scontrol_nodes, wait
+from .helpers import (
+    all_idle,
+    helpers_alive,
+    job_state,
+    sacct_sizes,
+    scontrol_job,
+    scontrol_nodes,
+    slurm_held,
+    wait,
+)
 
 pytestmark = pytest.mark.slurm
 
@@ -40,57 +49,67 @@ def _sleeper(slurm, tmp: Path, nodes: int, name: str = "sleeper") -> int:
     return job
 
 
-def test_grow_by_merge_and_shrink_to_exact_nodes(transport_slurm, shared_tmp):
+def test_grow_and_shrink_to_exact_nodes(transport_slurm, shared_tmp, grow_path):
     slurm = transport_slurm
     job = _sleeper(slurm, shared_tmp, 2)
     try:
-        before = scontrol_nodes(job)
+        before = slurm_held(job)
         _next_second()
-        grown = slurm.grow(job, 2, grant_timeout_s=20)
-        assert len(grown.added) == 2
-        # Slurm itself reports the merged allocation
-        assert set(scontrol_nodes(job)) == set(before) | set(grown.added)
-        assert scontrol_job(job)["NumNodes"] == "4"
-        # accounting sees each size (slurmctld sends it to slurmdbd asynchronously)
-        wait(lambda: sacct_sizes(job)[-1][1] == 4, 20, "sacct to record 4 nodes")
+        grown = slurm.grow(job, 2, path=grow_path, grant_timeout_s=20)
+        assert grown.path == grow_path and len(grown.added) == 2
+        # Slurm itself reports the grown allocation
+        assert slurm_held(job) == before | set(grown.added)
+        if grow_path == "merge":
+            assert scontrol_job(job)["NumNodes"] == "4"
+            assert helpers_alive(job) == []  # the expander was merged
+            # accounting sees each size (slurmctld tells slurmdbd asynchronously)
+            wait(lambda: sacct_sizes(job)[-1][1] == 4, 20, "sacct to record 4 nodes")
+        else:
+            assert scontrol_job(job)["NumNodes"] == "2"  # the job itself is unchanged
+            (sibling,) = helpers_alive(job)
+            assert set(scontrol_nodes(sibling)) == set(grown.added)
+            # it cannot outlive the job: its time limit ends no later than the job's
+            assert scontrol_job(sibling)["EndTime"] <= scontrol_job(job)["EndTime"]
         _next_second()
-        # the expander is gone, and its nodes are not double-booked: a 1-node job must wait
-        assert not [
-            j
-            for j in slurm.jobs()
-            if j.name == f"expand:{job}" and j.model_state.value in ("pending", "running")
-        ]
         # shrink to a non-contiguous exact list that keeps the batch host
         batch = scontrol_job(job)["BatchHost"]
         keep = [batch, grown.added[-1]]
-        slurm.shrink(job, keep)
-        assert set(scontrol_nodes(job)) == set(keep)
-        assert scontrol_job(job)["NumNodes"] == "2"
-        wait(lambda: sacct_sizes(job)[-1][1] == 2, 20, "sacct to record 2 nodes")
+        assert set(slurm.shrink(job, keep)) == set(keep)
+        assert slurm_held(job) == set(keep)
+        if grow_path == "merge":
+            assert scontrol_job(job)["NumNodes"] == "2"
+            wait(lambda: sacct_sizes(job)[-1][1] == 2, 20, "sacct to record 2 nodes")
+        else:
+            assert set(scontrol_nodes(sibling)) == {grown.added[-1]}  # the sibling shrank
         _next_second()
-        # grow again after a shrink (needs slurmdbd on 22.05), then check accounting
-        slurm.grow(job, 1, grant_timeout_s=20)
-        assert len(scontrol_nodes(job)) == 3
-        wait(lambda: sacct_sizes(job)[-1][1] == 3, 20, "sacct to record 3 nodes")
-        records = sacct_sizes(job)
-        assert [nn for _s, nn, _nl in records] == [2, 4, 2, 3], records
-        assert [s for s, _nn, _nl in records[:3]] == ["RESIZING"] * 3
-        assert set(expand(records[2][2])) == set(keep)
+        # grow again after a shrink (needs slurmdbd on 22.05)
+        slurm.grow(job, 1, path=grow_path, grant_timeout_s=20)
+        assert len(slurm_held(job)) == 3
+        if grow_path == "merge":
+            wait(lambda: sacct_sizes(job)[-1][1] == 3, 20, "sacct to record 3 nodes")
+            records = sacct_sizes(job)
+            assert [nn for _s, nn, _nl in records] == [2, 4, 2, 3], records
+            assert [s for s, _nn, _nl in records[:3]] == ["RESIZING"] * 3
+            assert set(expand(records[2][2])) == set(keep)
+        # shrinking off every sibling node cancels the sibling allocations
+        slurm.shrink(job, [batch])
+        assert slurm_held(job) == {batch} and helpers_alive(job) == []
     finally:
-        slurm.cancel(job)
+        slurm.cancel_job(job)
     wait(all_idle, 30, "all nodes idle")
+    assert helpers_alive(job) == []
 
 
-def test_merged_nodes_are_not_given_to_another_job(transport_slurm, shared_tmp):
+def test_added_nodes_are_not_given_to_another_job(transport_slurm, shared_tmp, grow_path):
     slurm = transport_slurm
     job = _sleeper(slurm, shared_tmp, 2)
     other = None
     try:
-        slurm.grow(job, 2, grant_timeout_s=20)
+        slurm.grow(job, 2, path=grow_path, grant_timeout_s=20)
         req = ElasticRequest(program=("/bin/true",), job_name="intruder")
         other = api.submit(req, slurm, workdir=shared_tmp, output=str(shared_tmp / "%j.out"))
         # once the scheduler has looked at it, it must wait for resources (with cons_tres,
-        # 22.05 starts it on a merged node)
+        # 22.05 starts it on a merged node; a sibling is exclusive)
         reason = wait(
             lambda: (
                 scontrol_job(other)["Reason"] in ("Resources", "Priority")
@@ -101,26 +120,26 @@ def test_merged_nodes_are_not_given_to_another_job(transport_slurm, shared_tmp):
         )
         assert reason is True and job_state(other) == "PENDING", scontrol_job(other)
     finally:
-        slurm.cancel(*(j for j in (job, other) if j))
+        slurm.cancel_job(job)
+        if other:
+            slurm.cancel(other)
     wait(all_idle, 30, "all nodes idle")
 
 
-def test_grow_without_free_nodes_is_refused_and_leaves_nothing(transport_slurm, shared_tmp):
+def test_grow_without_free_nodes_is_refused_and_leaves_nothing(
+    transport_slurm, shared_tmp, grow_path
+):
     slurm = transport_slurm
     job = _sleeper(slurm, shared_tmp, 3)
     try:
-        with pytest.raises(ResizeError, match="no 2 more node"):
-            slurm.grow(job, 2, grant_timeout_s=2)
-        assert len(scontrol_nodes(job)) == 3
-        leftovers = [
-            j
-            for j in slurm.jobs()
-            if j.name == f"expand:{job}" and j.model_state.value in ("pending", "running")
-        ]
-        assert leftovers == []
+        with pytest.raises(ResizeError, match=r"no 2 node\(s\) granted .* within 2 s"):
+            slurm.grow(job, 2, path=grow_path, grant_timeout_s=2)
+        # rolled back: the job has exactly its nodes, no expander or sibling is left
+        assert len(slurm_held(job)) == 3 and len(scontrol_nodes(job)) == 3
+        assert helpers_alive(job) == []
         assert job_state(job) == "RUNNING"
     finally:
-        slurm.cancel(job)
+        slurm.cancel_job(job)
     wait(all_idle, 30, "all nodes idle")
 
 

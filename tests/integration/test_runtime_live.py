@@ -8,6 +8,7 @@ job's nodes with ``scontrol`` and ``sacct``, and the result against the serial c
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -20,7 +21,16 @@ from elastic_slurm.model import ElasticRequest, JobKind
 from elastic_slurm.model.resize_order import AckStatus, ResizeAction, ResizeOrder
 from elastic_slurm.resources import example
 
-from .helpers import all_idle, job_state, pids_in_node, sacct_sizes, scontrol_nodes, wait
+from .helpers import (
+    all_idle,
+    helpers_alive,
+    job_state,
+    pids_in_node,
+    sacct_sizes,
+    scontrol_nodes,
+    slurm_held,
+    wait,
+)
 
 pytestmark = pytest.mark.slurm
 
@@ -68,61 +78,65 @@ def _summary(tmp: Path, job: int) -> dict:
 def _shrink(slurm, jobdir: JobDir, job: int, seq: int, keep) -> None:
     _order(jobdir, seq, ResizeAction.SHRINK, keep)
     vacated = wait(lambda: jobdir.read_ack(seq, AckStatus.VACATED), 60, "the job to vacate")
-    assert set(vacated.nodes) == set(scontrol_nodes(job)) - set(keep)
+    assert set(vacated.nodes) == slurm_held(job) - set(keep)
     # the job's processes have left the vacated nodes before they are given back
     for node in vacated.nodes:
         leftovers = [c for c in pids_in_node(node) if not c.startswith("slurmd")]
         assert leftovers == [], f"{node}: {leftovers}"
     slurm.shrink(job, keep)
-    assert set(scontrol_nodes(job)) == set(keep)
+    assert slurm_held(job) == set(keep)
 
 
-def test_restart_strategy_grow_and_shrink_with_ranks_on_several_nodes(slurm, shared_tmp):
+def test_restart_strategy_grow_and_shrink_with_ranks_on_several_nodes(slurm, shared_tmp, grow_path):
     job, jobdir = _heat2d(slurm, shared_tmp, start=2, iterations=1200)
     try:
         start_nodes = scontrol_nodes(job)
-        grown = slurm.grow(job, 2, grant_timeout_s=20)
+        grown = slurm.grow(job, 2, path=grow_path, grant_timeout_s=20)
         _order(jobdir, 1, ResizeAction.EXPAND, grown.nodes)
         ack = wait(lambda: jobdir.final_ack(1), 60, "order 1 to be done")
         assert ack.status is AckStatus.DONE and ack.strategy == "restart"
         assert "not only on mpirun" in ack.reason  # ranks on several nodes: no spawn
-        assert set(ack.nodes) == set(scontrol_nodes(job)) and len(ack.nodes) == 4
+        assert set(ack.nodes) == slurm_held(job) and len(ack.nodes) == 4
         assert ack.ranks == 4
-        wait(lambda: sacct_sizes(job)[-1][1] == 4, 20, "sacct to record 4 nodes")
+        if grow_path == "merge":
+            wait(lambda: sacct_sizes(job)[-1][1] == 4, 20, "sacct to record 4 nodes")
         keep = start_nodes
         _shrink(slurm, jobdir, job, 2, keep)
         ack = wait(lambda: jobdir.final_ack(2), 60, "order 2 to be done")
         assert ack.status is AckStatus.DONE and set(ack.nodes) == set(keep) and ack.ranks == 2
         wait(lambda: job_state(job) == "COMPLETED", 180, "heat2d to complete")
     finally:
-        slurm.cancel(job)
+        slurm.cancel_job(job)
     summary = _summary(shared_tmp, job)
     assert summary["resizes"] == 2 and summary["ranks"] == 2
     assert summary["max_abs_error"] <= 1e-12 and summary["matches_reference"] is True
-    assert [nn for _s, nn, _nl in sacct_sizes(job)] == [2, 4, 2]
+    expected = [2, 4, 2] if grow_path == "merge" else [2]  # a sibling is a job of its own
+    assert [nn for _s, nn, _nl in sacct_sizes(job)] == expected
+    assert helpers_alive(job) == []
     wait(all_idle, 30, "all nodes idle")
 
 
-def test_spawn_strategy_grows_from_one_node_then_restart_shrinks(slurm, shared_tmp):
+def test_spawn_strategy_grows_from_one_node_then_restart_shrinks(slurm, shared_tmp, grow_path):
     job, jobdir = _heat2d(slurm, shared_tmp, start=1, iterations=1500)
     try:
         (first,) = scontrol_nodes(job)
-        grown = slurm.grow(job, 2, grant_timeout_s=20)
+        grown = slurm.grow(job, 2, path=grow_path, grant_timeout_s=20)
         _order(jobdir, 1, ResizeAction.EXPAND, grown.nodes)
         ack = wait(lambda: jobdir.final_ack(1), 60, "order 1 to be done")
         assert ack.status is AckStatus.DONE and ack.strategy == "spawn", ack
         assert set(ack.phases_s) == {"spawn", "merge", "redistribute"}
-        assert set(ack.nodes) == set(scontrol_nodes(job)) and ack.ranks == 3
+        assert set(ack.nodes) == slurm_held(job) and ack.ranks == 3
         # the spawned ranks really run on the added nodes
         for node in grown.added:
             assert any("heat2d.py" in c for c in pids_in_node(node)), pids_in_node(node)
-        wait(lambda: sacct_sizes(job)[-1][1] == 3, 20, "sacct to record 3 nodes")
+        if grow_path == "merge":
+            wait(lambda: sacct_sizes(job)[-1][1] == 3, 20, "sacct to record 3 nodes")
         _shrink(slurm, jobdir, job, 2, [first])
         ack = wait(lambda: jobdir.final_ack(2), 60, "order 2 to be done")
         assert ack.status is AckStatus.DONE and ack.strategy == "restart" and ack.ranks == 1
         wait(lambda: job_state(job) == "COMPLETED", 180, "heat2d to complete")
     finally:
-        slurm.cancel(job)
+        slurm.cancel_job(job)
     summary = _summary(shared_tmp, job)
     assert summary["matches_reference"] is True and summary["resizes"] == 2
     events = [e["event"] for e in jobdir.events()]
@@ -158,3 +172,51 @@ def test_a_submitter_inside_an_mpi_process_does_not_break_the_job(local_cluster,
     out = (shared_tmp / f"{job}.out").read_text()
     assert state == "COMPLETED", out
     assert sorted(out.split()) == sorted(scontrol_nodes(job)), out
+
+
+def test_a_cancelled_job_takes_its_sibling_along(slurm, shared_tmp):
+    """scancel of the job alone: the launcher catches SIGTERM and cancels the sibling."""
+    wait(all_idle, 60, "all nodes idle before the test")
+    req = ElasticRequest(
+        program=("/bin/sleep", "300"),
+        kind=JobKind.MALLEABLE,
+        nodes_min=1,
+        nodes_max=3,
+        walltime=timedelta(minutes=10),
+        job_name="sib-cancel",
+    )
+    job = api.submit(req, slurm, workdir=shared_tmp, output=str(shared_tmp / "%j.out"))
+    jobdir = JobDir.for_job(shared_tmp, job)
+    try:
+        wait(lambda: any(e["event"] == "launch" for e in jobdir.events()), 30, "the launch")
+        grown = slurm.grow(job, 2, path="sibling", grant_timeout_s=20)
+        assert helpers_alive(job) == [grown.helper_id]
+        subprocess.run(["scancel", str(job)], check=True)
+        wait(lambda: not helpers_alive(job), 30, "the sibling to be cancelled with its job")
+        assert any(e["event"] == "helpers_cancelled" for e in jobdir.events())
+    finally:
+        slurm.cancel_job(job)
+    wait(all_idle, 30, "all nodes idle")
+
+
+def test_the_controller_cancels_helpers_whose_job_ended(slurm, shared_tmp):
+    """A rigid job has no launcher to clean up after it: the controller does."""
+    from elastic_slurm.controller.daemon import Controller
+    from elastic_slurm.plugins.registry import make_policy
+
+    wait(all_idle, 60, "all nodes idle before the test")
+    req = ElasticRequest(
+        program=("/bin/sleep", "300"), job_name="orphan-maker", walltime=timedelta(minutes=10)
+    )
+    job = api.submit(req, slurm, workdir=shared_tmp, output=str(shared_tmp / "%j.out"))
+    try:
+        wait(lambda: job_state(job) == "RUNNING", 30, "the job to start")
+        grown = slurm.grow(job, 1, path="sibling", grant_timeout_s=20)
+        slurm.cancel(job)  # the job alone: its sibling is now an orphan
+        wait(lambda: job_state(job) != "RUNNING", 30, "the job to end")
+        assert helpers_alive(job) == [grown.helper_id]
+        Controller(slurm, make_policy("pending_first")).step()
+        wait(lambda: not helpers_alive(job), 20, "the orphan sibling to be cancelled")
+    finally:
+        slurm.cancel_job(job)
+    wait(all_idle, 30, "all nodes idle")

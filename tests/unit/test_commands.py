@@ -217,27 +217,58 @@ def test_shrink_to_nothing_is_refused(keep: list[str]) -> None:
         commands.shrink_to(12, keep)
 
 
-def test_expander_allocation_minimal() -> None:
-    assert commands.expander_allocation(4, 2, immediate_s=30) == [
+def test_expander_allocation() -> None:
+    argv = commands.allocation(2, name="expand:4", immediate_s=30, dependency="expand:4")
+    assert argv == [
         "salloc",
         "--no-shell",
         "--nodes=2",
         "--exclusive",
-        "--dependency=expand:4",
         "--immediate=30",
         "--job-name=expand:4",
+        "--dependency=expand:4",
     ]
 
 
-def test_expander_allocation_shares_partition_account_qos() -> None:
-    argv = commands.expander_allocation(
-        4, 1, immediate_s=5, partition="debug", account="proj 1", qos="$(id)"
+def test_sibling_allocation_has_a_time_limit_and_the_jobs_partition_account_qos() -> None:
+    argv = commands.allocation(
+        1,
+        name="sibling:4",
+        immediate_s=5,
+        time_limit_min=17,
+        partition="debug",
+        account="proj 1",
+        qos="$(id)",
     )
-    assert argv[-3:] == ["--partition=debug", "--account=proj 1", "--qos=$(id)"]
-    assert len(argv) == 10
+    assert argv[-4:] == ["--time=17", "--partition=debug", "--account=proj 1", "--qos=$(id)"]
+    assert "--dependency" not in " ".join(argv)
 
 
-@pytest.mark.parametrize("count", [0, -1, -100])
-def test_expander_allocation_needs_a_node(count: int) -> None:
-    with pytest.raises(ValueError, match=f"an expansion adds at least one node, got {count}"):
-        commands.expander_allocation(4, count, immediate_s=30)
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"count": 0}, "at least one node, got 0"),
+        ({"count": -1}, "at least one node, got -1"),
+        ({"immediate_s": 0}, "at least 1 s, got 0"),
+        ({"time_limit_min": 0}, "at least 1 minute, got 0"),
+    ],
+)
+def test_allocation_refuses_impossible_values(kwargs: dict, message: str) -> None:
+    args = {"count": 1, "name": "x", "immediate_s": 5, **kwargs}
+    count = args.pop("count")
+    with pytest.raises(ValueError, match=message):
+        commands.allocation(count, **args)
+
+
+def test_set_pending_size_and_array_throttle() -> None:
+    assert commands.set_pending_size(7, 3) == ["scontrol", "update", "JobId=7", "NumNodes=3"]
+    assert commands.set_array_throttle(9, 2) == [
+        "scontrol",
+        "update",
+        "JobId=9",
+        "ArrayTaskThrottle=2",
+    ]
+    with pytest.raises(ValueError):
+        commands.set_pending_size(7, 0)
+    with pytest.raises(ValueError):
+        commands.set_array_throttle(9, -1)

@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from elastic_slurm.adapter.backend import EXPANDER_PREFIX
 from elastic_slurm.adapter.parse import SlurmJob, SlurmNode, parse_sinfo_nodes, parse_squeue_json
-from elastic_slurm.controller.observe import EXPANDER_PREFIX, job_view, snapshot
+from elastic_slurm.controller.observe import job_view, snapshot
 from elastic_slurm.model.request import JobKind
 from elastic_slurm.model.snapshot import ClusterSnapshot, JobState, JobView, NodeState, NodeView
 

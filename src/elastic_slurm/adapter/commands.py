@@ -39,6 +39,9 @@ def sbatch(
     output: str | None = None,
     partition: str | None = None,
     chdir: str | None = None,
+    array: str | None = None,
+    account: str | None = None,
+    qos: str | None = None,
 ) -> list[str]:
     """Submit the batch script given on standard input; sbatch prints ``jobid[;cluster]``.
 
@@ -61,6 +64,12 @@ def sbatch(
         argv.append(f"--partition={partition}")
     if chdir:
         argv.append(f"--chdir={chdir}")
+    if array:
+        argv.append(f"--array={array}")
+    if account:
+        argv.append(f"--account={account}")
+    if qos:
+        argv.append(f"--qos={qos}")
     return argv
 
 
@@ -92,34 +101,44 @@ def shrink_to(job_id: int, keep: Sequence[str]) -> list[str]:
     return ["scontrol", "update", f"JobId={job_id}", f"NodeList={compress(keep)}"]
 
 
-def expander_allocation(
-    job_id: int,
+def allocation(
     count: int,
     *,
+    name: str,
     immediate_s: int,
+    dependency: str | None = None,
+    time_limit_min: int | None = None,
     partition: str | None = None,
     account: str | None = None,
     qos: str | None = None,
 ) -> list[str]:
-    """Ask for ``count`` more nodes for ``job_id`` as an expander job, waiting ``immediate_s``.
+    """An exclusive allocation of ``count`` nodes with no step: an expander or a sibling.
 
     ``salloc --no-shell`` leaves an allocation without a step (an sbatch job's batch step
-    would make the merge fail); ``--exclusive`` keeps it off the job's own nodes; the
-    expander must share the job's partition, account and QOS. salloc prints
-    ``Granted job allocation E`` on standard error, and withdraws the request itself when it
-    is not granted within ``immediate_s`` seconds.
+    would make a merge fail); ``--exclusive`` keeps it off nodes in use; it must share the
+    job's partition, account and QOS to be merged. salloc prints ``Granted job allocation E``
+    on standard error, and withdraws the request itself when it is not granted within
+    ``immediate_s`` seconds. An expander has ``dependency="expand:<job>"``; a sibling a
+    ``time_limit_min`` no longer than what remains of its job's.
     """
     if count < 1:
-        raise ValueError(f"an expansion adds at least one node, got {count}")
+        raise ValueError(f"an allocation has at least one node, got {count}")
+    if immediate_s < 1:
+        raise ValueError(f"the grant deadline must be at least 1 s, got {immediate_s}")
     argv = [
         "salloc",
         "--no-shell",
         f"--nodes={count}",
         "--exclusive",
-        f"--dependency=expand:{job_id}",
         f"--immediate={immediate_s}",
-        f"--job-name=expand:{job_id}",
+        f"--job-name={name}",
     ]
+    if dependency:
+        argv.append(f"--dependency={dependency}")
+    if time_limit_min is not None:
+        if time_limit_min < 1:
+            raise ValueError(f"a time limit is at least 1 minute, got {time_limit_min}")
+        argv.append(f"--time={time_limit_min}")
     if partition:
         argv.append(f"--partition={partition}")
     if account:
@@ -174,3 +193,22 @@ def sacct_allocations(job_id: int) -> list[str]:
         "--parsable2",
         "--format=JobID,State,NNodes,NodeList,Start,End",
     ]
+
+
+def scontrol_show_config() -> list[str]:
+    """The running configuration of slurmctld, ``Key = Value`` per line."""
+    return ["scontrol", "show", "config"]
+
+
+def set_pending_size(job_id: int, nodes: int) -> list[str]:
+    """Fix the node count of a pending (moldable) job before it starts."""
+    if nodes < 1:
+        raise ValueError(f"a job needs at least one node, got {nodes}")
+    return ["scontrol", "update", f"JobId={job_id}", f"NumNodes={nodes}"]
+
+
+def set_array_throttle(array_job_id: int, max_running: int) -> list[str]:
+    """Change how many tasks of a job array may run at once (0: no limit)."""
+    if max_running < 0:
+        raise ValueError(f"a throttle is >= 0, got {max_running}")
+    return ["scontrol", "update", f"JobId={array_job_id}", f"ArrayTaskThrottle={max_running}"]

@@ -367,3 +367,26 @@ def parse_sacct_allocations(text: str, job_id: int) -> list[AllocationRecord]:
         _, state, _count, nodelist, start, end = fields
         out.append(AllocationRecord(state.split()[0], expand(nodelist), _epoch(start), _epoch(end)))
     return out
+
+
+def parse_scontrol_config(text: str) -> dict[str, str]:
+    r"""``scontrol show config`` as ``{key: value}`` (``(null)`` becomes ``""``).
+
+    Only the first block is read (the main configuration; later blocks such as cgroup or
+    MPI plugin settings repeat some keys).
+
+    >>> parse_scontrol_config("Configuration data as of x\nPrologFlags = Alloc,Contain\n")
+    {'PrologFlags': 'Alloc,Contain'}
+    """
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line.strip():
+            if out:
+                break
+            continue
+        if " = " not in line:
+            continue
+        key, value = line.split(" = ", 1)
+        value = value.strip()
+        out.setdefault(key.strip(), "" if value == "(null)" else value)
+    return out

@@ -63,7 +63,10 @@ def _nodes_range(req: ElasticRequest) -> str:
 
 
 def sbatch_argv(
-    req: ElasticRequest, *, output: str | None = None, chdir: str | None = None
+    req: ElasticRequest,
+    *,
+    output: str | None = None,
+    chdir: str | None = None,
 ) -> list[str]:
     """The ``sbatch`` command for ``req``.
 
@@ -85,4 +88,11 @@ def sbatch_argv(
         output=output,
         partition=req.partition,
         chdir=chdir,
+        array=(
+            f"{req.array}%{req.array_max_running}"
+            if req.array and req.array_max_running
+            else req.array
+        ),
+        account=req.account,
+        qos=req.qos,
     )

@@ -9,9 +9,8 @@ exponential backoff; anything else raises at once.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from typing import Literal
 
 from tenacity import (
     RetryCallState,
@@ -22,22 +21,13 @@ from tenacity import (
 )
 
 from elastic_slurm.adapter import commands, parse, render
+from elastic_slurm.adapter.backend import SlurmBackend
 from elastic_slurm.adapter.parse import SlurmJob, SlurmNode
 from elastic_slurm.adapter.transport.base import Completed, Transport
 from elastic_slurm.errors import ResizeError, SlurmCommandError
 from elastic_slurm.model.request import ElasticRequest
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class GrowResult:
-    """The outcome of a grow: the expander that carried the nodes and the job's nodes after."""
-
-    expander_id: int
-    added: tuple[str, ...]
-    nodes: tuple[str, ...]
-    elapsed_s: float
 
 
 def _retryable(exc: BaseException) -> bool:
@@ -49,7 +39,7 @@ def _log_retry(state: RetryCallState) -> None:
     log.warning("transient Slurm error, retrying (attempt %d): %s", state.attempt_number, exc)
 
 
-class SlurmCLI:
+class SlurmCLI(SlurmBackend):
     """Slurm through ``sbatch``, ``squeue``, ``sinfo``, ``scontrol``, ``salloc``, ``scancel``.
 
     Parameters
@@ -61,6 +51,8 @@ class SlurmCLI:
     command_timeout_s
         Timeout (seconds) of one command.
     """
+
+    name = "cli"
 
     def __init__(
         self, transport: Transport, *, retry_s: float = 20.0, command_timeout_s: float = 30.0
@@ -129,16 +121,6 @@ class SlurmCLI:
         """Every job slurmctld still knows (running, pending, recently ended), in one call."""
         return parse.parse_squeue_json(self.run(commands.squeue_json(job_ids)).stdout)
 
-    def job(self, job_id: int) -> SlurmJob | None:
-        """One job, or ``None`` if slurmctld no longer knows it."""
-        try:
-            found = self.jobs([job_id])
-        except SlurmCommandError as exc:
-            if "Invalid job id" in exc.stderr:
-                return None
-            raise
-        return next((j for j in found if j.job_id == job_id), None)
-
     def steps(self, job_id: int) -> dict[str, tuple[str, ...]]:
         """The job's running steps and their nodes (``{"12.0": ("n1", "n2")}``)."""
         return parse.parse_squeue_steps(self.run(commands.squeue_steps(job_id)).stdout)
@@ -185,105 +167,54 @@ class SlurmCLI:
                 if "Invalid job id" not in exc.stderr and "already completing" not in exc.stderr:
                     raise
 
-    # ------------------------------------------------------------------ resize
-    def shrink(self, job_id: int, keep: Sequence[str]) -> tuple[str, ...]:
-        """Shrink running job ``job_id`` to exactly the nodes ``keep``; return its nodes after.
+    # ------------------------------------------------------------------ updates
+    def update_nodelist(self, job_id: int, nodes: Sequence[str]) -> None:
+        """``scontrol update JobId=J NodeList=...`` (transient errors retried)."""
+        self.run(commands.shrink_to(job_id, nodes))
 
-        The caller must have vacated the other nodes: Slurm kills steps left on them.
+    def update_numnodes(self, job_id: int, value: int | Literal["ALL"]) -> None:
+        """``scontrol update JobId=J NumNodes=...`` (transient errors retried)."""
+        if value == "ALL":
+            self.run(commands.absorb(job_id))
+        elif value == 0:
+            self.run(commands.release_expander(job_id))
+        else:
+            self.run(commands.set_pending_size(job_id, int(value)))
 
-        Raises
-        ------
-        ResizeError
-            ``keep`` is not a non-empty subset of the job's nodes, Slurm refused, or Slurm
-            reports a different node list afterwards.
-        """
-        job = self.job(job_id)
-        if job is None or not job.nodes:
-            raise ResizeError(f"job {job_id} is not running; nothing to shrink")
-        if not keep or not set(keep) <= set(job.nodes):
-            raise ResizeError(
-                f"cannot shrink job {job_id} to {list(keep)}: it runs on {list(job.nodes)}, and "
-                "the nodes to keep must be a non-empty subset of those"
-            )
-        if set(keep) == set(job.nodes):
-            return job.nodes
-        try:
-            self.run(commands.shrink_to(job_id, keep))
-        except SlurmCommandError as exc:
-            raise ResizeError(f"Slurm refused to shrink job {job_id}: {exc}") from exc
-        after = self.job(job_id)
-        got = after.nodes if after else ()
-        if set(got) != set(keep):
-            raise ResizeError(
-                f"after shrinking job {job_id} to {list(keep)} Slurm reports {list(got)}"
-            )
-        return got
+    def set_array_throttle(self, array_job_id: int, max_running: int) -> None:
+        """``scontrol update JobId=A ArrayTaskThrottle=n``."""
+        self.run(commands.set_array_throttle(array_job_id, max_running))
 
-    def grow(
+    def allocate(
         self,
-        job_id: int,
         count: int,
         *,
-        grant_timeout_s: int = 30,
-    ) -> GrowResult:
-        """Grow running job ``job_id`` by ``count`` nodes through an expander merge.
-
-        The procedure of SLURM-FACTS.md: ``salloc --no-shell --exclusive
-        --dependency=expand:J`` (withdrawn by salloc itself if not granted within
-        ``grant_timeout_s`` seconds), then ``NumNodes=0`` on the expander and ``NumNodes=ALL``
-        on the job. Needs ``SchedulerParameters=permit_job_expansion``.
-
-        Raises
-        ------
-        ResizeError
-            No grant in time, or Slurm refused the merge. The job keeps its nodes and no
-            expander is left behind (a granted expander is cancelled).
-        """
-        t0 = time.monotonic()
-        job = self.job(job_id)
-        if job is None or not job.nodes:
-            raise ResizeError(f"job {job_id} is not running; nothing to grow")
-        before = job.nodes
-        argv = commands.expander_allocation(
-            job_id,
+        name: str,
+        immediate_s: int,
+        dependency: str | None = None,
+        time_limit_min: int | None = None,
+        partition: str | None = None,
+        account: str | None = None,
+        qos: str | None = None,
+    ) -> int:
+        """``salloc --no-shell --exclusive`` (see :meth:`SlurmBackend.allocate`)."""
+        argv = commands.allocation(
             count,
-            immediate_s=grant_timeout_s,
-            partition=job.partition or None,
-            account=job.account or None,
-            qos=job.qos or None,
+            name=name,
+            immediate_s=immediate_s,
+            dependency=dependency,
+            time_limit_min=time_limit_min,
+            partition=partition,
+            account=account,
+            qos=qos,
         )
-        res = self.transport.run(argv, timeout_s=grant_timeout_s + 30)
-        expander, granted = parse.parse_salloc_job_id(res.stderr)
-        if res.returncode != 0 or not granted or expander is None:
-            if expander is not None:
-                self.cancel(expander)
+        res = self.transport.run(argv, timeout_s=immediate_s + 30)
+        job_id, granted = parse.parse_salloc_job_id(res.stderr)
+        if res.returncode != 0 or not granted or job_id is None:
+            if job_id is not None:
+                self.cancel(job_id)
             raise ResizeError(
-                f"no {count} more node(s) for job {job_id} within {grant_timeout_s} s: "
-                f"{res.stderr.strip() or res.stdout.strip()}"
+                f"no {count} node(s) granted to {name} within {immediate_s} s: "
+                f"{res.stderr.strip() or res.stdout.strip() or 'salloc said nothing'}"
             )
-        still = self.job(job_id)
-        if still is None or not still.nodes or still.model_state.value != "running":
-            # the job ended while salloc waited: merging into an ended job leaves a ghost
-            # COMPLETING expander in Slurm 22.05 (seen here), so cancel the expander instead
-            self.cancel(expander)
-            raise ResizeError(
-                f"job {job_id} ended while its expansion was being granted; "
-                f"expander {expander} cancelled"
-            )
-        try:
-            self.run(commands.release_expander(expander))
-            self.run(commands.absorb(job_id))
-        except SlurmCommandError as exc:
-            self.cancel(expander)
-            raise ResizeError(
-                f"Slurm refused to merge expander {expander} into job {job_id}: {exc}"
-            ) from exc
-        after = self.job(job_id)
-        nodes = after.nodes if after else ()
-        added = tuple(n for n in nodes if n not in before)
-        if len(added) != count:
-            raise ResizeError(
-                f"after merging expander {expander}, job {job_id} runs on {list(nodes)} "
-                f"(was {list(before)}; expected {count} more)"
-            )
-        return GrowResult(expander, added, nodes, time.monotonic() - t0)
+        return job_id

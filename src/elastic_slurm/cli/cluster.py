@@ -17,11 +17,22 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         description="A real multi-node Slurm cluster on this machine: each node a slurmd in "
         "its own hostname and network namespace on a private bridge.",
     )
-    csub = p.add_subparsers(dest="cluster_cmd", required=True, metavar="{up,down,status}")
+    csub = p.add_subparsers(
+        dest="cluster_cmd", required=True, metavar="{up,down,status,reconfigure}"
+    )
     up = csub.add_parser("up", help="install what is missing and start the cluster")
     up.add_argument("--nodes", "-N", type=int, default=None, help="number of nodes (default 4)")
     down = csub.add_parser("down", help="stop the cluster and remove what it created")
     down.add_argument("--keep-logs", action="store_true", help="keep the daemons' logs")
+    reconf = csub.add_parser(
+        "reconfigure", help="change a setting of the running cluster (slurm.conf + reconfigure)"
+    )
+    reconf.add_argument(
+        "--job-expansion",
+        action=argparse.BooleanOptionalAction,
+        required=True,
+        help="permit_job_expansion: jobs grow by merge (on) or by sibling allocations (off)",
+    )
     status = csub.add_parser("status", help="show whether the cluster runs")
     status.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
@@ -36,6 +47,9 @@ def run(args: argparse.Namespace) -> int:
         st = cluster.up(args.nodes)
         print(st.sinfo, end="")
         print(f"use it from a shell with: export SLURM_CONF={st.slurm_conf}")
+        return 0
+    if args.cluster_cmd == "reconfigure":
+        cluster.reconfigure(permit_job_expansion=args.job_expansion)
         return 0
     if args.cluster_cmd == "down":
         if not cluster.down(keep_logs=args.keep_logs):

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from elastic_slurm import __version__
-from elastic_slurm.cli import cluster, controller, demo, policies, run
+from elastic_slurm.cli import cluster, controller, demo, doctor, policies, run
 from elastic_slurm.errors import ElasticSlurmError
 
 
@@ -31,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_parser(sub)
     controller.add_parser(sub)
     policies.add_parser(sub)
+    doctor.add_parser(sub)
     return parser
 
 

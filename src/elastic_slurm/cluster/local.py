@@ -259,6 +259,40 @@ class LocalCluster:
         self.progress(f"cluster up: {nodes} nodes, SLURM_CONF={layout.slurm_conf}")
         return self.status()
 
+    def reconfigure(self, *, permit_job_expansion: bool) -> None:
+        """Turn ``permit_job_expansion`` on or off in the running cluster.
+
+        Rewrites ``slurm.conf`` and has slurmctld reread it (``scontrol reconfigure``); the
+        setting lasts until the next ``cluster up`` from scratch.
+
+        Raises
+        ------
+        ClusterError
+            The cluster is not up, or slurmctld did not take the change.
+        """
+        require_root("reconfigure")
+        state = self.load_state()
+        if state is None or not self.status().up:
+            raise ClusterError("the local cluster is not up: run `elastic-slurm cluster up`")
+        layout = self.layout(state.nodes)
+        layout.slurm_conf.write_text(
+            render_slurm_conf(layout, self.site.cluster_name, permit_job_expansion)
+        )
+        res = self._slurm("scontrol", "reconfigure", timeout_s=60)
+        if res.returncode != 0:
+            raise ClusterError(f"scontrol reconfigure failed: {res.stderr.strip()}")
+
+        def applied() -> bool:
+            out = self._slurm("scontrol", "show", "config").stdout
+            line = next((x for x in out.splitlines() if x.startswith("SchedulerParameters")), "")
+            return ("permit_job_expansion" in line) == permit_job_expansion
+
+        try:
+            wait_for(applied, timeout_s=30, what="slurmctld to apply the new configuration")
+        except DeadlineExceeded as exc:
+            raise ClusterError(str(exc)) from exc
+        self.progress(f"permit_job_expansion {'on' if permit_job_expansion else 'off'}")
+
     def _prepare_files(self, layout: Layout) -> None:
         cfg = self.cfg
         for d in (layout.etc, layout.logs, cfg.state_dir / "slurmctld", cfg.run_dir):

@@ -13,8 +13,17 @@ from __future__ import annotations
 from elastic_slurm.cluster.layout import Layout
 
 
-def render_slurm_conf(layout: Layout, cluster_name: str) -> str:
-    """The text of ``slurm.conf`` for ``layout``."""
+def render_slurm_conf(
+    layout: Layout, cluster_name: str, permit_job_expansion: bool | None = None
+) -> str:
+    """The text of ``slurm.conf`` for ``layout``.
+
+    ``permit_job_expansion`` overrides the config's (``None``: keep it): without it Slurm
+    refuses merges, and jobs grow by sibling allocations.
+    """
+    permit = layout.cfg.permit_job_expansion
+    if permit_job_expansion is not None:
+        permit = permit_job_expansion
     cfg, head = layout.cfg, layout.head
     state, run = cfg.state_dir, cfg.run_dir
     sched = cfg.scheduler
@@ -44,8 +53,9 @@ def render_slurm_conf(layout: Layout, cluster_name: str) -> str:
         f"SelectType=select/{cfg.select_type}",
         *(["SelectTypeParameters=CR_CPU"] if cfg.select_type == "cons_tres" else []),
         "SchedulerType=sched/backfill",
-        "SchedulerParameters=permit_job_expansion,"
-        f"sched_interval={sched.sched_interval_s},bf_interval={sched.bf_interval_s}",
+        "SchedulerParameters="
+        + ("permit_job_expansion," if permit else "")
+        + f"sched_interval={sched.sched_interval_s},bf_interval={sched.bf_interval_s}",
         "SlurmdParameters=config_overrides",
         "MpiDefault=pmix",
         "AccountingStorageType=accounting_storage/slurmdbd",

@@ -77,6 +77,7 @@ class LocalClusterConfig(_Frozen):
     slurmdbd_port: int = Field(6819, ge=1024, le=65535)
     mariadb_port: int = Field(13306, ge=1024, le=65535)
     select_type: Literal["linear", "cons_tres"] = "linear"
+    permit_job_expansion: bool = True
     packages: tuple[str, ...] = (
         "slurm-wlm",
         "slurmdbd",

@@ -19,8 +19,8 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from elastic_slurm.adapter.backend import GrowPath, SlurmBackend
 from elastic_slurm.adapter.parse import SlurmJob
-from elastic_slurm.adapter.slurm_cli import SlurmCLI
 from elastic_slurm.controller.journal import Journal
 from elastic_slurm.errors import ResizeError
 from elastic_slurm.jobdir import JobDir
@@ -100,29 +100,43 @@ class Actuator:
         Where decisions and outcomes are recorded.
     grant_timeout_s
         How long (seconds) an expansion may wait for Slurm to grant nodes.
+    grow_path
+        ``merge`` or ``sibling`` (what ``elastic-slurm doctor`` chose for the site).
     resize_timeout_s
         After how long (seconds) an unanswered order is reported overdue.
     """
 
     def __init__(
         self,
-        slurm: SlurmCLI,
+        slurm: SlurmBackend,
         journal: Journal,
         *,
         grant_timeout_s: int = 30,
+        grow_path: GrowPath = "merge",
         resize_timeout_s: float = 120.0,
     ) -> None:
         self.slurm = slurm
         self.journal = journal
         self.grant_timeout_s = grant_timeout_s
+        self.grow_path: GrowPath = grow_path
         self.resize_timeout_s = resize_timeout_s
         self.in_flight: dict[int, Resize] = {}
         self.outcomes: list[ResizeOutcome] = []
         self._expected_starts: dict[int, int] = {}  # pending job -> size, already journaled
 
     # ------------------------------------------------------------------ decisions
-    def apply(self, decisions: Sequence[Decision], jobs: Mapping[int, SlurmJob]) -> None:
-        """Start carrying out ``decisions`` (``jobs``: this cycle's Slurm view, by id)."""
+    def apply(
+        self,
+        decisions: Sequence[Decision],
+        jobs: Mapping[int, SlurmJob],
+        held: Mapping[int, tuple[str, ...]] | None = None,
+    ) -> None:
+        """Start carrying out ``decisions``.
+
+        ``jobs`` is this cycle's Slurm view by id; ``held`` each running job's nodes, its
+        sibling allocations' included (default: the job's own).
+        """
+        held = held or {}
         for d in decisions:
             if isinstance(d, Start):
                 # Slurm starts queued jobs itself; the policy repeats this every cycle while
@@ -157,19 +171,22 @@ class Actuator:
             if d.job_id in self.in_flight:
                 log.warning("job %d is already resizing; %s dropped", d.job_id, d)
                 continue
+            nodes = held.get(job.job_id, job.nodes)
             if isinstance(d, Expand):
-                self._expand(job, d)
+                self._expand(job, nodes, d)
             elif isinstance(d, Shrink):
-                self._shrink(job, d)
+                self._shrink(job, nodes, d)
 
     def _jobdir(self, job: SlurmJob) -> JobDir:
         return JobDir.for_job(job.workdir, job.job_id)
 
-    def _expand(self, job: SlurmJob, d: Expand) -> None:
+    def _expand(self, job: SlurmJob, nodes: tuple[str, ...], d: Expand) -> None:
         decided = time.time()
         jobdir = self._jobdir(job)
         try:
-            grown = self.slurm.grow(job.job_id, d.count, grant_timeout_s=self.grant_timeout_s)
+            grown = self.slurm.grow(
+                job.job_id, d.count, path=self.grow_path, grant_timeout_s=self.grant_timeout_s
+            )
         except ResizeError as exc:
             log.warning("job %d: expansion by %d failed: %s", job.job_id, d.count, exc)
             self.journal.write(
@@ -185,13 +202,15 @@ class Actuator:
             seq=seq,
             action="expand",
             nodes=list(grown.nodes),
-            expander=grown.expander_id,
+            path=grown.path,
+            helper=grown.helper_id,
         )
         log.info(
-            "job %d: grew by %s (expander %d, %.2f s); order %d sent",
+            "job %d: grew by %s (%s %d, %.2f s); order %d sent",
             job.job_id,
             ",".join(grown.added),
-            grown.expander_id,
+            grown.path,
+            grown.helper_id,
             grown.elapsed_s,
             seq,
         )
@@ -199,7 +218,7 @@ class Actuator:
             job.job_id,
             seq,
             ResizeAction.EXPAND,
-            job.nodes,
+            nodes,
             grown.nodes,
             jobdir,
             decided,
@@ -208,9 +227,9 @@ class Actuator:
             phases_s={"grant": grown.elapsed_s},
         )
 
-    def _shrink(self, job: SlurmJob, d: Shrink) -> None:
+    def _shrink(self, job: SlurmJob, nodes: tuple[str, ...], d: Shrink) -> None:
         jobdir = self._jobdir(job)
-        keep = choose_keep(job.nodes, job.batch_host, d.count)
+        keep = choose_keep(nodes, job.batch_host, d.count)
         seq = jobdir.last_order_seq() + 1
         jobdir.write_order(ResizeOrder(seq, ResizeAction.SHRINK, keep, time.time()))
         self.journal.write("order", job_id=job.job_id, seq=seq, action="shrink", nodes=list(keep))
@@ -219,7 +238,7 @@ class Actuator:
             job.job_id,
             seq,
             ResizeAction.SHRINK,
-            job.nodes,
+            nodes,
             keep,
             jobdir,
             time.time(),

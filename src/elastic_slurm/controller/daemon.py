@@ -15,11 +15,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from elastic_slurm.adapter.backend import GrowPath, SlurmBackend
 from elastic_slurm.adapter.parse import SlurmJob
-from elastic_slurm.adapter.slurm_cli import SlurmCLI
 from elastic_slurm.controller.actuate import Actuator, ResizeOutcome
 from elastic_slurm.controller.journal import Journal
-from elastic_slurm.controller.observe import snapshot
+from elastic_slurm.controller.observe import held_nodes, orphan_helpers, snapshot
 from elastic_slurm.model.decisions import Decision
 from elastic_slurm.model.snapshot import ClusterSnapshot
 from elastic_slurm.model.triggers import Trigger, TriggerKind
@@ -56,13 +56,15 @@ class Controller:
     min_resize_interval_s
         A job that started or finished a resize less than this long ago (seconds) is left
         alone by the policy for now (shown to it as resizing).
+    grow_path
+        ``merge`` or ``sibling`` (see :mod:`elastic_slurm.adapter.capabilities`).
     dry_run
         Decide and log, but change nothing in Slurm or in any job.
     """
 
     def __init__(
         self,
-        slurm: SlurmCLI,
+        slurm: SlurmBackend,
         policy: Policy,
         journal: Journal | None = None,
         *,
@@ -70,6 +72,7 @@ class Controller:
         grant_timeout_s: int = 30,
         resize_timeout_s: float = 120.0,
         min_resize_interval_s: float = 2.0,
+        grow_path: GrowPath = "merge",
         dry_run: bool = False,
     ) -> None:
         self.slurm = slurm
@@ -79,15 +82,27 @@ class Controller:
         self.dry_run = dry_run
         self.min_resize_interval_s = min_resize_interval_s
         self.actuator = Actuator(
-            slurm, self.journal, grant_timeout_s=grant_timeout_s, resize_timeout_s=resize_timeout_s
+            slurm,
+            self.journal,
+            grant_timeout_s=grant_timeout_s,
+            resize_timeout_s=resize_timeout_s,
+            grow_path=grow_path,
         )
         self._known: set[int] = set()
         self.last: Cycle | None = None
 
     def step(self) -> Cycle:
         """Run one cycle and return what it saw and did."""
-        jobs = {j.job_id: j for j in self.slurm.jobs()}
+        listed = self.slurm.jobs()
         nodes = self.slurm.nodes()
+        orphans = orphan_helpers(listed)
+        if orphans and not self.dry_run:
+            # a helper allocation must never outlive its job (the launcher also cancels them)
+            log.warning("cancelling helper allocations %s: their jobs have ended", orphans)
+            self.journal.write("note", message=f"cancelled orphan helpers {orphans}")
+            self.slurm.cancel(*orphans)
+        jobs = {j.job_id: j for j in listed}
+        held = held_nodes(listed)
         finished = tuple(self.actuator.poll(jobs))
         snap = snapshot(list(jobs.values()), nodes, resizing=self._busy(jobs))
         trigger = self._trigger(snap, finished)
@@ -110,7 +125,7 @@ class Controller:
                         reason=d.reason,
                     )
             else:
-                self.actuator.apply(decisions, jobs)
+                self.actuator.apply(decisions, jobs, held)
         self.last = Cycle(snap, trigger, decisions, finished)
         return self.last
 

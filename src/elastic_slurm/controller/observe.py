@@ -2,8 +2,9 @@
 
 Two commands per cycle (``squeue --json`` and ``sinfo``), whatever the number of jobs. Jobs
 whose comment carries the elastic tag get their kind and range from it; all others are rigid at
-their requested size. Expander allocations (``expand:<job>``) are part of a resize under way
-and are left out: their nodes show as allocated.
+their requested size. A job's helper allocations are not jobs of their own: an expander
+(``expand:<job>``) is part of a resize under way and is left out (its nodes show as
+allocated); a sibling's (``sibling:<job>``) nodes are counted as the job's.
 """
 
 from __future__ import annotations
@@ -11,19 +12,51 @@ from __future__ import annotations
 import time
 from collections.abc import Collection, Sequence
 
+from elastic_slurm.adapter.backend import SIBLING_PREFIX, helper_parent
 from elastic_slurm.adapter.parse import SlurmJob, SlurmNode
 from elastic_slurm.adapter.tags import decode
 from elastic_slurm.model.request import JobKind
 from elastic_slurm.model.snapshot import ClusterSnapshot, JobState, JobView, NodeView
 
-EXPANDER_PREFIX = "expand:"
+
+def held_nodes(jobs: Sequence[SlurmJob]) -> dict[int, tuple[str, ...]]:
+    """Every running job's nodes, its siblings' included (helpers themselves are not keys)."""
+    held = {
+        j.job_id: j.nodes
+        for j in jobs
+        if j.model_state is JobState.RUNNING and helper_parent(j.name) is None
+    }
+    for j in jobs:
+        parent = helper_parent(j.name)
+        if (
+            parent in held
+            and j.name.startswith(SIBLING_PREFIX)
+            and j.model_state is JobState.RUNNING
+        ):
+            held[parent] = (*held[parent], *j.nodes)
+    return held
 
 
-def job_view(job: SlurmJob, resizing: bool = False) -> JobView:
-    """The model's view of one Slurm job."""
+def orphan_helpers(jobs: Sequence[SlurmJob]) -> list[int]:
+    """Expander and sibling allocations whose job is no longer running (to be cancelled)."""
+    running = {j.job_id for j in jobs if j.model_state is JobState.RUNNING}
+    return [
+        j.job_id
+        for j in jobs
+        if (parent := helper_parent(j.name)) is not None
+        and parent not in running
+        and j.model_state in (JobState.PENDING, JobState.RUNNING)
+    ]
+
+
+def job_view(
+    job: SlurmJob, resizing: bool = False, nodes: tuple[str, ...] | None = None
+) -> JobView:
+    """The model's view of one Slurm job (``nodes``: all it holds, siblings included)."""
     tag = decode(job.comment)
     state = job.model_state
-    size = len(job.nodes) if state is JobState.RUNNING and job.nodes else job.node_count
+    held = job.nodes if nodes is None else nodes
+    size = len(held) if state is JobState.RUNNING and held else job.node_count
     if tag is None:
         kind, lo, hi = JobKind.RIGID, size, size
     else:
@@ -32,7 +65,7 @@ def job_view(job: SlurmJob, resizing: bool = False) -> JobView:
         job_id=job.job_id,
         kind=kind,
         state=state,
-        nodes=job.nodes if state is JobState.RUNNING else (),
+        nodes=held if state is JobState.RUNNING else (),
         nodes_requested=size,
         nodes_min=lo,
         nodes_max=hi,
@@ -61,11 +94,11 @@ def snapshot(
     now_s
         The time of the observation (seconds since the epoch; default now).
     """
+    held = held_nodes(jobs)
     views = [
-        job_view(j, j.job_id in resizing)
+        job_view(j, j.job_id in resizing, held.get(j.job_id))
         for j in jobs
-        if not j.name.startswith(EXPANDER_PREFIX)
-        and j.model_state in (JobState.PENDING, JobState.RUNNING)
+        if helper_parent(j.name) is None and j.model_state in (JobState.PENDING, JobState.RUNNING)
     ]
     views.sort(key=lambda v: (v.submit_time_s, v.job_id))
     node_views = tuple(NodeView(n.name, n.model_state, n.cpus) for n in nodes)

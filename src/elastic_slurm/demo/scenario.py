@@ -28,14 +28,14 @@ from typing import Any
 import numpy as np
 
 from elastic_slurm import api
+from elastic_slurm.adapter.backend import GrowPath, SlurmBackend
+from elastic_slurm.adapter.capabilities import cached_probe
 from elastic_slurm.adapter.factory import slurm_for
-from elastic_slurm.adapter.slurm_cli import SlurmCLI
 from elastic_slurm.cluster.local import LocalCluster
 from elastic_slurm.config.schema import SiteConfig
 from elastic_slurm.controller.actuate import ResizeOutcome
 from elastic_slurm.controller.daemon import Controller
 from elastic_slurm.controller.journal import Journal
-from elastic_slurm.controller.observe import EXPANDER_PREFIX
 from elastic_slurm.demo.timeline import Timeline
 from elastic_slurm.errors import ClusterError, ElasticSlurmError
 from elastic_slurm.model.request import ElasticRequest, JobKind
@@ -129,7 +129,13 @@ class Demo:
         self.opts = opts
         self.say = say
         self.submitted: list[int] = []
-        self.slurm: SlurmCLI = slurm_for(site)
+        self.slurm: SlurmBackend = slurm_for(site)
+
+    def grow_path(self) -> GrowPath:
+        """The site's grow path, from its (cached) probe."""
+        caps = cached_probe(self.slurm.transport, self.site.name, preference=self.site.grow_path)
+        self.say(f"grow path: {caps.grow_path} ({caps.grow_path_reason})")
+        return caps.grow_path
 
     def _ensure_cluster(self) -> None:
         cluster = LocalCluster(self.site, progress=self.say)
@@ -170,19 +176,12 @@ class Demo:
         return job_id
 
     def cleanup(self) -> None:
-        """Cancel what the demo submitted and any expander of those jobs (idempotent)."""
-        if not self.submitted:
-            return
-        names = {f"{EXPANDER_PREFIX}{j}" for j in self.submitted}
-        live = [
-            j.job_id
-            for j in self.slurm.jobs()
-            if (j.job_id in self.submitted or j.name in names)
-            and j.model_state.value in ("pending", "running")
-        ]
-        if live:
-            self.say(f"cancelling jobs {', '.join(map(str, live))}")
-            self.slurm.cancel(*live)
+        """Cancel what the demo submitted, with their helper allocations (idempotent)."""
+        for job_id in self.submitted:
+            rec = self.slurm.job(job_id)
+            if rec is not None and rec.model_state.value in ("pending", "running"):
+                self.say(f"cancelling job {job_id}")
+                self.slurm.cancel_job(job_id)
 
     def run(self) -> DemoResult:
         """Run the scenario; see the module docstring.
@@ -217,6 +216,7 @@ class Demo:
             grant_timeout_s=site.controller.grant_timeout_s,
             resize_timeout_s=site.controller.resize_timeout_s,
             min_resize_interval_s=site.controller.min_resize_interval_s,
+            grow_path=self.grow_path(),
         )
         t0 = time.time()
         timeline = Timeline(t0)

@@ -10,6 +10,7 @@ from datetime import timedelta
 from elastic_slurm.errors import InvalidRequest
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_ARRAY = re.compile(r"\d+(-\d+(:\d+)?)?(,\d+(-\d+(:\d+)?)?)*")
 
 
 class JobKind(enum.StrEnum):
@@ -54,8 +55,12 @@ class ElasticRequest:
         MPI ranks per node (``--ntasks-per-node``); ranks = nodes x ntasks_per_node.
     job_name
         ``sbatch --job-name``.
-    partition
-        ``sbatch --partition``; ``None`` for the cluster's default.
+    partition, account, qos
+        ``sbatch --partition``, ``--account``, ``--qos``; ``None`` for the defaults.
+    array, array_max_running
+        A parameter sweep as a job array: task ids (``"0-99"``, ``"1,3,5-7"``) and how many
+        tasks may run at once (``%8``); each task gets the node range above. An elastic sweep
+        (``kind`` malleable) changes ``array_max_running`` while it runs.
 
     Raises
     ------
@@ -73,7 +78,11 @@ class ElasticRequest:
     ntasks_per_node: int = 1
     job_name: str = "elastic"
     partition: str | None = None
+    account: str | None = None
+    qos: str | None = None
     extra_env: tuple[tuple[str, str], ...] = field(default=())
+    array: str | None = None
+    array_max_running: int | None = None
 
     def __post_init__(self) -> None:
         if not self.program:
@@ -100,6 +109,17 @@ class ElasticRequest:
             )
         if self.ntasks_per_node < 1:
             raise InvalidRequest(f"ntasks_per_node must be at least 1, got {self.ntasks_per_node}")
+        if self.array is not None and not _ARRAY.fullmatch(self.array):
+            raise InvalidRequest(
+                f"array {self.array!r} is not a list of task ids like 0-99 or 1,3,5-7"
+            )
+        if self.array_max_running is not None and (
+            self.array is None or self.array_max_running < 1
+        ):
+            raise InvalidRequest(
+                "array_max_running needs an array and must be at least 1, got "
+                f"{self.array_max_running}"
+            )
         for name, _value in self.extra_env:
             if not _ENV_NAME.fullmatch(name):
                 raise InvalidRequest(

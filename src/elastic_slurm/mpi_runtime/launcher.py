@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -28,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from elastic_slurm import envvars
+from elastic_slurm.adapter.backend import SlurmBackend
 from elastic_slurm.adapter.slurm_cli import SlurmCLI
 from elastic_slurm.adapter.transport.local import LocalTransport
 from elastic_slurm.errors import ElasticSlurmError
@@ -110,6 +112,14 @@ def without_mpi_env(env: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if not k.startswith(MPI_ENV_PREFIXES)}
 
 
+class _Terminated(Exception):
+    """SIGTERM arrived (the job is being cancelled or reached its time limit)."""
+
+
+def _terminated(signum: int, frame: object) -> None:
+    raise _Terminated(signum)
+
+
 class Launcher:
     """Runs generations of an application in a job until it ends.
 
@@ -133,7 +143,7 @@ class Launcher:
         *,
         ntasks_per_node: int = 1,
         env: Mapping[str, str] | None = None,
-        slurm: SlurmCLI | None = None,
+        slurm: SlurmBackend | None = None,
         resize_timeout_s: float | None = None,
     ) -> None:
         self.env = dict(os.environ if env is None else env)
@@ -158,11 +168,11 @@ class Launcher:
         self.cpus_per_node = max(1, int(self.env.get("SLURM_CPUS_ON_NODE", "1")))
 
     def current_nodes(self) -> tuple[str, ...]:
-        """The job's nodes as Slurm reports them now, batch host first."""
-        job = self.slurm.job(self.job_id)
-        if job is None or not job.nodes:
+        """The job's nodes as Slurm reports them now (siblings' included), batch host first."""
+        held = self.slurm.elastic_nodes(self.job_id)
+        if not held:
             raise ElasticSlurmError(f"Slurm no longer reports job {self.job_id} as running")
-        return (self.host, *[n for n in job.nodes if n != self.host])
+        return (self.host, *[n for n in held if n != self.host])
 
     def _launch_env(self, nodes: Sequence[str], generation: int) -> dict[str, str]:
         env = resized_env(
@@ -181,7 +191,37 @@ class Launcher:
         return env
 
     def run(self) -> int:
-        """Run the application to its end, through any number of restarts; its exit status."""
+        """Run the application to its end, through any number of restarts; its exit status.
+
+        When it ends, the job's sibling allocations are cancelled: they never outlive it, also
+        when the job is cancelled (SIGTERM, which Slurm sends first, is caught for this).
+        """
+        previous = signal.signal(signal.SIGTERM, _terminated)
+        try:
+            return self._run()
+        except _Terminated:
+            return 128 + signal.SIGTERM
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+            helpers = [h.job_id for h in self.slurm.helpers(self.job_id)]
+            if helpers:
+                self.slurm.cancel(*helpers)
+                self.jobdir.log_event("helpers_cancelled", jobs=helpers)
+
+    def _call(self, argv: Sequence[str], env: Mapping[str, str]) -> int:
+        """Run mpirun; on SIGTERM, pass it on to mpirun and re-raise."""
+        proc = subprocess.Popen(list(argv), env=dict(env))
+        try:
+            return proc.wait()
+        except _Terminated:
+            proc.terminate()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+            raise
+
+    def _run(self) -> int:
         generation = 0
         nodes = self.current_nodes()
         self.jobdir.path.mkdir(parents=True, exist_ok=True)
@@ -195,7 +235,7 @@ class Launcher:
             )
             log.info("generation %d: %s", generation, " ".join(argv))
             t0 = time.monotonic()
-            rc = subprocess.call(argv, env=self._launch_env(nodes, generation))
+            rc = self._call(argv, self._launch_env(nodes, generation))
             elapsed = time.monotonic() - t0
             self.jobdir.log_event(
                 "exit", generation=generation, returncode=rc, seconds=round(elapsed, 3)

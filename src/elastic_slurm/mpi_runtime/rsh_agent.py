@@ -7,8 +7,10 @@ does for ssh). This agent runs it in a step of the current job on exactly that n
     srun --overlap --nodes=1 --ntasks=1 --nodelist=HOST --mpi=none /bin/sh -c COMMAND
 
 after dropping the job's size variables, which are stale once Slurm has added nodes, so that
-srun asks slurmctld for the current allocation. This is what lets ``MPI_Comm_spawn`` start ranks
-on nodes Slurm added to the job while ``mpirun`` runs (SLURM-FACTS.md). With
+srun asks slurmctld for the current allocation. A host held by a sibling allocation of the job
+(the grow path where Slurm cannot merge) is reached with ``--jobid=<sibling>``. This is what
+lets ``MPI_Comm_spawn`` start ranks on nodes Slurm added to the job while ``mpirun`` runs
+(SLURM-FACTS.md). With
 ``orte_leave_session_attached`` the daemon stays in that step, so Slurm tracks it and ends it
 with the job.
 
@@ -24,14 +26,20 @@ from collections.abc import Sequence
 from elastic_slurm.mpi_runtime.slurm_env import without_allocation_size
 
 
-def srun_argv(host: str, command: Sequence[str]) -> list[str]:
+def srun_argv(host: str, command: Sequence[str], job_id: int | None = None) -> list[str]:
     """The srun command that runs ``command`` (ssh-style words) on ``host``.
+
+    ``job_id`` names the allocation holding ``host`` when it is not the current job (a
+    sibling allocation of the job).
 
     >>> srun_argv("n2", ["orted", "-mca", "ess", '"env"'])[-3:]
     ['/bin/sh', '-c', 'orted -mca ess "env"']
+    >>> srun_argv("n3", ["orted"], job_id=42)[:2]
+    ['srun', '--jobid=42']
     """
     return [
         "srun",
+        *([f"--jobid={job_id}"] if job_id is not None else []),
         "--overlap",
         "--nodes=1",
         "--ntasks=1",
@@ -44,6 +52,18 @@ def srun_argv(host: str, command: Sequence[str]) -> list[str]:
     ]
 
 
+def _holder(host: str) -> int | None:
+    """The sibling allocation of the current job that holds ``host``, if any (asks Slurm)."""
+    job = os.environ.get("SLURM_JOB_ID")
+    if not job or not job.isdigit():
+        return None
+    from elastic_slurm.adapter.slurm_cli import SlurmCLI
+    from elastic_slurm.adapter.transport.local import LocalTransport
+
+    holder = SlurmCLI(LocalTransport()).elastic_nodes(int(job)).get(host)
+    return holder if holder is not None and holder != int(job) else None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Exec srun for ``HOST COMMAND...``; returns 2 on a usage error."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -53,7 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("usage: rsh_agent HOST COMMAND...", file=sys.stderr)
         return 2
     host, command = args[0], args[1:]
-    os.execvpe("srun", srun_argv(host, command), without_allocation_size(os.environ))
+    os.execvpe("srun", srun_argv(host, command, _holder(host)), without_allocation_size(os.environ))
     return 127  # pragma: no cover - execvpe does not return
 
 

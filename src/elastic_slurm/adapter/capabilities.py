@@ -1,0 +1,277 @@
+"""What this site's Slurm (and MPI) allow, found by probing, and the grow path that follows.
+
+``elastic-slurm doctor`` prints a fresh probe; every other command uses the probe cached for
+the site (``$XDG_CACHE_HOME/elastic-slurm/<site>.json``), refreshed when Slurm's version or
+the probed part of its configuration changes, and always by ``doctor``.
+
+The grow path (SLURM-FACTS.md, ``docs/slurm-findings.md``):
+
+* **merge**: an expander allocation merged into the job. Needs
+  ``SchedulerParameters=permit_job_expansion``. ``PrologFlags=Contain`` adds an extern step
+  that is expected to block the merge. On Slurm 22.05 with ``select/cons_tres`` the merged
+  nodes are left unaccounted and handed to other jobs (seen here), so merge is not chosen
+  there.
+* **sibling**: a second allocation beside the job, cancelled when the job shrinks off it or
+  ends; works everywhere.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from elastic_slurm.adapter import commands, parse
+from elastic_slurm.adapter.transport.base import Transport
+from elastic_slurm.adapter.transport.local import LocalTransport
+from elastic_slurm.errors import SlurmCommandError
+
+GrowPath = Literal["merge", "sibling"]
+
+#: scontrol show config keys the probe depends on (their values key the cache)
+PROBED_KEYS = (
+    "SchedulerParameters",
+    "PrologFlags",
+    "AccountingStorageType",
+    "SelectType",
+    "SLURM_VERSION",
+    "ClusterName",
+    "MpiDefault",
+)
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """The probe's findings; see the module docstring for how ``grow_path`` is chosen."""
+
+    slurm_version: str
+    permit_job_expansion: bool
+    disable_job_shrink: bool
+    prolog_flags: tuple[str, ...]
+    accounting: str
+    select_type: str
+    json_output: bool
+    resizes_per_job: str
+    mpi: str | None
+    mpi_can_spawn: bool | None
+    mpi_detail: str
+    pyslurm: str | None
+    pyslurm_detail: str
+    grow_path: GrowPath
+    grow_path_reason: str
+    warnings: tuple[str, ...] = ()
+    config_key: str = ""
+    probed_at: float = field(default=0.0)
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-able dict (``doctor --json``)."""
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Capabilities:
+        """The inverse of :meth:`to_json`."""
+        data = dict(data)
+        for key in ("prolog_flags", "warnings"):
+            data[key] = tuple(data.get(key, ()))
+        return cls(**data)
+
+
+def choose_grow_path(
+    *,
+    version: tuple[int, int, int],
+    permit_job_expansion: bool,
+    prolog_flags: tuple[str, ...],
+    select_type: str,
+    preference: str = "auto",
+) -> tuple[GrowPath, str]:
+    """The grow path for these facts and the site's ``grow_path`` preference, with the reason.
+
+    >>> choose_grow_path(version=(22, 5, 8), permit_job_expansion=True, prolog_flags=(),
+    ...                  select_type="select/linear")
+    ('merge', 'permit_job_expansion is set and nothing blocks a merge')
+    >>> choose_grow_path(version=(22, 5, 8), permit_job_expansion=False, prolog_flags=(),
+    ...                  select_type="select/linear")[0]
+    'sibling'
+    """
+    if preference == "sibling":
+        return "sibling", "the site config asks for sibling allocations (grow_path: sibling)"
+    blockers = []
+    if not permit_job_expansion:
+        blockers.append("SchedulerParameters lacks permit_job_expansion (Slurm refuses merges)")
+    if "Contain" in prolog_flags:
+        blockers.append("PrologFlags=Contain adds an extern step, expected to block merges")
+    if select_type == "select/cons_tres" and version[0] < 23:
+        blockers.append(
+            "select/cons_tres in Slurm 22.05 leaves merged nodes unaccounted and "
+            "gives them to other jobs"
+        )
+    if blockers:
+        asked = " (the site asked for merge)" if preference == "merge" else ""
+        return "sibling", "; ".join(blockers) + asked
+    return "merge", "permit_job_expansion is set and nothing blocks a merge"
+
+
+def _mpi(transport: Transport, local: bool) -> tuple[str | None, bool | None, str]:
+    try:
+        res = transport.run(["mpirun", "--version"], timeout_s=20)
+    except SlurmCommandError as exc:
+        return None, None, f"no mpirun: {exc.stderr or exc}"
+    if res.returncode != 0:
+        return None, None, f"mpirun --version failed: {res.stderr.strip()[:200]}"
+    first = (res.stdout or res.stderr).strip().splitlines()[0] if (res.stdout or res.stderr) else ""
+    vendor = "Open MPI " + first.split()[-1] if "Open MPI" in first else first
+    if "Open MPI" not in first:
+        return vendor, False, "only Open MPI can spawn here (MPICH 4.0 cannot, SLURM-FACTS.md)"
+    if not local:
+        return vendor, None, "spawn not tested over SSH (run doctor on the login node)"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMIX_", "SLURM_"))}
+    if os.geteuid() == 0:
+        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    child = "from mpi4py import MPI; MPI.Comm.Get_parent().Disconnect()"
+    parent = (
+        "import sys; from mpi4py import MPI; "
+        f"c = MPI.COMM_SELF.Spawn(sys.executable, ['-c', {child!r}], maxprocs=1); "
+        "c.Disconnect(); print('spawn ok')"
+    )
+    test = LocalTransport(env=env)
+    try:
+        res = test.run(
+            ["mpirun", "-n", "1", "--oversubscribe", sys.executable, "-c", parent], timeout_s=60
+        )
+    except SlurmCommandError as exc:
+        return vendor, False, f"a test spawn timed out: {exc}"
+    if res.returncode == 0 and "spawn ok" in res.stdout:
+        return (
+            vendor,
+            True,
+            (
+                "MPI_Comm_spawn works (onto nodes added to a job only when every "
+                "rank runs on mpirun's node, SLURM-FACTS.md)"
+            ),
+        )
+    return vendor, False, f"a test spawn failed: {(res.stderr or res.stdout).strip()[-300:]}"
+
+
+def _pyslurm() -> tuple[str | None, str]:
+    try:
+        import pyslurm  # type: ignore[import-not-found]
+    except ImportError as exc:
+        return None, f"not installed ({exc}); optional: pip install the wheel for this Slurm"
+    version = getattr(pyslurm, "__version__", None) or getattr(pyslurm, "version", lambda: "?")()
+    return str(version), "importable"
+
+
+def probe(
+    transport: Transport, *, preference: str = "auto", test_spawn: bool = True
+) -> Capabilities:
+    """Probe Slurm (and MPI) through ``transport``.
+
+    Raises
+    ------
+    SlurmCommandError
+        Slurm cannot be reached (``scontrol`` fails).
+    """
+    version_text = transport.run(commands.scontrol_version(), timeout_s=20).check().stdout
+    version = parse.parse_version(version_text)
+    config = parse.parse_scontrol_config(
+        transport.run(commands.scontrol_show_config(), timeout_s=30).check().stdout
+    )
+    sched = [p.strip() for p in config.get("SchedulerParameters", "").split(",") if p.strip()]
+    prolog = tuple(p.strip() for p in config.get("PrologFlags", "").split(",") if p.strip())
+    accounting = config.get("AccountingStorageType", "")
+    select_type = config.get("SelectType", "")
+    permit = "permit_job_expansion" in sched
+    json_ok = False
+    try:
+        res = transport.run(commands.squeue_json(), timeout_s=30)
+        json_ok = res.returncode == 0 and isinstance(json.loads(res.stdout), dict)
+    except (SlurmCommandError, ValueError):
+        json_ok = False
+    if accounting.endswith("slurmdbd"):
+        resizes = "any number (accounting through slurmdbd)"
+    elif version[:2] == (22, 5):
+        resizes = "one per job: Slurm 22.05 without slurmdbd refuses later updates"
+    else:
+        resizes = "any number"
+    local = isinstance(transport, LocalTransport)
+    mpi, spawn, detail = _mpi(transport, local) if test_spawn else (None, None, "not probed")
+    pyslurm_version, pyslurm_detail = _pyslurm() if local else (None, "not probed over SSH")
+    path, reason = choose_grow_path(
+        version=version,
+        permit_job_expansion=permit,
+        prolog_flags=prolog,
+        select_type=select_type,
+        preference=preference,
+    )
+    warnings = []
+    if "disable_job_shrink" in sched:
+        warnings.append(
+            "disable_job_shrink is set: Slurm refuses shrinks, so jobs cannot give "
+            "nodes back before they end"
+        )
+    if not accounting.endswith("slurmdbd") and version[:2] == (22, 5):
+        warnings.append(f"accounting is {accounting or 'none'}: {resizes}")
+    return Capabilities(
+        slurm_version=version_text.strip().split()[-1],
+        permit_job_expansion=permit,
+        disable_job_shrink="disable_job_shrink" in sched,
+        prolog_flags=prolog,
+        accounting=accounting,
+        select_type=select_type,
+        json_output=json_ok,
+        resizes_per_job=resizes,
+        mpi=mpi,
+        mpi_can_spawn=spawn,
+        mpi_detail=detail,
+        pyslurm=pyslurm_version,
+        pyslurm_detail=pyslurm_detail,
+        grow_path=path,
+        grow_path_reason=reason,
+        warnings=tuple(warnings),
+        config_key=_config_key(config, preference),
+        probed_at=time.time(),
+    )
+
+
+def _config_key(config: dict[str, str], preference: str) -> str:
+    probed = {k: config.get(k, "") for k in PROBED_KEYS}
+    text = json.dumps({"config": probed, "preference": preference}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def cache_path(site_name: str) -> Path:
+    """Where the probe of ``site_name`` is cached."""
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "elastic-slurm" / f"{site_name}.json"
+
+
+def cached_probe(
+    transport: Transport, site_name: str, *, preference: str = "auto", refresh: bool = False
+) -> Capabilities:
+    """The site's probe: cached, unless Slurm's probed configuration changed.
+
+    One ``scontrol show config`` decides; a fresh probe replaces the cached one.
+    """
+    path = cache_path(site_name)
+    if not refresh and path.exists():
+        try:
+            cached = Capabilities.from_json(json.loads(path.read_text()))
+        except (ValueError, TypeError, KeyError):
+            cached = None
+        if cached is not None:
+            config = parse.parse_scontrol_config(
+                transport.run(commands.scontrol_show_config(), timeout_s=30).check().stdout
+            )
+            if _config_key(config, preference) == cached.config_key:
+                return cached
+    caps = probe(transport, preference=preference)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(caps.to_json(), indent=1))
+    tmp.replace(path)
+    return caps
