@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh mpi,test
 # packages only the tests need: an OpenSSH server for the SSH transport's tests
-.venv/bin/python -m elastic_slurm.cluster.packages openssh-server openssh-client lua5.3
+.venv/bin/python -m elastic_slurm.cluster.packages openssh-server openssh-client lua5.3 libslurm38
 # the optional pyslurm backend, built for Debian 12's Slurm 22.05 (beside this project)
 for wheel in ../shared/wheels/pyslurm-22.5.*.whl; do
     [ -e "$wheel" ] && .venv/bin/python -m pip install -q "$wheel"
