@@ -259,7 +259,7 @@ def test_unknown_site_lists_known_sites() -> None:
         load_site("nosuch")
     assert str(info.value) == (
         f"no site config named 'nosuch' in {', '.join(map(str, site_config_dirs()))}; "
-        "known sites: local; "
+        "known sites: example-site, local; "
         "or pass a path to a YAML file"
     )
 
@@ -285,7 +285,7 @@ def test_site_dir_env_adds_a_directory(tmp_path: Path, monkeypatch: pytest.Monke
         str(tmp_path / "mysite.yml"),
     )
     assert load_site("local").source == str(SHIPPED)  # the shipped sites are still found
-    with pytest.raises(ConfigError, match=r"known sites: local, mysite; or pass a path"):
+    with pytest.raises(ConfigError, match=r"known sites: example-site, local, mysite; or pass a path"):
         load_site("nosuch")
 
 
@@ -311,3 +311,17 @@ def test_empty_site_file_gives_the_defaults(tmp_path: Path) -> None:
     cfg = load_site(str(path))
     assert cfg.name == "blank" and cfg.local_cluster is None
     assert cfg.controller.policy.name == "pending_first"
+
+
+def test_the_example_site_is_valid() -> None:
+    cfg = load_site("example-site")
+    assert cfg.transport.kind == "ssh" and cfg.transport.host == "login.hpc.example.org"
+    assert (cfg.partition, cfg.partitions, cfg.account) == ("batch", ("batch", "debug"), "proj123")
+    assert cfg.local_cluster is None and cfg.slurm_conf is None
+
+
+def test_a_default_partition_outside_the_allowed_ones_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text("partition: gpu\npartitions: [batch]\n")
+    with pytest.raises(ConfigError, match="partition 'gpu' is not among partitions"):
+        load_site(str(path))

@@ -30,8 +30,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     reconf.add_argument(
         "--job-expansion",
         action=argparse.BooleanOptionalAction,
-        required=True,
+        default=None,
         help="permit_job_expansion: jobs grow by merge (on) or by sibling allocations (off)",
+    )
+    reconf.add_argument(
+        "--job-submit-lua",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="load elastic-slurm's job_submit.lua (checks elastic node ranges at submission)",
     )
     status = csub.add_parser("status", help="show whether the cluster runs")
     status.add_argument("--json", action="store_true", help="print one JSON object")
@@ -49,7 +55,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"use it from a shell with: export SLURM_CONF={st.slurm_conf}")
         return 0
     if args.cluster_cmd == "reconfigure":
-        cluster.reconfigure(permit_job_expansion=args.job_expansion)
+        if args.job_expansion is None and args.job_submit_lua is None:
+            raise SystemExit(
+                "elastic-slurm cluster reconfigure: error: give --[no-]job-expansion "
+                "and/or --[no-]job-submit-lua"
+            )
+        cluster.reconfigure(
+            permit_job_expansion=args.job_expansion, job_submit_lua=args.job_submit_lua
+        )
         return 0
     if args.cluster_cmd == "down":
         if not cluster.down(keep_logs=args.keep_logs):

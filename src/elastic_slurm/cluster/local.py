@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from elastic_slurm.adapter.parse import parse_scontrol_config
 from elastic_slurm.adapter.transport.local import LocalTransport
 from elastic_slurm.cluster import hosts, processes
 from elastic_slurm.cluster.layout import Layout
@@ -42,6 +43,7 @@ from elastic_slurm.waiting import DeadlineExceeded, wait_for
 log = logging.getLogger(__name__)
 
 HOSTS_FILE = Path("/etc/hosts")
+SLURM_SIDE = Path(__file__).resolve().parents[1] / "plugins" / "slurm_side"
 SYSTEM_SLURM_CONF = Path("/etc/slurm/slurm.conf")
 
 
@@ -59,6 +61,7 @@ class ClusterState:
     bridge: str | None = None
     hosts_block: bool = False
     slurm_conf_link: str | None = None
+    overrides: dict[str, bool] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-able dict."""
@@ -70,6 +73,7 @@ class ClusterState:
             "bridge": self.bridge,
             "hosts_block": self.hosts_block,
             "slurm_conf_link": self.slurm_conf_link,
+            "overrides": self.overrides,
         }
 
     @classmethod
@@ -83,6 +87,7 @@ class ClusterState:
             bridge=data.get("bridge"),
             hosts_block=bool(data.get("hosts_block")),
             slurm_conf_link=data.get("slurm_conf_link"),
+            overrides={str(k): bool(v) for k, v in dict(data.get("overrides", {})).items()},
         )
 
 
@@ -259,11 +264,16 @@ class LocalCluster:
         self.progress(f"cluster up: {nodes} nodes, SLURM_CONF={layout.slurm_conf}")
         return self.status()
 
-    def reconfigure(self, *, permit_job_expansion: bool) -> None:
-        """Turn ``permit_job_expansion`` on or off in the running cluster.
+    def reconfigure(
+        self, *, permit_job_expansion: bool | None = None, job_submit_lua: bool | None = None
+    ) -> None:
+        """Change settings of the running cluster (``None`` leaves a setting as it is).
 
-        Rewrites ``slurm.conf`` and has slurmctld reread it (``scontrol reconfigure``); the
-        setting lasts until the next ``cluster up`` from scratch.
+        ``permit_job_expansion`` turns merges on or off; ``job_submit_lua`` installs
+        elastic-slurm's ``job_submit.lua`` beside ``slurm.conf`` and loads it
+        (``JobSubmitPlugins=lua``), or unloads it. ``slurm.conf`` is rewritten and slurmctld
+        rereads it (``scontrol reconfigure``); the settings last until the cluster is taken
+        down.
 
         Raises
         ------
@@ -275,23 +285,42 @@ class LocalCluster:
         if state is None or not self.status().up:
             raise ClusterError("the local cluster is not up: run `elastic-slurm cluster up`")
         layout = self.layout(state.nodes)
-        layout.slurm_conf.write_text(
-            render_slurm_conf(layout, self.site.cluster_name, permit_job_expansion)
-        )
+        if permit_job_expansion is not None:
+            state.overrides["permit_job_expansion"] = permit_job_expansion
+        if job_submit_lua is not None:
+            state.overrides["job_submit_lua"] = job_submit_lua
+            if job_submit_lua:
+                shutil.copyfile(SLURM_SIDE / "job_submit.lua", layout.etc / "job_submit.lua")
+        self._save(layout, state)
+        layout.slurm_conf.write_text(self._render(layout, state))
         res = self._slurm("scontrol", "reconfigure", timeout_s=60)
         if res.returncode != 0:
             raise ClusterError(f"scontrol reconfigure failed: {res.stderr.strip()}")
+        permit = state.overrides.get("permit_job_expansion", self.cfg.permit_job_expansion)
+        lua = state.overrides.get("job_submit_lua", False)
 
         def applied() -> bool:
-            out = self._slurm("scontrol", "show", "config").stdout
-            line = next((x for x in out.splitlines() if x.startswith("SchedulerParameters")), "")
-            return ("permit_job_expansion" in line) == permit_job_expansion
+            config = parse_scontrol_config(self._slurm("scontrol", "show", "config").stdout)
+            return ("permit_job_expansion" in config.get("SchedulerParameters", "")) == permit and (
+                "lua" in config.get("JobSubmitPlugins", "")
+            ) == lua
 
         try:
             wait_for(applied, timeout_s=30, what="slurmctld to apply the new configuration")
         except DeadlineExceeded as exc:
             raise ClusterError(str(exc)) from exc
-        self.progress(f"permit_job_expansion {'on' if permit_job_expansion else 'off'}")
+        self.progress(
+            f"permit_job_expansion {'on' if permit else 'off'}, "
+            f"job_submit.lua {'loaded' if lua else 'not loaded'}"
+        )
+
+    def _render(self, layout: Layout, state: ClusterState) -> str:
+        return render_slurm_conf(
+            layout,
+            self.site.cluster_name,
+            permit_job_expansion=state.overrides.get("permit_job_expansion"),
+            job_submit_lua=bool(state.overrides.get("job_submit_lua", False)),
+        )
 
     def _prepare_files(self, layout: Layout) -> None:
         cfg = self.cfg

@@ -14,12 +14,16 @@ from elastic_slurm.cluster.layout import Layout
 
 
 def render_slurm_conf(
-    layout: Layout, cluster_name: str, permit_job_expansion: bool | None = None
+    layout: Layout,
+    cluster_name: str,
+    permit_job_expansion: bool | None = None,
+    job_submit_lua: bool = False,
 ) -> str:
     """The text of ``slurm.conf`` for ``layout``.
 
     ``permit_job_expansion`` overrides the config's (``None``: keep it): without it Slurm
-    refuses merges, and jobs grow by sibling allocations.
+    refuses merges, and jobs grow by sibling allocations. ``job_submit_lua`` loads
+    ``job_submit.lua`` from beside ``slurm.conf``.
     """
     permit = layout.cfg.permit_job_expansion
     if permit_job_expansion is not None:
@@ -58,6 +62,7 @@ def render_slurm_conf(
         + f"sched_interval={sched.sched_interval_s},bf_interval={sched.bf_interval_s}",
         "SlurmdParameters=config_overrides",
         "MpiDefault=pmix",
+        *(["JobSubmitPlugins=lua"] if job_submit_lua else []),
         "AccountingStorageType=accounting_storage/slurmdbd",
         f"AccountingStorageHost={head.hostname}",
         f"AccountingStoragePort={cfg.slurmdbd_port}",
