@@ -27,6 +27,7 @@ from .helpers import (
     job_state,
     pids_in_node,
     sacct_sizes,
+    scontrol_job,
     scontrol_nodes,
     slurm_held,
     wait,
@@ -219,4 +220,40 @@ def test_the_controller_cancels_helpers_whose_job_ended(slurm, shared_tmp):
         wait(lambda: not helpers_alive(job), 20, "the orphan sibling to be cancelled")
     finally:
         slurm.cancel_job(job)
+    wait(all_idle, 30, "all nodes idle")
+
+
+def test_repeated_resizes_keep_heat2d_exact(slurm, shared_tmp):
+    """2 -> 4 -> 3 -> 1 -> 4 nodes (restart for the first four, spawn for the last one, which
+    starts from a one-node world), result identical to the serial computation."""
+    job, jobdir = _heat2d(slurm, shared_tmp, start=2, iterations=2500)
+    strategies = []
+    try:
+        seq = 0
+
+        def order(action: ResizeAction, nodes) -> None:
+            nonlocal seq
+            seq += 1
+            _order(jobdir, seq, action, nodes)
+            if action is ResizeAction.SHRINK:
+                wait(lambda: jobdir.read_ack(seq, AckStatus.VACATED), 60, "the job to vacate")
+                slurm.shrink(job, nodes)
+            ack = wait(lambda: jobdir.final_ack(seq), 60, f"order {seq} to be done")
+            assert ack.status is AckStatus.DONE, ack
+            assert set(ack.nodes) == slurm_held(job) == set(nodes), (ack, slurm_held(job))
+            strategies.append(ack.strategy)
+
+        batch = scontrol_job(job)["BatchHost"]
+        order(ResizeAction.EXPAND, slurm.grow(job, 2, grant_timeout_s=20).nodes)
+        held = sorted(slurm_held(job) - {batch})
+        order(ResizeAction.SHRINK, [batch, *held[:2]])
+        order(ResizeAction.SHRINK, [batch])
+        order(ResizeAction.EXPAND, slurm.grow(job, 3, grant_timeout_s=20).nodes)
+        wait(lambda: job_state(job) == "COMPLETED", 240, "heat2d to complete")
+    finally:
+        slurm.cancel_job(job)
+    assert strategies == ["restart", "restart", "restart", "spawn"]
+    summary = _summary(shared_tmp, job)
+    assert summary["resizes"] == 4 and summary["ranks"] == 4
+    assert summary["max_abs_error"] <= 1e-12 and summary["matches_reference"] is True
     wait(all_idle, 30, "all nodes idle")
