@@ -113,32 +113,31 @@ def main(argv: list[str] | None = None) -> int:
 
     ec = init()
     n = args.n
-    if ec.resumed:
-        u, it = ec.restored["u"], int(ec.state["iteration"])
-        elapsed = float(ec.state["elapsed_s"])
-    else:
-        start, stop = ec.rows(n)
-        u, it, elapsed = initial_rows(start, stop, n), 0, 0.0
-    t_start = time.monotonic() - elapsed
-    while it < args.iterations:
+    u = ec.array("u", (n, n), np.float64)  # row blocks; restored after a resize
+    if not ec.resumed:
+        start, stop = u.rows()
+        u.local = initial_rows(start, stop, n)
+        ec.state.update(iteration=0, elapsed_s=0.0)
+    t_start = time.monotonic() - float(ec.state["elapsed_s"])
+    while ec.state["iteration"] < args.iterations:
         t_it = time.monotonic()
-        start, _ = ec.rows(n)
-        u = jacobi_rows(exchange_halos(ec.comm, u, n), start, n)
+        start, _ = u.rows()
+        u.local = jacobi_rows(exchange_halos(ec.comm, u.local, n), start, n)
         if args.pace_s > 0:
             time.sleep(max(0.0, args.pace_s - (time.monotonic() - t_it)))
-        it += 1
+        ec.state["iteration"] += 1
+        it = ec.state["iteration"]
         if ec.rank == 0 and it % args.report_every == 0:
             print(
                 f"heat2d: iteration {it}/{args.iterations} on {ec.size} rank(s) "
                 f"[{socket.gethostname()}]",
                 flush=True,
             )
-        state = {"iteration": it, "elapsed_s": time.monotonic() - t_start}
-        new = ec.resize_point({"u": u}, state)
-        if new is not None:
-            u = new["u"]
+        ec.state["elapsed_s"] = time.monotonic() - t_start
+        ec.resize_point()  # the world may change here: ec.comm and u.local are then new
 
-    grid = gather_grid(ec.comm, u, n)
+    it = ec.state["iteration"]
+    grid = gather_grid(ec.comm, u.local, n)
     if ec.rank != 0:
         return 0
     assert grid is not None

@@ -3,6 +3,7 @@
 Layout of ``<workdir>/.elastic-slurm/job-<id>/``::
 
     orders/000001.json            written by the controller (ResizeOrder)
+    requests/000001.json          an evolving application asks for nodes (or gives some back)
     acks/000001.vacated.json      written by the job's launcher (shrink: nodes left)
     acks/000001.done.json         written by the job (or ``.failed.json``)
     restart.json                  the application asks its launcher for a restart
@@ -106,6 +107,26 @@ class JobDir:
     def final_ack(self, seq: int) -> ResizeAck | None:
         """The ``done`` or ``failed`` acknowledgement of order ``seq``, if written."""
         return self.read_ack(seq, AckStatus.DONE) or self.read_ack(seq, AckStatus.FAILED)
+
+    # ------------------------------------------------------------------ evolving requests
+    def request_path(self, number: int) -> Path:
+        """The file of the application's evolving request ``number``."""
+        return self.path / "requests" / f"{number:06d}.json"
+
+    def write_request(self, number: int, delta: int, ranks: int) -> None:
+        """Record an evolving request: ``delta`` nodes more (or ``-delta`` fewer)."""
+        write_json_atomic(
+            self.request_path(number),
+            {"number": number, "delta": delta, "ranks": ranks, "at": time.time()},
+        )
+
+    def requests(self) -> list[dict[str, Any]]:
+        """Every evolving request written so far, in order."""
+        folder = self.path / "requests"
+        if not folder.is_dir():
+            return []
+        found = [_read_json(p) for p in sorted(folder.glob("*.json"))]
+        return [r for r in found if r is not None]
 
     # ------------------------------------------------------------------ restart requests
     @property

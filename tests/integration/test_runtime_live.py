@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from elastic_slurm import api
+from elastic_slurm.adapter.capabilities import cached_probe
 from elastic_slurm.jobdir import JobDir
 from elastic_slurm.model import ElasticRequest, JobKind
 from elastic_slurm.model.resize_order import AckStatus, ResizeAction, ResizeOrder
@@ -244,11 +245,12 @@ def test_repeated_resizes_keep_heat2d_exact(slurm, shared_tmp):
             strategies.append(ack.strategy)
 
         batch = scontrol_job(job)["BatchHost"]
-        order(ResizeAction.EXPAND, slurm.grow(job, 2, grant_timeout_s=20).nodes)
+        path = cached_probe(slurm.transport, "local", refresh=True).grow_path  # as configured now
+        order(ResizeAction.EXPAND, slurm.grow(job, 2, path=path, grant_timeout_s=20).nodes)
         held = sorted(slurm_held(job) - {batch})
         order(ResizeAction.SHRINK, [batch, *held[:2]])
         order(ResizeAction.SHRINK, [batch])
-        order(ResizeAction.EXPAND, slurm.grow(job, 3, grant_timeout_s=20).nodes)
+        order(ResizeAction.EXPAND, slurm.grow(job, 3, path=path, grant_timeout_s=20).nodes)
         wait(lambda: job_state(job) == "COMPLETED", 240, "heat2d to complete")
     finally:
         slurm.cancel_job(job)

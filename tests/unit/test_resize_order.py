@@ -33,7 +33,14 @@ def test_order_to_json() -> None:
         "action": "shrink",
         "nodes": ["n1", "n2"],
         "issued_at": 1795312900.25,
+        "phases_s": {},
     }
+
+
+def test_order_carries_the_controllers_phase_times() -> None:
+    order = ResizeOrder(4, ResizeAction.EXPAND, ("n1",), 1.0, phases_s={"grant": 0.5})
+    assert ResizeOrder.from_json(order.to_json()) == order
+    assert ResizeOrder.from_json({**order.to_json(), "phases_s": None}).phases_s == {}
 
 
 def test_ack_to_json() -> None:

@@ -194,7 +194,9 @@ class Actuator:
             )
             return
         seq = jobdir.last_order_seq() + 1
-        order = ResizeOrder(seq, ResizeAction.EXPAND, grown.nodes, time.time())
+        order = ResizeOrder(
+            seq, ResizeAction.EXPAND, grown.nodes, time.time(), phases_s={"grant": grown.elapsed_s}
+        )
         jobdir.write_order(order)
         self.journal.write(
             "order",

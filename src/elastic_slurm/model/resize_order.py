@@ -48,12 +48,15 @@ class ResizeOrder:
         The job's node list after the resize (for a shrink: the nodes it keeps).
     issued_at
         When the controller issued it (seconds since the epoch).
+    phases_s
+        Seconds the controller already spent on it (``grant``: Slurm's grow).
     """
 
     seq: int
     action: ResizeAction
     nodes: tuple[str, ...]
     issued_at: float
+    phases_s: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-able dict."""
@@ -67,6 +70,7 @@ class ResizeOrder:
             action=ResizeAction(data["action"]),
             nodes=_nodes(data["nodes"]),
             issued_at=float(data["issued_at"]),
+            phases_s={str(k): float(v) for k, v in dict(data.get("phases_s") or {}).items()},
         )
 
 

@@ -1,35 +1,33 @@
-"""The application's side of elasticity: :func:`init` and :meth:`ElasticComm.resize_point`.
+"""The application's side of elasticity: :func:`init`, registered data, resize points.
 
-A malleable mpi4py application uses ``ec.comm`` instead of ``MPI.COMM_WORLD``, keeps its big
-arrays distributed by rows (``ec.rows(global_rows)`` gives this rank's rows), and calls
-``ec.resize_point(arrays, state)`` once per iteration::
+A malleable mpi4py application uses ``ec.comm`` instead of ``MPI.COMM_WORLD``, registers its
+distributed arrays and any other state, and calls ``ec.resize_point()`` once per iteration::
 
     ec = init()
-    if ec.resumed:
-        u, it = ec.restored["u"], ec.state["iteration"]
-    else:
-        start, stop = ec.rows(N)
-        u, it = make_rows(start, stop), 0
-    while it < iterations:
-        ...  # compute on u, communicate on ec.comm
-        it += 1
-        new = ec.resize_point({"u": u}, {"iteration": it})
-        if new is not None:
-            u = new["u"]
+    u = ec.array("u", (N, N), np.float64)          # rows in blocks over the ranks
+    ec.state.setdefault("iteration", 0)              # JSON-able scalars travel too
+    if not ec.resumed:
+        start, stop = u.rows()
+        u.local[:] = initial_rows(start, stop)
+    while ec.state["iteration"] < iterations:
+        u.local = step(u.local, ec.comm)
+        ec.state["iteration"] += 1
+        if ec.resize_point():                         # True when the world changed
+            pass                                      # ec.comm and u.local are new
 
 At a resize point rank 0 looks for the controller's next order in the job directory. To
 follow it, the runtime either
 
 * spawns the new ranks on the added nodes, merges them into ``ec.comm`` and redistributes the
-  arrays with ``Alltoallv`` (where :mod:`.probe` allows it), and returns the new blocks; or
+  arrays with ``Alltoallv`` (where :mod:`.probe` allows it); or
 * checkpoints arrays and state to the job directory and ends the process (``SystemExit(0)``
   through :class:`ResizeExit`); the launcher starts the application again at the new size,
-  and there ``init()`` restores the data (``ec.resumed``) and acknowledges the order.
+  and there ``init()`` and ``ec.array`` restore the data (``ec.resumed``).
 
-New ranks created by a spawn start the same program; their ``init()`` joins the merged
-communicator and receives their rows and the state, so they resume like restarted ranks.
-Outside the launcher (no job directory), ``resize_point`` never resizes: the same program
-runs at a fixed size.
+New ranks created by a spawn run the same program from the start; their ``init()`` joins the
+merged communicator and receives their rows and the state, so they resume like restarted ranks.
+Outside the launcher (no job directory) ``resize_point`` never resizes: the same program runs at
+a fixed size. An evolving application asks for nodes with :meth:`ElasticComm.request_nodes`.
 """
 
 from __future__ import annotations
@@ -37,10 +35,11 @@ from __future__ import annotations
 import json
 import logging
 import os
+import pickle
 import socket
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +50,13 @@ from elastic_slurm import envvars
 from elastic_slurm.jobdir import JobDir, write_json_atomic
 from elastic_slurm.model.resize_order import AckStatus, ResizeAck, ResizeOrder
 from elastic_slurm.mpi_runtime.checkpoint import load_rows, load_state, save_rows, save_state
+from elastic_slurm.mpi_runtime.data import (
+    Block,
+    DistArray,
+    Distribution,
+    StateHooks,
+    distribution_from_json,
+)
 from elastic_slurm.mpi_runtime.distribution import BlockRows
 from elastic_slurm.mpi_runtime.probe import SPAWN, choose_join
 from elastic_slurm.mpi_runtime.redistribute import redistribute_rows
@@ -58,6 +64,7 @@ from elastic_slurm.mpi_runtime.redistribute import redistribute_rows
 log = logging.getLogger("elastic_slurm.mpi_runtime")
 
 MANIFEST = "manifest.json"
+HOOKS_FILE = "hooks.pickle"
 
 
 class ResizeExit(SystemExit):
@@ -78,6 +85,38 @@ def _say(comm: MPI.Intracomm, message: str) -> None:
     log.info("%s", message)
 
 
+def move_rows(
+    comm: MPI.Intracomm,
+    local: np.ndarray | None,
+    meta: dict[str, Any],
+    src_parts: int,
+    dst_parts: int,
+    src_dist: Distribution | None = None,
+    dst_dist: Distribution | None = None,
+) -> np.ndarray:
+    """Redistribute one array over ``comm`` (collective), between any two distributions.
+
+    ``meta`` is :meth:`DistArray.meta`; ``src_dist``/``dst_dist`` default to its distribution.
+    Block to block uses the block plan; anything else the general index plan.
+    """
+    shape = tuple(meta["global_shape"])
+    dtype = np.dtype(meta["dtype"])
+    dist = distribution_from_json(meta["dist"])
+    src_dist, dst_dist = src_dist or dist, dst_dist or dist
+    if isinstance(src_dist, Block) and isinstance(dst_dist, Block):
+        return redistribute_rows(comm, local, shape, dtype, src_parts, dst_parts)
+    from elastic_slurm.mpi_runtime.redistribute import redistribute
+
+    return redistribute(
+        comm,
+        local,
+        shape,
+        dtype,
+        src_dist.layout(shape[0], src_parts),
+        dst_dist.layout(shape[0], dst_parts),
+    )
+
+
 class ElasticComm:
     """The application's communicator, which changes at resize points.
 
@@ -89,12 +128,12 @@ class ElasticComm:
         How many resizes this run has gone through (0 at the first start).
     resumed
         True when this process took over data from an earlier size (restarted or spawned).
-    restored
-        The arrays handed over (this rank's rows), by name; empty unless ``resumed``.
     state
-        The scalars handed over with them; empty unless ``resumed``.
+        JSON-able scalars (an iteration counter...) carried across resizes, as on rank 0.
     last_resize_s
-        Seconds per phase of the last resize this process took part in.
+        Seconds per phase of the last resize this process took part in (``grant``,
+        ``spawn``, ``merge``, ``redistribute``, or ``checkpoint``, ``relaunch``,
+        ``restore``; ``release`` for shrinks, measured by the controller).
     """
 
     def __init__(
@@ -116,10 +155,14 @@ class ElasticComm:
         self.generation = 0
         self.next_seq = 1
         self.resumed = False
-        self.restored: dict[str, np.ndarray] = {}
         self.state: dict[str, Any] = {}
         self.last_resize_s: dict[str, float] = {}
+        self._arrays: dict[str, DistArray] = {}
+        self._restored: dict[str, tuple[dict[str, Any], np.ndarray]] = {}
+        self._hooks: StateHooks | None = None
+        self._packed: list[Any] | None = None
         self._intercomms: list[MPI.Intercomm] = []
+        self._requests = 0
 
     # ------------------------------------------------------------------ basics
     @property
@@ -133,36 +176,111 @@ class ElasticComm:
         return int(self.comm.size)
 
     def rows(self, global_rows: int) -> tuple[int, int]:
-        """``(start, stop)``: the rows of a ``global_rows``-row array this rank owns now.
-
-        Block distribution over :attr:`size` ranks; the first ``global_rows % size`` ranks own
-        one extra row (:class:`~.distribution.BlockRows`).
-        """
+        """``(start, stop)``: the rows of a ``global_rows``-row block array this rank owns."""
         return BlockRows(global_rows, self.size).rows_of(self.rank)
 
     def hosts(self) -> list[str]:
         """The hostname of every rank, in rank order (collective)."""
         return list(self.comm.allgather(socket.gethostname()))
 
-    # ------------------------------------------------------------------ resize point
-    def resize_point(
-        self, arrays: Mapping[str, np.ndarray], state: Mapping[str, Any] | None = None
-    ) -> dict[str, np.ndarray] | None:
-        """Follow the controller's next resize order, if there is one (collective).
+    # ------------------------------------------------------------------ registration
+    def array(
+        self,
+        name: str,
+        global_shape: tuple[int, ...],
+        dtype: Any = np.float64,
+        dist: Distribution | None = None,
+    ) -> DistArray:
+        """Register a distributed array (collective: every rank, same arguments).
 
         Parameters
         ----------
-        arrays
-            This rank's rows of each distributed array, by name: shape ``(rows, *trailing)``
-            with the rows :meth:`rows` gives, any dtype, the same names on every rank.
-        state
-            Scalars to carry across the resize (iteration counter...), from rank 0.
+        name
+            Unique name (it names the checkpoint file too: letters, digits, ``_-``).
+        global_shape
+            ``(rows, *trailing)``; distributed along axis 0.
+        dtype
+            Any numpy dtype (not object).
+        dist
+            :class:`~.data.Block` (default) or :class:`~.data.BlockCyclic`.
 
         Returns
         -------
-        dict or None
-            ``None`` when the world did not change. Otherwise this rank's new rows of every
-            array (``comm``, ``rank`` and ``size`` have changed too).
+        DistArray
+            After a resize (``resumed``), ``local`` holds this rank's restored rows; otherwise
+            zeros of the right shape, for the application to fill.
+
+        Raises
+        ------
+        ValueError
+            A name registered twice, or a restored array whose shape, dtype or distribution
+            differ from what the program registers now.
+        """
+        if name in self._arrays:
+            raise ValueError(f"array {name!r} is registered twice")
+        arr = DistArray(
+            name,
+            tuple(int(n) for n in global_shape),
+            np.dtype(dtype),
+            dist or Block(),
+            np.empty(0),
+            self.rank,
+            self.size,
+        )
+        if name in self._restored:
+            meta, local = self._restored.pop(name)
+            if meta != arr.meta():
+                raise ValueError(
+                    f"array {name!r} was saved as {meta}, but is registered now as {arr.meta()}"
+                )
+            arr.local = local
+        else:
+            arr.local = np.zeros(arr.local_shape(), dtype=arr.dtype)
+        self._arrays[name] = arr
+        return arr
+
+    def on_resize(self, pack: Callable[[], Any], unpack: Callable[[list[Any]], None]) -> None:
+        """Register hooks for other state (see :class:`~.data.StateHooks`).
+
+        If this process resumed, ``unpack`` runs at once with what the old ranks packed.
+        """
+        self._hooks = StateHooks(pack, unpack)
+        if self._packed is not None:
+            packed, self._packed = self._packed, None
+            unpack(packed)
+
+    def request_nodes(self, delta: int) -> int:
+        """Ask the controller for ``delta`` more nodes (or give ``-delta`` back); evolving jobs.
+
+        Only rank 0's call counts (call it on every rank, or just rank 0). The answer comes as
+        a resize order at a later resize point (or never, if the policy refuses). Returns the
+        request's number.
+
+        Raises
+        ------
+        ValueError
+            ``delta`` is 0.
+        RuntimeError
+            Not running under the elastic launcher (no job directory).
+        """
+        if delta == 0:
+            raise ValueError("ask for at least one node more or fewer")
+        if self.jobdir is None:
+            raise RuntimeError("evolving requests need the elastic launcher (elastic-slurm run)")
+        self._requests += 1
+        if self.rank == 0:
+            self.jobdir.write_request(self._requests, delta, self.size)
+        return self._requests
+
+    # ------------------------------------------------------------------ resize point
+    def resize_point(self) -> bool:
+        """Follow the controller's next resize order, if there is one (collective).
+
+        Returns
+        -------
+        bool
+            True when the world changed: ``comm``, ``rank`` and ``size`` are new, every
+            registered array's ``local`` holds its new rows, and ``unpack`` has run.
 
         Raises
         ------
@@ -170,7 +288,7 @@ class ElasticComm:
             The resize is done by restarting: data and state are saved; let it end the process.
         """
         if self.jobdir is None:
-            return None
+            return False
         order_json = None
         if self.rank == 0:
             order_path = self.jobdir.order_path(self.next_seq)
@@ -179,7 +297,7 @@ class ElasticComm:
                 order_json = order.to_json() if order else None
         order_json = self.comm.bcast(order_json, root=0)
         if order_json is None:
-            return None
+            return False
         order = ResizeOrder.from_json(order_json)
         hosts = self.hosts()
         if set(hosts) == set(order.nodes):
@@ -187,7 +305,7 @@ class ElasticComm:
             # job before the application first started): nothing to move
             self.next_seq = order.seq + 1
             self._acknowledge(order.seq, "none", "already running on these nodes", {})
-            return None
+            return False
         choice = choose_join(
             order.action.value, hosts, self.launch_host, MPI.get_vendor(), self.join
         )
@@ -205,24 +323,34 @@ class ElasticComm:
                 strategy=choice.strategy,
                 reason=choice.reason,
             )
+        packed = self._pack()
         if choice.strategy == SPAWN:
-            return self._expand_by_spawn(order, hosts, arrays, state or {}, choice.reason)
-        self._checkpoint_and_exit(order, arrays, state or {}, choice.reason)
+            self._expand_by_spawn(order, hosts, packed, choice.reason)
+            return True
+        self._checkpoint_and_exit(order, packed, choice.reason)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _pack(self) -> list[Any] | None:
+        """What every rank's ``pack`` returned, on rank 0 (``None`` elsewhere or no hooks)."""
+        if self._hooks is None:
+            return None
+        return self.comm.gather(self._hooks.pack(), root=0)
+
+    def _arrival(self, packed: list[Any] | None) -> None:
+        """After a resize: hand the old ranks' packed state to ``unpack`` (or keep it)."""
+        if packed is None:
+            return
+        if self._hooks is not None:
+            self._hooks.unpack(packed)
+        else:
+            self._packed = packed
 
     # ------------------------------------------------------------------ spawn path
     def _expand_by_spawn(
-        self,
-        order: ResizeOrder,
-        hosts: list[str],
-        arrays: Mapping[str, np.ndarray],
-        state: Mapping[str, Any],
-        reason: str,
-    ) -> dict[str, np.ndarray]:
-        assert self.jobdir is not None
+        self, order: ResizeOrder, hosts: list[str], packed: list[Any] | None, reason: str
+    ) -> None:
         new_hosts = [n for n in order.nodes if n not in set(hosts)]
         nprocs = len(new_hosts) * self.ntasks_per_node
-        shapes = self._global_shapes(arrays)
         t0 = time.monotonic()
         info = MPI.Info.Create()
         info.Set("add-host", ",".join(new_hosts))
@@ -240,38 +368,34 @@ class ElasticComm:
             "seq": order.seq,
             "generation": self.generation,
             "src_parts": old_size,
-            "arrays": {n: [list(s), str(np.dtype(arrays[n].dtype).str)] for n, s in shapes.items()},
-            "state": dict(state) if self.rank == 0 else None,
-            "phases_s": {"spawn": t1 - t0, "merge": t2 - t1},
+            "arrays": [a.meta() for a in self._arrays.values()],
+            "state": self.state if self.rank == 0 else None,
+            "packed": packed,
+            "phases_s": {**order.phases_s, "spawn": t1 - t0, "merge": t2 - t1},
             "reason": reason,
         }
-        merged.bcast(meta, root=0)
-        new = {
-            name: redistribute_rows(
-                merged, arrays[name], shapes[name], arrays[name].dtype, old_size, merged.size
-            )
-            for name in sorted(shapes)
-        }
+        meta = merged.bcast(meta, root=0)
+        for arr in self._arrays.values():
+            arr.local = move_rows(merged, arr.local, arr.meta(), old_size, merged.size)
+            arr._rank, arr._size = merged.rank, merged.size
         t3 = time.monotonic()
         self._intercomms.append(inter)
         self.comm = merged
+        self.state = dict(meta["state"] or {})
         self.generation += 1
         self.next_seq = order.seq + 1
-        self.last_resize_s = {"spawn": t1 - t0, "merge": t2 - t1, "redistribute": t3 - t2}
+        self.last_resize_s = {**meta["phases_s"], "redistribute": t3 - t2}
         self._acknowledge(order.seq, "spawn", reason, self.last_resize_s)
-        return new
+        self._arrival(meta["packed"])
 
     def _join_parent(self, parent: MPI.Intercomm) -> None:
         """In a spawned rank: join the merged communicator and receive rows and state."""
         t0 = time.monotonic()
         merged = parent.Merge(high=True)
         meta = merged.bcast(None, root=0)
-        self.restored = {
-            name: redistribute_rows(
-                merged, None, tuple(shape), np.dtype(dtype), int(meta["src_parts"]), merged.size
-            )
-            for name, (shape, dtype) in sorted(meta["arrays"].items())
-        }
+        for info in meta["arrays"]:
+            local = move_rows(merged, None, info, int(meta["src_parts"]), merged.size)
+            self._restored[info["name"]] = (info, local)
         self._intercomms.append(parent)
         self.comm = merged
         self.state = dict(meta["state"] or {})
@@ -280,48 +404,41 @@ class ElasticComm:
         self.resumed = True
         self.last_resize_s = {**meta["phases_s"], "redistribute": time.monotonic() - t0}
         self._acknowledge(int(meta["seq"]), "spawn", str(meta["reason"]), self.last_resize_s)
+        self._arrival(meta["packed"])
 
     # ------------------------------------------------------------------ restart path
-    def _global_shapes(self, arrays: Mapping[str, np.ndarray]) -> dict[str, tuple[int, ...]]:
-        names = sorted(arrays)
-        if self.comm.allgather(names) != [names] * self.size:
-            raise ValueError("resize_point: every rank must pass the same array names")
-        local_rows = np.array([arrays[n].shape[0] for n in names], dtype=np.int64)
-        rows = self.comm.allreduce(local_rows, op=MPI.SUM)
-        return {n: (int(r), *arrays[n].shape[1:]) for n, r in zip(names, rows, strict=True)}
-
     def _checkpoint_and_exit(
-        self,
-        order: ResizeOrder,
-        arrays: Mapping[str, np.ndarray],
-        state: Mapping[str, Any],
-        reason: str,
+        self, order: ResizeOrder, packed: list[Any] | None, reason: str
     ) -> None:
         assert self.jobdir is not None
         directory = self.jobdir.checkpoint
         t0 = time.monotonic()
-        shapes = self._global_shapes(arrays)
-        for name in sorted(shapes):
-            save_rows(
-                directory,
-                name,
-                self.comm,
-                arrays[name],
-                shapes[name],
-                arrays[name].dtype,
-                self.size,
-            )
-        save_state(directory, "state", self.comm, dict(state) if self.rank == 0 else None)
+        metas = []
+        for arr in self._arrays.values():
+            meta = arr.meta()
+            rows = arr.local
+            if not isinstance(arr.dist, Block):  # files hold block rows
+                rows = move_rows(self.comm, rows, meta, self.size, self.size, arr.dist, Block())
+            save_rows(directory, arr.name, self.comm, rows, arr.global_shape, arr.dtype, self.size)
+            metas.append(meta)
+        save_state(directory, "state", self.comm, self.state if self.rank == 0 else None)
         checkpoint_s = time.monotonic() - t0
         if self.rank == 0:
+            if packed is not None:
+                tmp = directory / f".{HOOKS_FILE}.tmp"
+                tmp.write_bytes(pickle.dumps(packed))
+                tmp.replace(directory / HOOKS_FILE)
+            else:
+                (directory / HOOKS_FILE).unlink(missing_ok=True)
             write_json_atomic(
                 directory / MANIFEST,
                 {
                     "seq": order.seq,
                     "launch": self.launch,
                     "generation": self.generation,
-                    "arrays": sorted(shapes),
+                    "arrays": metas,
                     "reason": reason,
+                    "phases_s": order.phases_s,
                     "checkpoint_s": checkpoint_s,
                     "requested_at": time.time(),
                 },
@@ -348,21 +465,29 @@ class ElasticComm:
             self._intercomms.clear()
             self.comm = MPI.COMM_WORLD
 
-    def _restore(self, manifest: Mapping[str, Any]) -> None:
-        """In a restarted step: read this rank's rows and the state, acknowledge the order."""
+    def _restore(self, manifest: dict[str, Any]) -> None:
+        """In a restarted step: read the arrays and state, acknowledge the order."""
         assert self.jobdir is not None
         t0 = time.monotonic()
         directory = self.jobdir.checkpoint
-        self.restored = {
-            name: load_rows(directory, name, self.comm, self.size) for name in manifest["arrays"]
-        }
+        for meta in manifest["arrays"]:
+            rows = load_rows(directory, meta["name"], self.comm, self.size)
+            dist = distribution_from_json(meta["dist"])
+            if not isinstance(dist, Block):
+                rows = move_rows(self.comm, rows, meta, self.size, self.size, Block(), dist)
+            self._restored[meta["name"]] = (meta, rows)
         self.state = load_state(directory, "state", self.comm)
+        packed = None
+        if self.rank == 0 and (directory / HOOKS_FILE).exists():
+            packed = pickle.loads((directory / HOOKS_FILE).read_bytes())
+        packed = self.comm.bcast(packed, root=0)
         restore_s = time.monotonic() - t0
         self.generation = int(manifest["generation"]) + 1
         seq = int(manifest["seq"])
         self.next_seq = seq + 1
         self.resumed = True
         self.last_resize_s = {
+            **dict(manifest.get("phases_s") or {}),
             "checkpoint": float(manifest["checkpoint_s"]),
             "relaunch": max(0.0, time.time() - float(manifest["requested_at"]) - restore_s),
             "restore": restore_s,
@@ -370,6 +495,7 @@ class ElasticComm:
         failed = self.rank == 0 and self.jobdir.read_ack(seq, AckStatus.FAILED) is not None
         if not self.comm.bcast(failed, root=0):
             self._acknowledge(seq, "restart", str(manifest.get("reason", "")), self.last_resize_s)
+        self._packed = packed
 
     def _acknowledge(self, seq: int, strategy: str, reason: str, phases: dict[str, float]) -> None:
         """Tell the controller the job now runs on its new nodes (collective)."""
@@ -400,16 +526,18 @@ class ElasticComm:
         timing = ", ".join(f"{k} {v:.2f} s" for k, v in phases.items())
         _say(
             self.comm,
-            f"order {seq} done: {self.size} rank(s) on "
-            f"{len(set(hosts))} node(s) ({strategy}; {timing})",
+            f"order {seq} done: {self.size} rank(s) on {len(set(hosts))} node(s) "
+            f"({strategy}; {timing})",
         )
 
 
 def init() -> ElasticComm:
     """Start the elastic runtime in this process (after ``from mpi4py import MPI``).
 
-    Returns an :class:`ElasticComm` whose ``resumed``, ``restored`` and ``state`` say whether
-    this process continues an earlier size. Collective over the processes started together.
+    Returns an :class:`ElasticComm`; its ``resumed`` says whether this process continues an
+    earlier size (its arrays come back when registered with :meth:`ElasticComm.array`, its
+    other state through :meth:`ElasticComm.on_resize`). Collective over the processes started
+    together.
 
     Raises
     ------
