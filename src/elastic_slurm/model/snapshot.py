@@ -10,6 +10,7 @@ import enum
 from dataclasses import dataclass
 
 from elastic_slurm.model.request import JobKind
+from elastic_slurm.model.speedup import ResizeCost, SpeedupModel
 
 
 class JobState(enum.StrEnum):
@@ -55,6 +56,44 @@ class JobView:
         True while a resize of this job is under way (a policy must leave it alone).
     batch_host
         The node running the batch script, which can never be given back while the job runs.
+    name
+        The job's name.
+    walltime_s
+        The time limit asked at submission, in seconds, for a run at ``nodes_requested`` (the
+        user's estimate: SWF field 9, ``sbatch --time``); ``None`` when unknown. Backfilling
+        policies reserve by it.
+    runtime_s
+        The job's true run time in seconds at ``nodes_requested`` (SWF field 4). Known only to
+        the simulator (``None`` live): a policy that reads it assumes perfect knowledge of run
+        times, as the simulators of Huang et al. (section 4) and Lina et al. (section 4) do.
+    estimated_end_s
+        Running jobs: when the job should end if it keeps its current size, by the time limit
+        (``start_time_s + walltime_s`` for a job never resized; after resizes, the estimated work
+        left, scaled by ``speedup``); may be in the past for a job that overruns its estimate;
+        ``None`` when unknown or pending.
+    end_time_s
+        Running jobs, simulator only: when the job will really end if it keeps its current size
+        and makes no further evolving request (``None`` live and while pending). For a job
+        waiting for its evolving request to be served, as if it resumed now.
+    speedup
+        How the job's run time depends on its size (:mod:`elastic_slurm.model.speedup`);
+        ``None`` when unknown or irrelevant (rigid jobs).
+    resize_cost
+        What a size change costs the job, in seconds
+        (:class:`~elastic_slurm.model.speedup.ResizeCost`); ``None`` when unknown.
+    evolving_request
+        Evolving jobs: nodes the application asks for now, ``+k`` to grow by ``k``, ``-k`` to
+        give back ``k``; 0 when it asks for nothing. A policy serves it with an ``Expand`` or
+        ``Shrink`` of that job.
+    evolving_blocking
+        True when the application makes no progress until ``evolving_request`` is served
+        (Klein and Perez's evolving applications); false when it goes on at its current size
+        and the request lapses if not served in the cycle that sees it (Lina et al.).
+    expansions, shrinks
+        Resizes of this job completed so far.
+    gain_nodes
+        Nodes added by expansions minus nodes removed by shrinks so far (Lina et al. section 4,
+        the "gain" priority).
     """
 
     job_id: int
@@ -69,6 +108,17 @@ class JobView:
     resizing: bool = False
     batch_host: str | None = None
     name: str = ""
+    walltime_s: float | None = None
+    runtime_s: float | None = None
+    estimated_end_s: float | None = None
+    end_time_s: float | None = None
+    speedup: SpeedupModel | None = None
+    resize_cost: ResizeCost | None = None
+    evolving_request: int = 0
+    evolving_blocking: bool = False
+    expansions: int = 0
+    shrinks: int = 0
+    gain_nodes: int = 0
 
     @property
     def size(self) -> int:
@@ -79,6 +129,29 @@ class JobView:
     def malleable(self) -> bool:
         """True when a resource manager may resize the job while it runs."""
         return self.kind is JobKind.MALLEABLE
+
+    def walltime_at_s(self, nodes: int) -> float | None:
+        """The time limit scaled to a run on ``nodes`` nodes (seconds), ``None`` when unknown.
+
+        ``walltime_s`` itself at ``nodes_requested`` or without a speedup model; otherwise
+        ``speedup.runtime_s(walltime_s, nodes_requested, nodes)``.
+        """
+        if self.walltime_s is None:
+            return None
+        if self.speedup is None or nodes == self.nodes_requested:
+            return self.walltime_s
+        return self.speedup.runtime_s(self.walltime_s, self.nodes_requested, nodes)
+
+    def runtime_at_s(self, nodes: int) -> float | None:
+        """The true run time on ``nodes`` nodes (seconds; simulator only, else ``None``).
+
+        Scaled from ``runtime_s`` as :meth:`walltime_at_s` scales ``walltime_s``.
+        """
+        if self.runtime_s is None:
+            return None
+        if self.speedup is None or nodes == self.nodes_requested:
+            return self.runtime_s
+        return self.speedup.runtime_s(self.runtime_s, self.nodes_requested, nodes)
 
 
 @dataclass(frozen=True)

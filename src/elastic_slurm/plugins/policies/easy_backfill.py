@@ -1,0 +1,112 @@
+"""EASY backfilling: first come, first served, with a reservation for the first blocked job.
+
+A. W. Mu'alem and D. G. Feitelson, "Utilization, Predictability, Workloads, and User Runtime
+Estimates in Scheduling the IBM SP2 with Backfilling", IEEE TPDS 12(6), 2001, section 2
+(EASY: Lifka's Extensible Argonne Scheduling sYstem). Lina et al. use it for their initial
+allocation (Algorithm 3).
+
+Unlike AccaSim's "EASY backfilling" (see ``shared/docs/PEERS.md``), the blocked head job gets a
+real reservation: a later job starts early only if it cannot delay it.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from elastic_slurm.model.decisions import Decision, Start
+from elastic_slurm.model.snapshot import ClusterSnapshot
+from elastic_slurm.model.triggers import Trigger
+from elastic_slurm.plugins.policies.fcfs import INFINITY, estimate_s, start_size
+from elastic_slurm.plugins.policy import Policy
+
+
+class EasyBackfill(Policy):
+    """EASY backfilling (Mu'alem and Feitelson 2001, section 2).
+
+    Each cycle, with the jobs' time limits as run-time estimates:
+
+    1. Start pending jobs in submission order while they fit in the idle nodes.
+    2. For the first job that does not fit (the head), find the *shadow time*: running jobs
+       are taken by estimated end (earliest first; a job past its estimate is expected to end
+       now) until the nodes they free plus the idle nodes cover the head. The *extra* nodes
+       are those left over at that time.
+    3. Go through the rest of the queue in order and start every job that fits in the idle
+       nodes now and either ends (by its estimate) by the shadow time, or uses no more than
+       the extra nodes (which it then uses up).
+
+    The head job is therefore never delayed by a backfilled job, if estimates hold; other
+    queued jobs may be (that is the difference from conservative backfilling). Jobs start at
+    :func:`~elastic_slurm.plugins.policies.fcfs.start_size`; running jobs are never resized.
+    A job without a time limit is never backfilled into the shadow window, and a running job
+    without one never ends for the reservation. The reservation is recomputed every cycle from
+    the snapshot (the policy keeps no state). Ignores the trigger.
+    """
+
+    name: ClassVar[str] = "easy_backfill"
+
+    def decide(self, snapshot: ClusterSnapshot, trigger: Trigger) -> list[Decision]:
+        """Start the queue's fitting prefix, then backfill around the head's reservation."""
+        pending = snapshot.pending()
+        if not pending:
+            return []
+        free = len(snapshot.idle_nodes())
+        now = snapshot.time_s
+        decisions: list[Decision] = []
+        started: list[tuple[float, int]] = []  # (estimated end, nodes) of this cycle's starts
+        head_index = len(pending)
+        for i, job in enumerate(pending):
+            size = start_size(job)
+            if size > free:
+                head_index = i
+                break
+            decisions.append(Start(job.job_id, size, "first come, first served"))
+            started.append((now + estimate_s(job, size), size))
+            free -= size
+        if head_index >= len(pending) - 1 or free == 0:
+            return decisions  # nobody blocked, nothing behind the head, or no idle node
+
+        head = pending[head_index]
+        shadow = -1.0  # computed when the first candidate that fits now is found
+        extra = 0
+        for job in pending[head_index + 1 :]:
+            if job.nodes_min > free:
+                continue  # cheap test first: the queue can be long
+            size = start_size(job)
+            if size > free:
+                continue
+            if shadow < 0.0:
+                shadow, extra = _shadow(snapshot, started, free, start_size(head), now)
+            if now + estimate_s(job, size) <= shadow:
+                reason = f"backfilled: ends before job {head.job_id}'s reservation at {shadow:g} s"
+            elif size <= extra:
+                extra -= size
+                reason = f"backfilled: uses {size} of the nodes job {head.job_id} leaves spare"
+            else:
+                continue
+            decisions.append(Start(job.job_id, size, reason))
+            free -= size
+            if free == 0:
+                break
+        return decisions
+
+
+def _shadow(
+    snapshot: ClusterSnapshot, started: list[tuple[float, int]], free: int, need: int, now: float
+) -> tuple[float, int]:
+    """The head job's reservation: ``(shadow time in seconds, extra nodes)``.
+
+    Running jobs (and those started in this cycle) are taken by estimated end until the nodes
+    they free plus the ``free`` idle ones reach ``need``. ``(inf, 0)`` when they never do (a
+    job without an estimate holds its nodes for ever, as far as the reservation goes).
+    """
+    ends = list(started)
+    for job in snapshot.running():
+        end = job.estimated_end_s
+        ends.append((INFINITY if end is None else (end if end > now else now), len(job.nodes)))
+    ends.sort()
+    available = free
+    for end, size in ends:
+        available += size
+        if available >= need:
+            return end, available - need
+    return INFINITY, 0

@@ -1,0 +1,825 @@
+"""The virtual cluster: nodes, jobs in virtual time, and how policy decisions are carried out.
+
+This is the simulator's stand-in for Slurm plus the elastic runtime. It holds every job's
+state, answers with snapshots (:meth:`VirtualCluster.snapshot`) and carries out decisions
+(:meth:`VirtualCluster.apply`) with these semantics, which a policy can rely on:
+
+* **Order.** Decisions are applied in the order returned; nodes a ``Shrink`` gives back can
+  be used by a later ``Start`` or ``Expand`` of the same list.
+* **Start(job, n).** The job must be pending; ``n`` must be its requested size for rigid and
+  evolving jobs, and within ``[nodes_min, nodes_max]`` for moldable and malleable ones; ``n``
+  must not exceed the idle nodes plus the nodes that shrinks under way will give back and no
+  other decision has claimed. The job starts at once on the lowest-numbered idle nodes, or,
+  when it needs nodes still being released, as soon as they are (it holds what it has).
+* **Expand(job, k)** / **Shrink(job, k).** The job must be running and not already resizing;
+  ``k >= 1``; the new size must stay within ``[nodes_min, nodes_max]``. Malleable jobs can be
+  resized at will; an evolving job only to serve its outstanding request (same direction, at
+  most the nodes asked). Rigid and moldable jobs cannot be resized. An expansion takes its
+  nodes as ``Start`` does.
+* **Resize cost.** Once an expansion holds its new nodes, or as soon as a shrink is decided,
+  the job stops computing for ``resize_cost.cost_s(old, new)`` seconds (zero without a cost
+  model), holding the larger of its two sizes; then it goes on at the new size, a shrink gives
+  its last nodes back (the first node, its batch host, is always kept) and a ``RESIZE_DONE``
+  event follows (also for a zero cost, at the same instant).
+* **Work conservation.** A job's work is 1; at size ``n`` it progresses at ``1 / T(n)`` per
+  second, where ``T(n) = runtime_s * S(nodes_requested) / S(n)`` from its speedup model
+  (rigid jobs: ``T = runtime_s``). A resize changes the rate of the work still to do, never
+  the work.
+* **Evolving requests.** When an evolving job reaches an event's ``at_work``, its request
+  (clipped to its range) shows as ``JobView.evolving_request`` and an ``EVOLVING_REQUEST``
+  trigger follows. A blocking request stops the job until it is fully served; a non-blocking
+  one lapses after the first policy cycle that sees it, served or not.
+* **Errors.** Any decision that breaks these rules raises
+  :class:`~elastic_slurm.errors.PolicyError` naming the policy, the decision and the reason:
+  the simulator never fixes a policy's mistake.
+
+Node-seconds are counted per job: allocated (every node the job holds) and wasted (held while
+not computing: resize costs, a blocked evolving request, nodes held before a start or an
+expansion can go ahead).
+"""
+
+from __future__ import annotations
+
+import bisect
+import operator
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from elastic_slurm.errors import PolicyError
+from elastic_slurm.model.decisions import Decision, Expand, Shrink, Start
+from elastic_slurm.model.request import JobKind
+from elastic_slurm.model.snapshot import (
+    ClusterSnapshot,
+    JobState,
+    JobView,
+    NodeState,
+    NodeView,
+)
+from elastic_slurm.model.speedup import NoResizeCost
+from elastic_slurm.model.triggers import TriggerKind
+from elastic_slurm.simulator.engine import EventKind, EventQueue
+from elastic_slurm.simulator.workload import SimJob
+
+_PENDING, _STARTING, _RUNNING, _ENDED = 0, 1, 2, 3
+_NO_COST = NoResizeCost()
+
+
+class SimulationError(PolicyError):
+    """The simulation cannot go on: jobs are stuck, or a policy loops without time advancing.
+
+    A :class:`~elastic_slurm.errors.PolicyError`, because a policy is the usual culprit (it
+    left jobs pending for ever, or never served a blocking evolving request).
+    """
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """What happened to one job (all times in seconds from the start of the simulation).
+
+    Parameters
+    ----------
+    job_id, kind
+        The job.
+    submit_s, start_s, end_s
+        Arrival, start and end.
+    nodes_requested
+        The size asked for.
+    nodes_start
+        The size it started at.
+    nodes_end
+        Its size when it ended.
+    node_s
+        Node-seconds allocated to it (every node held, for as long as held).
+    waste_node_s
+        Node-seconds it held without computing (resize costs, blocked requests, waiting for
+        nodes still being released).
+    expansions, shrinks
+        Resizes completed.
+    requests_refused
+        Evolving requests that lapsed unserved (in full or in part).
+    """
+
+    job_id: int
+    kind: JobKind
+    submit_s: float
+    start_s: float
+    end_s: float
+    nodes_requested: int
+    nodes_start: int
+    nodes_end: int
+    node_s: float
+    waste_node_s: float
+    expansions: int
+    shrinks: int
+    requests_refused: int = 0
+
+    @property
+    def wait_s(self) -> float:
+        """Seconds from submission to start."""
+        return self.start_s - self.submit_s
+
+    @property
+    def run_s(self) -> float:
+        """Seconds from start to end."""
+        return self.end_s - self.start_s
+
+    @property
+    def turnaround_s(self) -> float:
+        """Seconds from submission to end."""
+        return self.end_s - self.submit_s
+
+
+class _Job:
+    """A job's mutable state in the simulation (internal)."""
+
+    __slots__ = (
+        "spec",
+        "order",
+        "state",
+        "view",
+        "nodes",
+        "size",
+        "start_s",
+        "done",
+        "est_done",
+        "anchor_s",
+        "full_s",
+        "est_full_s",
+        "computing",
+        "version",
+        "next_event",
+        "request",
+        "request_blocking",
+        "resize",
+        "claim",
+        "expansions",
+        "shrinks",
+        "gain",
+        "refused",
+        "alloc_node_s",
+        "waste_node_s",
+        "acct_s",
+        "nodes_start",
+    )
+
+    def __init__(self, spec: SimJob, order: int) -> None:
+        self.spec = spec
+        self.order = order
+        self.state = _PENDING
+        self.view: JobView | None = None
+        self.nodes: list[str] = []
+        self.size = 0
+        self.start_s = 0.0
+        self.done = 0.0
+        self.est_done = 0.0
+        self.anchor_s = 0.0
+        self.full_s = 0.0
+        self.est_full_s: float | None = None
+        self.computing = False
+        self.version = 0
+        self.next_event = 0
+        self.request = 0
+        self.request_blocking = False
+        self.resize = 0  # nodes being added (+) or removed (-) by the resize under way
+        self.claim = 0  # nodes still awaited by a start or expansion
+        self.expansions = 0
+        self.shrinks = 0
+        self.gain = 0
+        self.refused = 0
+        self.alloc_node_s = 0.0
+        self.waste_node_s = 0.0
+        self.acct_s = 0.0
+        self.nodes_start = 0
+
+
+class SimSnapshot(ClusterSnapshot):
+    """A :class:`~elastic_slurm.model.snapshot.ClusterSnapshot` built cheaply by the simulator.
+
+    It behaves as the plain snapshot of the same jobs and nodes (a test checks it), but
+    ``jobs`` and ``nodes`` are assembled only when read, and :meth:`pending`,
+    :meth:`running`, :meth:`idle_nodes` and :meth:`job` answer from what the simulator
+    already keeps, so a cycle costs little more than what the policy reads. It holds only
+    pending and running jobs, as the controller's snapshots do. It is immutable: the
+    simulator copies what it needs when it makes one.
+
+    Parameters
+    ----------
+    time_s
+        The simulation time, seconds.
+    pending, running
+        Views of the pending and running jobs, each in submission order (submit time, id).
+    idle
+        Names of the idle nodes, in name order.
+    node_names
+        Every node's name, in name order.
+    """
+
+    def __init__(
+        self,
+        time_s: float,
+        pending: tuple[JobView, ...],
+        running: tuple[JobView, ...],
+        idle: tuple[str, ...],
+        node_names: Sequence[str],
+    ) -> None:
+        # one dict update instead of six frozen-dataclass attribute sets: this runs every cycle
+        self.__dict__.update(
+            time_s=time_s,
+            _pending=pending,
+            _running=running,
+            _idle=idle,
+            _names=node_names,
+            _cache={},
+        )
+
+    @property  # type: ignore[override]
+    def jobs(self) -> tuple[JobView, ...]:
+        """Pending and running jobs, by submission time, then id."""
+        cache: dict[str, Any] = self._cache  # type: ignore[attr-defined]
+        if "jobs" not in cache:
+            merged = sorted(self._pending + self._running, key=_SUBMIT_KEY)  # type: ignore[attr-defined]
+            cache["jobs"] = tuple(merged)
+        return cache["jobs"]
+
+    @property  # type: ignore[override]
+    def nodes(self) -> tuple[NodeView, ...]:
+        """Every node, idle or allocated, in name order."""
+        cache: dict[str, Any] = self._cache  # type: ignore[attr-defined]
+        if "nodes" not in cache:
+            idle = set(self._idle)  # type: ignore[attr-defined]
+            cache["nodes"] = tuple(
+                NodeView(n, NodeState.IDLE if n in idle else NodeState.ALLOCATED)
+                for n in self._names  # type: ignore[attr-defined]
+            )
+        return cache["nodes"]
+
+    def idle_nodes(self) -> tuple[str, ...]:
+        """Names of the idle nodes, in name order."""
+        return self._idle  # type: ignore[attr-defined, no-any-return]
+
+    def pending(self) -> tuple[JobView, ...]:
+        """Pending jobs in submission order."""
+        return self._pending  # type: ignore[attr-defined, no-any-return]
+
+    def running(self) -> tuple[JobView, ...]:
+        """Running jobs in submission order."""
+        return self._running  # type: ignore[attr-defined, no-any-return]
+
+    def job(self, job_id: int) -> JobView:
+        """The job with this id; ``KeyError`` if it is not pending or running."""
+        cache: dict[str, Any] = self._cache  # type: ignore[attr-defined]
+        if "by_id" not in cache:
+            cache["by_id"] = {
+                j.job_id: j
+                for j in self._pending + self._running  # type: ignore[attr-defined]
+            }
+        return cache["by_id"][job_id]  # type: ignore[no-any-return]
+
+    def to_plain(self) -> ClusterSnapshot:
+        """The same snapshot as a plain :class:`ClusterSnapshot`."""
+        return ClusterSnapshot(self.time_s, self.jobs, self.nodes)
+
+
+_SUBMIT_KEY = operator.attrgetter("submit_time_s", "job_id")
+_ARRIVAL_KEY = operator.attrgetter("submit_s", "job_id")
+
+
+def node_names(count: int) -> list[str]:
+    """Names of a machine's nodes, in an order where string order is numeric order.
+
+    >>> node_names(3)
+    ['n1', 'n2', 'n3']
+    >>> node_names(12)[:2]
+    ['n01', 'n02']
+    """
+    width = len(str(count))
+    return [f"n{i:0{width}d}" for i in range(1, count + 1)]
+
+
+class VirtualCluster:
+    """Jobs on ``nodes`` nodes in virtual time; carries out decisions (see the module docstring).
+
+    Parameters
+    ----------
+    jobs
+        The jobs to simulate (in any order: they arrive by ``submit_s``, then ``job_id``).
+    nodes
+        Nodes in the machine.
+    queue
+        The event queue (and clock) shared with the simulation loop.
+
+    Raises
+    ------
+    ValueError
+        For fewer than one node or duplicate job ids.
+    InvalidRequest
+        For a job whose minimum size exceeds the machine (it could never start).
+    """
+
+    def __init__(self, jobs: Sequence[SimJob], nodes: int, queue: EventQueue) -> None:
+        from elastic_slurm.errors import InvalidRequest
+
+        if nodes < 1:
+            raise ValueError(f"the machine must have at least 1 node, got {nodes}")
+        self.node_count = nodes
+        self.names = node_names(nodes)
+        self.free: list[str] = list(self.names)
+        self.queue = queue
+        self.jobs: list[_Job] = []
+        self.by_id: dict[int, _Job] = {}
+        for i, spec in enumerate(sorted(jobs, key=_ARRIVAL_KEY)):
+            if spec.job_id in self.by_id:
+                raise ValueError(f"job id {spec.job_id} appears twice in the workload")
+            if spec.nodes_min > nodes:
+                raise InvalidRequest(
+                    f"job {spec.job_id} needs at least {spec.nodes_min} node(s) but the machine "
+                    f"has {nodes}: it could never start; leave it out or give more nodes"
+                )
+            job = _Job(spec, i)
+            self.jobs.append(job)
+            self.by_id[spec.job_id] = job
+        self.pending: dict[int, JobView] = {}  # job_id -> view, in submission order
+        self.running: dict[int, _Job] = {}
+        self.dynamic: set[int] = set()  # running jobs whose view depends on the time
+        self.promised = 0  # nodes that shrinks under way will give back
+        self.claimed = 0  # nodes awaited by starts and expansions
+        self.claims: list[_Job] = []
+        self.in_flight = 0  # resizes under way + starts waiting for nodes
+        self.requests: set[int] = set()  # job ids with a non-blocking request to offer
+        self.records: list[JobRecord] = []
+        self.timeline: list[tuple[float, int, int]] = []  # (time_s, job_id, nodes held)
+        self.ended = 0
+        self.expansions = 0
+        self.shrinks = 0
+        self.requests_refused = 0
+        self.trigger_kinds: set[TriggerKind] = set()
+        self.trigger_ids: set[int] = set()
+        self._pending_views: tuple[JobView, ...] | None = ()
+        self._running_views: tuple[JobView, ...] | None = ()
+        self._idle: tuple[str, ...] | None = None
+
+    # ------------------------------------------------------------------ snapshots
+    def snapshot(self, now_s: float) -> SimSnapshot:
+        """The cluster now, as policies see it (pending and running jobs, every node).
+
+        The tuples it is made of are kept between cycles and rebuilt only when a job arrives,
+        starts, ends or changes (or, for a job blocked on its evolving request, every time).
+        """
+        pending = self._pending_views
+        if pending is None:
+            pending = self._pending_views = tuple(self.pending.values())
+        running = self._running_views
+        if running is None or self.dynamic:
+            views = []
+            for job in self.running.values():
+                if job.view is None or job.spec.job_id in self.dynamic:
+                    job.view = self._running_view(job, now_s)
+                views.append(job.view)
+            views.sort(key=_SUBMIT_KEY)
+            running = self._running_views = tuple(views)
+        idle = self._idle
+        if idle is None:
+            idle = self._idle = tuple(self.free)
+        return SimSnapshot(now_s, pending, running, idle, self.names)
+
+    def _dirty(self, job: _Job) -> None:
+        """The job's running view must be rebuilt."""
+        job.view = None
+        self._running_views = None
+
+    def _pending_view(self, job: _Job) -> JobView:
+        s = job.spec
+        return JobView(
+            job_id=s.job_id,
+            kind=s.kind,
+            state=JobState.PENDING,
+            nodes=(),
+            nodes_requested=s.nodes_requested,
+            nodes_min=s.nodes_min,
+            nodes_max=s.nodes_max,
+            submit_time_s=s.submit_s,
+            walltime_s=s.walltime_s,
+            runtime_s=s.runtime_s,
+            speedup=s.speedup,
+            resize_cost=s.resize_cost,
+        )
+
+    def _running_view(self, job: _Job, now_s: float) -> JobView:
+        s = job.spec
+        base = job.anchor_s if job.computing else now_s
+        end = base + (1.0 - job.done) * job.full_s
+        est = None
+        if job.est_full_s is not None:
+            est = base + (1.0 - job.est_done) * job.est_full_s
+        return JobView(
+            job_id=s.job_id,
+            kind=s.kind,
+            state=JobState.RUNNING,
+            nodes=tuple(job.nodes),
+            nodes_requested=s.nodes_requested,
+            nodes_min=s.nodes_min,
+            nodes_max=s.nodes_max,
+            submit_time_s=s.submit_s,
+            start_time_s=job.start_s,
+            resizing=job.resize != 0 or job.claim != 0,
+            batch_host=job.nodes[0] if job.nodes else None,
+            walltime_s=s.walltime_s,
+            runtime_s=s.runtime_s,
+            estimated_end_s=est,
+            end_time_s=end,
+            speedup=s.speedup,
+            resize_cost=s.resize_cost,
+            evolving_request=job.request,
+            evolving_blocking=job.request_blocking,
+            expansions=job.expansions,
+            shrinks=job.shrinks,
+            gain_nodes=job.gain,
+        )
+
+    # ------------------------------------------------------------------ events
+    def submit(self, job: _Job) -> None:
+        """A job arrives: it becomes pending."""
+        self.pending[job.spec.job_id] = self._pending_view(job)
+        self._pending_views = None
+        self.trigger_kinds.add(TriggerKind.JOB_SUBMITTED)
+        self.trigger_ids.add(job.spec.job_id)
+
+    def event(self, kind: int, job: _Job, version: int, now_s: float) -> None:
+        """Handle a job's end, evolving milestone or finished resize (stale ones are ignored)."""
+        if version != job.version or job.state != _RUNNING:
+            return
+        if kind == EventKind.RESIZE_DONE:
+            self._finish_resize(job, now_s)
+        elif kind == EventKind.JOB_END:
+            self._end(job, now_s)
+        else:
+            self._milestone(job, now_s)
+
+    def _account(self, job: _Job, now_s: float) -> None:
+        dt = now_s - job.acct_s
+        if dt > 0.0:
+            held = len(job.nodes)
+            job.alloc_node_s += held * dt
+            idle = held if not job.computing or job.state != _RUNNING else held - job.size
+            if idle:
+                job.waste_node_s += idle * dt
+        job.acct_s = now_s
+
+    def _advance(self, job: _Job, now_s: float) -> None:
+        """Bring the job's work done up to ``now_s``."""
+        if job.computing:
+            elapsed = now_s - job.anchor_s
+            if elapsed > 0.0:
+                job.done = min(1.0, job.done + elapsed / job.full_s) if job.full_s > 0 else 1.0
+                if job.est_full_s:
+                    job.est_done += elapsed / job.est_full_s
+        job.anchor_s = now_s
+
+    def _schedule(self, job: _Job, now_s: float) -> None:
+        """Schedule the job's next milestone: its next evolving event, or its end."""
+        job.version += 1
+        events = job.spec.evolving
+        if job.next_event < len(events):
+            target = events[job.next_event].at_work
+            kind = EventKind.EVOLVING_REQUEST
+        else:
+            target = 1.0
+            kind = EventKind.JOB_END
+        left = target - job.done
+        when = now_s + (left * job.full_s if left > 0.0 else 0.0)
+        self.queue.push(when, kind, (job, job.version))
+
+    def _start(self, job: _Job, now_s: float) -> None:
+        spec = job.spec
+        size = len(job.nodes)
+        job.state = _RUNNING
+        job.size = job.nodes_start = size
+        job.start_s = job.anchor_s = job.acct_s = now_s
+        job.full_s = spec.runtime_at_s(size)
+        if spec.walltime_s is None:
+            job.est_full_s = None
+        elif spec.speedup is None or size == spec.nodes_requested:
+            job.est_full_s = spec.walltime_s
+        else:
+            job.est_full_s = spec.speedup.runtime_s(spec.walltime_s, spec.nodes_requested, size)
+        job.computing = True
+        self.running[spec.job_id] = job
+        self._dirty(job)
+        self._pending_views = None
+        self.timeline.append((now_s, spec.job_id, size))
+        self._schedule(job, now_s)
+
+    def _end(self, job: _Job, now_s: float) -> None:
+        self._account(job, now_s)
+        job.done = 1.0
+        job.state = _ENDED
+        spec = job.spec
+        del self.running[spec.job_id]
+        self._running_views = None
+        self.dynamic.discard(spec.job_id)
+        self.requests.discard(spec.job_id)
+        if job.request:
+            job.refused += 1
+            self.requests_refused += 1
+        if job.claim:  # an expansion still waiting for nodes: give up on it
+            self._cancel_claim(job)
+        released = job.nodes
+        job.nodes = []
+        self.timeline.append((now_s, spec.job_id, 0))
+        self.records.append(
+            JobRecord(
+                job_id=spec.job_id,
+                kind=spec.kind,
+                submit_s=spec.submit_s,
+                start_s=job.start_s,
+                end_s=now_s,
+                nodes_requested=spec.nodes_requested,
+                nodes_start=job.nodes_start,
+                nodes_end=job.size,
+                node_s=job.alloc_node_s,
+                waste_node_s=job.waste_node_s,
+                expansions=job.expansions,
+                shrinks=job.shrinks,
+                requests_refused=job.refused,
+            )
+        )
+        self.ended += 1
+        self.trigger_kinds.add(TriggerKind.JOB_ENDED)
+        self.trigger_ids.add(spec.job_id)
+        self._release(released, now_s)
+
+    def _milestone(self, job: _Job, now_s: float) -> None:
+        """The job reached its next evolving event: make the request."""
+        event = job.spec.evolving[job.next_event]
+        job.next_event += 1
+        self._account(job, now_s)
+        self._advance(job, now_s)
+        job.done = event.at_work
+        spec = job.spec
+        if event.delta_nodes > 0:
+            delta = min(event.delta_nodes, spec.nodes_max - job.size)
+        else:
+            delta = -min(-event.delta_nodes, job.size - spec.nodes_min)
+        if job.request and job.request_blocking is False:
+            job.refused += 1  # replaced before a cycle saw it (cannot happen between cycles)
+            self.requests_refused += 1
+        job.request = delta
+        job.request_blocking = event.blocking and delta != 0
+        self._dirty(job)
+        if delta != 0:
+            self.trigger_kinds.add(TriggerKind.EVOLVING_REQUEST)
+            self.trigger_ids.add(spec.job_id)
+            if event.blocking:
+                job.computing = False
+                self.dynamic.add(spec.job_id)
+                job.version += 1  # no milestone until it is served
+                return
+            self.requests.add(spec.job_id)
+        self._schedule(job, now_s)
+
+    def _finish_resize(self, job: _Job, now_s: float) -> None:
+        self._account(job, now_s)
+        delta = job.resize
+        job.resize = 0
+        self.in_flight -= 1
+        spec = job.spec
+        if delta < 0:
+            released = job.nodes[delta:]
+            del job.nodes[delta:]
+            job.size += delta
+            job.shrinks += 1
+            self.shrinks += 1
+            self.promised += delta
+        else:
+            job.size += delta
+            job.expansions += 1
+            self.expansions += 1
+            released = []
+        job.gain += delta
+        size = job.size
+        job.full_s = spec.runtime_at_s(size)
+        if spec.walltime_s is not None:
+            job.est_full_s = (
+                spec.speedup.runtime_s(spec.walltime_s, spec.nodes_requested, size)
+                if spec.speedup is not None
+                else spec.walltime_s
+            )
+        job.anchor_s = now_s
+        self._dirty(job)
+        blocked = job.request_blocking and job.request != 0
+        job.computing = not blocked
+        if not blocked:
+            if job.request_blocking:
+                job.request_blocking = False
+            self.dynamic.discard(spec.job_id)
+            self._schedule(job, now_s)
+        self.timeline.append((now_s, spec.job_id, len(job.nodes)))
+        self.trigger_kinds.add(TriggerKind.RESIZE_DONE)
+        self.trigger_ids.add(spec.job_id)
+        if released:
+            self._release(released, now_s)
+
+    # ------------------------------------------------------------------ nodes
+    def _take(self, count: int) -> list[str]:
+        self._idle = None
+        taken = self.free[:count]
+        del self.free[:count]
+        return taken
+
+    def _release(self, names: list[str], now_s: float) -> None:
+        """Nodes come back: first to starts and expansions waiting for them, then idle."""
+        while names and self.claims:
+            job = self.claims[0]
+            give = min(job.claim, len(names))
+            self._account(job, now_s)
+            job.nodes.extend(names[:give])
+            names = names[give:]
+            job.claim -= give
+            self.claimed -= give
+            if job.claim == 0:
+                self.claims.pop(0)
+                self.in_flight -= 1
+                if job.state == _STARTING:
+                    self._start(job, now_s)
+                else:
+                    self._begin_expand(job, now_s)
+        if names:
+            self._idle = None
+            if len(names) == 1:
+                bisect.insort(self.free, names[0])
+            else:
+                self.free.extend(names)
+                self.free.sort()
+
+    def _cancel_claim(self, job: _Job) -> None:
+        self.claims.remove(job)
+        self.claimed -= job.claim
+        job.claim = 0
+        job.resize = 0
+        self.in_flight -= 1
+
+    # ------------------------------------------------------------------ decisions
+    def apply(self, decisions: Iterable[Decision], policy_name: str, now_s: float) -> None:
+        """Carry out a policy's decisions (semantics and errors: see the module docstring).
+
+        Raises
+        ------
+        PolicyError
+            For a decision that breaks the rules, naming the policy, the decision and why.
+        """
+        for d in decisions:
+            kind = type(d)
+            if kind is Start:
+                if type(d.nodes) is not int:  # type: ignore[union-attr]
+                    self._refuse(policy_name, d, now_s, "the node count must be an int")
+                self._apply_start(d, policy_name, now_s)  # type: ignore[arg-type]
+            elif kind is Expand or kind is Shrink:
+                if type(d.count) is not int:  # type: ignore[union-attr]
+                    self._refuse(policy_name, d, now_s, "the node count must be an int")
+                self._apply_resize(d, policy_name, now_s)  # type: ignore[arg-type]
+            else:
+                self._refuse(policy_name, d, now_s, "this is not a Start, Expand or Shrink")
+
+    def end_cycle(self) -> None:
+        """After a policy cycle: non-blocking requests it saw lapse if not served."""
+        for job_id in self.requests:
+            job = self.by_id[job_id]
+            if job.request and not job.request_blocking:
+                job.request = 0
+                job.refused += 1
+                self.requests_refused += 1
+                self._dirty(job)
+        self.requests.clear()
+
+    def _refuse(self, policy: str, d: Any, now_s: float, why: str) -> None:
+        raise PolicyError(f"policy {policy!r} decided {d!r} at t={now_s:g} s: {why}")
+
+    def _available(self) -> int:
+        return len(self.free) + self.promised - self.claimed
+
+    def _apply_start(self, d: Start, policy: str, now_s: float) -> None:
+        job = self.by_id.get(d.job_id)
+        if job is None or d.job_id not in self.pending:
+            self._refuse(policy, d, now_s, f"job {d.job_id} is not pending")
+        assert job is not None
+        spec = job.spec
+        n = d.nodes
+        if spec.kind in (JobKind.RIGID, JobKind.EVOLVING):
+            if n != spec.nodes_requested:
+                self._refuse(
+                    policy,
+                    d,
+                    now_s,
+                    f"a {spec.kind} job starts at its requested size, {spec.nodes_requested}",
+                )
+        elif not spec.nodes_min <= n <= spec.nodes_max:
+            self._refuse(
+                policy,
+                d,
+                now_s,
+                f"the size must be within the job's range {spec.nodes_min}-{spec.nodes_max}",
+            )
+        available = self._available()
+        if n > available:
+            self._refuse(
+                policy,
+                d,
+                now_s,
+                f"it needs {n} node(s) but only {len(self.free)} are idle"
+                + (
+                    f" and {self.promised - self.claimed} more are being released"
+                    if self.promised
+                    else ""
+                ),
+            )
+        del self.pending[d.job_id]
+        self._pending_views = None
+        have = min(n, len(self.free))
+        job.nodes = self._take(have)
+        if have == n:
+            self._start(job, now_s)
+            return
+        job.state = _STARTING
+        job.acct_s = now_s
+        job.claim = n - have
+        self.claimed += job.claim
+        self.claims.append(job)
+        self.in_flight += 1
+
+    def _apply_resize(self, d: Expand | Shrink, policy: str, now_s: float) -> None:
+        job = self.by_id.get(d.job_id)
+        if job is None or job.state != _RUNNING:
+            self._refuse(policy, d, now_s, f"job {d.job_id} is not running")
+        assert job is not None
+        spec = job.spec
+        if job.resize or job.claim:
+            self._refuse(policy, d, now_s, "the job is already resizing")
+        if d.count < 1:
+            self._refuse(policy, d, now_s, "the count must be at least 1")
+        grow = type(d) is Expand
+        if spec.kind is JobKind.EVOLVING:
+            wanted = job.request if grow else -job.request
+            if wanted <= 0 or d.count > wanted:
+                self._refuse(
+                    policy,
+                    d,
+                    now_s,
+                    "an evolving job is resized only to serve its request "
+                    f"(it asks for {job.request:+d} node(s))",
+                )
+        elif spec.kind is not JobKind.MALLEABLE:
+            self._refuse(policy, d, now_s, f"a {spec.kind} job cannot be resized while it runs")
+        new = job.size + d.count if grow else job.size - d.count
+        if not spec.nodes_min <= new <= spec.nodes_max:
+            self._refuse(
+                policy,
+                d,
+                now_s,
+                f"the job would have {new} node(s), outside its range "
+                f"{spec.nodes_min}-{spec.nodes_max}",
+            )
+        if grow:
+            available = self._available()
+            if d.count > available:
+                self._refuse(
+                    policy, d, now_s, f"it needs {d.count} node(s) but only {available} are free"
+                )
+        if spec.kind is JobKind.EVOLVING:
+            job.request += -d.count if grow else d.count
+            if job.request == 0:
+                self.requests.discard(spec.job_id)
+        self._account(job, now_s)
+        job.resize = d.count if grow else -d.count
+        self._dirty(job)
+        if not grow:
+            self.promised += d.count
+            self._begin_resize(job, now_s, job.size - d.count)
+            return
+        have = min(d.count, len(self.free))
+        job.nodes.extend(self._take(have))
+        if have == d.count:
+            self._begin_expand(job, now_s)
+            return
+        job.claim = d.count - have
+        self.claimed += job.claim
+        self.claims.append(job)
+        self.in_flight += 1
+
+    def _begin_expand(self, job: _Job, now_s: float) -> None:
+        self._begin_resize(job, now_s, job.size + job.resize)
+
+    def _begin_resize(self, job: _Job, now_s: float, new_size: int) -> None:
+        """Stop computing for the resize cost; the resize completes at ``now + cost``."""
+        self._account(job, now_s)
+        self._advance(job, now_s)
+        cost = (job.spec.resize_cost or _NO_COST).cost_s(job.size, new_size)
+        job.computing = False
+        job.version += 1  # cancels the pending milestone
+        self.in_flight += 1
+        self.queue.push(now_s + cost, EventKind.RESIZE_DONE, (job, job.version))
+        if len(job.nodes) != job.size:
+            self.timeline.append((now_s, job.spec.job_id, len(job.nodes)))
+
+
+__all__ = ["JobRecord", "SimSnapshot", "SimulationError", "VirtualCluster", "node_names"]

@@ -1,0 +1,223 @@
+"""Metrics of a simulated schedule, with the papers' definitions (units in the names).
+
+Per job (:class:`~elastic_slurm.simulator.cluster.JobRecord`), with submit time ``s``, start
+``b`` and end ``e``:
+
+* wait ``b - s``; run ``e - b`` (including any resize costs); turnaround ``e - s`` (Lina et
+  al. section 4.1, "TAT");
+* bounded slowdown ``max(1, (e - s) / max(e - b, tau))`` with the bound ``tau`` =
+  :data:`BSLD_BOUND_S` (10 s) unless told otherwise (Feitelson et al., "Theory and Practice in
+  Parallel Job Scheduling", 1997; Mu'alem and Feitelson 2001 use 10 s too). Plain slowdown,
+  ``(e - s) / (e - b)``, is :attr:`Metrics.avg_slowdown` (jobs that ran 0 s are left out of
+  it).
+
+For the whole run:
+
+* makespan: last end minus first submission (seconds);
+* utilisation: node-seconds allocated to jobs over ``nodes * makespan`` (Lina et al. section
+  4.1: ``sum_i sum_phases T_p P_p / (SS p)``; the time a job spends resizing counts, since its
+  nodes are allocated);
+* waste: node-seconds allocated but not computing (resize costs, blocked evolving requests,
+  nodes held while a start or an expansion waits for more), and its share of the allocation;
+* expansions and shrinks completed; evolving requests that lapsed unserved;
+* scheduling cycles and decisions. The wall-clock time a policy takes per cycle is measured
+  but kept apart (:class:`SchedulingTime`), so that results never depend on the machine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from elastic_slurm.simulator.cluster import JobRecord
+
+BSLD_BOUND_S = 10.0
+"""The default bound of the bounded slowdown, in seconds."""
+
+
+def bounded_slowdown(record: JobRecord, bound_s: float = BSLD_BOUND_S) -> float:
+    """``max(1, turnaround / max(run, bound_s))`` of one job.
+
+    >>> from elastic_slurm.model import JobKind
+    >>> r = JobRecord(1, JobKind.RIGID, 0.0, 90.0, 95.0, 1, 1, 1, 5.0, 0.0, 0, 0)
+    >>> bounded_slowdown(r)
+    9.5
+    """
+    return max(1.0, record.turnaround_s / max(record.run_s, bound_s))
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """Aggregate results of one simulation (see the module docstring for definitions).
+
+    Averages are over all jobs; times in seconds; utilisation and waste fraction in
+    ``[0, 1]``.
+    """
+
+    jobs: int
+    nodes: int
+    avg_wait_s: float
+    max_wait_s: float
+    avg_turnaround_s: float
+    avg_run_s: float
+    avg_bounded_slowdown: float
+    max_bounded_slowdown: float
+    avg_slowdown: float
+    bsld_bound_s: float
+    makespan_s: float
+    utilization: float
+    node_s: float
+    waste_node_s: float
+    waste_fraction: float
+    expansions: int
+    shrinks: int
+    requests_refused: int
+    cycles: int
+    decisions: int
+
+    def as_dict(self) -> dict[str, Any]:
+        """The metrics as a JSON-ready dict."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class SchedulingTime:
+    """Wall-clock time spent in the policy (not part of the results: it depends on the machine).
+
+    Parameters
+    ----------
+    cycles
+        Calls of ``decide``.
+    decisions
+        Decisions returned in all.
+    total_s
+        Seconds spent in ``decide``.
+    max_s
+        The longest call, in seconds.
+    """
+
+    cycles: int = 0
+    decisions: int = 0
+    total_s: float = 0.0
+    max_s: float = 0.0
+
+    @property
+    def per_cycle_s(self) -> float:
+        """Mean seconds per call of ``decide``."""
+        return self.total_s / self.cycles if self.cycles else 0.0
+
+    @property
+    def per_decision_s(self) -> float:
+        """Seconds in ``decide`` per decision returned (0 when there was none)."""
+        return self.total_s / self.decisions if self.decisions else 0.0
+
+
+def compute_metrics(
+    records: Sequence[JobRecord],
+    nodes: int,
+    *,
+    bound_s: float = BSLD_BOUND_S,
+    cycles: int = 0,
+    decisions: int = 0,
+    requests_refused: int | None = None,
+) -> Metrics:
+    """The aggregate metrics of finished jobs on a machine of ``nodes`` nodes.
+
+    Raises
+    ------
+    ValueError
+        For a non-positive ``bound_s`` or ``nodes``.
+    """
+    if bound_s <= 0:
+        raise ValueError(f"the slowdown bound must be positive, got {bound_s} s")
+    if nodes < 1:
+        raise ValueError(f"the machine must have at least 1 node, got {nodes}")
+    n = len(records)
+    if n == 0:
+        zero = {f: 0.0 for f in Metrics.__dataclass_fields__}
+        zero.update(jobs=0, nodes=nodes, bsld_bound_s=bound_s, cycles=cycles, decisions=decisions)
+        zero.update(expansions=0, shrinks=0, requests_refused=0)
+        return Metrics(**zero)  # type: ignore[arg-type]
+    waits = [r.start_s - r.submit_s for r in records]
+    runs = [r.end_s - r.start_s for r in records]
+    tats = [r.end_s - r.submit_s for r in records]
+    bslds = [max(1.0, t / max(run, bound_s)) for t, run in zip(tats, runs, strict=True)]
+    slowdowns = [t / run for t, run in zip(tats, runs, strict=True) if run > 0]
+    first = min(r.submit_s for r in records)
+    last = max(r.end_s for r in records)
+    makespan = last - first
+    node_s = sum(r.node_s for r in records)
+    waste = sum(r.waste_node_s for r in records)
+    return Metrics(
+        jobs=n,
+        nodes=nodes,
+        avg_wait_s=sum(waits) / n,
+        max_wait_s=max(waits),
+        avg_turnaround_s=sum(tats) / n,
+        avg_run_s=sum(runs) / n,
+        avg_bounded_slowdown=sum(bslds) / n,
+        max_bounded_slowdown=max(bslds),
+        avg_slowdown=sum(slowdowns) / len(slowdowns) if slowdowns else 0.0,
+        bsld_bound_s=bound_s,
+        makespan_s=makespan,
+        utilization=node_s / (nodes * makespan) if makespan > 0 else 0.0,
+        node_s=node_s,
+        waste_node_s=waste,
+        waste_fraction=waste / node_s if node_s > 0 else 0.0,
+        expansions=sum(r.expansions for r in records),
+        shrinks=sum(r.shrinks for r in records),
+        requests_refused=(
+            sum(r.requests_refused for r in records)
+            if requests_refused is None
+            else requests_refused
+        ),
+        cycles=cycles,
+        decisions=decisions,
+    )
+
+
+def utilization_series(
+    timeline: Sequence[tuple[float, int, int]], nodes: int
+) -> tuple[list[float], list[float]]:
+    """Allocated fraction of the machine over time, as a step function.
+
+    Parameters
+    ----------
+    timeline
+        ``(time_s, job_id, nodes_held)`` in time order: each change of a job's allocation.
+    nodes
+        Nodes in the machine.
+
+    Returns
+    -------
+    tuple of lists
+        ``(times_s, fraction)``: from ``times_s[i]`` on, ``fraction[i]`` of the nodes are
+        allocated (one point per distinct time, the last value at that time).
+
+    >>> utilization_series([(0.0, 1, 2), (0.0, 2, 1), (5.0, 1, 0)], 4)
+    ([0.0, 5.0], [0.75, 0.25])
+    """
+    held: dict[int, int] = {}
+    total = 0
+    times: list[float] = []
+    values: list[float] = []
+    for time_s, job_id, count in timeline:
+        total += count - held.get(job_id, 0)
+        held[job_id] = count
+        if times and times[-1] == time_s:
+            values[-1] = total / nodes
+        else:
+            times.append(time_s)
+            values.append(total / nodes)
+    return times, values
+
+
+__all__ = [
+    "BSLD_BOUND_S",
+    "Metrics",
+    "SchedulingTime",
+    "bounded_slowdown",
+    "compute_metrics",
+    "utilization_series",
+]

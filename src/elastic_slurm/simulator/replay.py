@@ -1,0 +1,469 @@
+"""Run a policy on a workload in virtual time: the simulation loop and :func:`run`.
+
+Each step takes every event of the next instant from the queue (job arrivals, ends, evolving
+requests, finished resizes, periodic ticks; see :class:`~elastic_slurm.simulator.engine.EventKind`
+for their order), lets the virtual cluster handle them, and then, if anything happened and no
+resize is under way, calls ``policy.decide(snapshot, trigger)`` once with a trigger that
+coalesces them (their kinds and the ids of the jobs concerned), and carries out the decisions
+(:meth:`~elastic_slurm.simulator.cluster.VirtualCluster.apply`).
+
+As in the live controller (:mod:`elastic_slurm.controller.daemon`), the policy is not called
+while a resize (or a start waiting for nodes a shrink gives back) is under way: events that
+happen meanwhile are kept and delivered, coalesced, in the first cycle after the last resize
+completes. With zero resize costs (the default) no cycle is ever held back.
+
+A run is deterministic: the event order is fixed (``(time_s, priority, seq)``), the only
+randomness is the workload conversion's ``random.Random(seed)``, and the wall-clock time spent
+in the policy is reported apart (:class:`~elastic_slurm.simulator.metrics.SchedulingTime`).
+
+The run stops when no event is left. Jobs still pending or running then (a policy that never
+starts a job, or never serves a blocking request) raise
+:class:`~elastic_slurm.simulator.cluster.SimulationError`; so does a policy that keeps
+deciding at one instant without time advancing (``max_cycles_per_instant``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from elastic_slurm.errors import InvalidRequest
+from elastic_slurm.model.triggers import Trigger, TriggerKind
+from elastic_slurm.plugins.policy import Policy
+from elastic_slurm.simulator.cluster import JobRecord, SimulationError, VirtualCluster
+from elastic_slurm.simulator.engine import EventKind, EventQueue
+from elastic_slurm.simulator.metrics import (
+    BSLD_BOUND_S,
+    Metrics,
+    SchedulingTime,
+    compute_metrics,
+)
+from elastic_slurm.simulator.swf import SWFTrace, read_swf
+from elastic_slurm.simulator.workload import (
+    ElasticConversion,
+    LinaConversion,
+    SimJob,
+    Workload,
+    WorkloadReport,
+    from_swf,
+    make_elastic,
+)
+
+Progress = Callable[[int, int], None]
+"""Called as ``progress(jobs_ended, jobs_total)`` now and then during a run."""
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """Options of the simulation loop.
+
+    Parameters
+    ----------
+    periodic_s
+        When set, a ``PERIODIC`` trigger every ``periodic_s`` seconds from the first arrival
+        while jobs remain (Lina et al. and Ghafoor schedule on events; some policies also want
+        a clock tick). ``None``: events only.
+    max_cycles_per_instant
+        How many policy cycles one instant may take before the policy is deemed to loop
+        (each zero-cost resize makes one more cycle at the same instant).
+    bsld_bound_s
+        Bound of the bounded slowdown, seconds.
+
+    Raises
+    ------
+    ValueError
+        For a non-positive period or bound, or fewer than one cycle per instant.
+    """
+
+    periodic_s: float | None = None
+    max_cycles_per_instant: int = 10_000
+    bsld_bound_s: float = BSLD_BOUND_S
+
+    def __post_init__(self) -> None:
+        if self.periodic_s is not None and not self.periodic_s > 0:
+            raise ValueError(f"periodic_s must be positive, got {self.periodic_s}")
+        if self.max_cycles_per_instant < 1:
+            raise ValueError("max_cycles_per_instant must be at least 1")
+        if not self.bsld_bound_s > 0:
+            raise ValueError(f"bsld_bound_s must be positive, got {self.bsld_bound_s}")
+
+
+@dataclass(frozen=True)
+class SimResult:
+    """The outcome of one run.
+
+    Parameters
+    ----------
+    policy
+        The policy's registry name.
+    nodes
+        Machine size.
+    seed
+        The seed of the workload conversion.
+    metrics
+        Aggregate metrics (deterministic).
+    records
+        One record per job, by submission time, then id (deterministic).
+    timeline
+        ``(time_s, job_id, nodes_held)`` at each change of a job's allocation, in time order
+        (deterministic; for plots).
+    timing
+        Wall-clock time in the policy; excluded from equality.
+    workload
+        How the workload was obtained from a trace, when it was.
+    """
+
+    policy: str
+    nodes: int
+    seed: int
+    metrics: Metrics
+    records: tuple[JobRecord, ...]
+    timeline: tuple[tuple[float, int, int], ...]
+    timing: SchedulingTime = field(default_factory=SchedulingTime, compare=False)
+    workload: WorkloadReport | None = None
+
+    def summary(self) -> dict[str, Any]:
+        """The CLI's JSON object: ``jobs``, ``policy``, the ``avg_*`` metrics and more."""
+        m = self.metrics
+        out: dict[str, Any] = {"policy": self.policy, "seed": self.seed}
+        out.update(m.as_dict())
+        out["sched_time_per_cycle_s"] = self.timing.per_cycle_s
+        out["sched_time_per_decision_s"] = self.timing.per_decision_s
+        out["sched_time_max_s"] = self.timing.max_s
+        return out
+
+
+class Simulation:
+    """One simulation of ``jobs`` on ``nodes`` nodes under ``policy``.
+
+    Use :meth:`run`, or :meth:`step` to advance one instant at a time (to watch or pace a run).
+
+    Parameters
+    ----------
+    jobs
+        The workload, in submission order.
+    policy
+        The policy object (the controller's kind: :class:`~elastic_slurm.plugins.policy.Policy`).
+    nodes
+        Machine size.
+    config
+        Loop options.
+    progress
+        Called as ``progress(jobs_ended, jobs_total)`` about every 1 % of the jobs.
+    seed
+        Recorded in the result (the workload conversion's seed).
+    queue
+        The event queue; pass a subclass of
+        :class:`~elastic_slurm.simulator.engine.EventQueue` to inject a clock.
+
+    Raises
+    ------
+    ValueError, InvalidRequest
+        For an impossible workload (see :class:`~elastic_slurm.simulator.cluster.VirtualCluster`).
+    """
+
+    def __init__(
+        self,
+        jobs: Sequence[SimJob],
+        policy: Policy,
+        nodes: int,
+        *,
+        config: SimConfig | None = None,
+        progress: Progress | None = None,
+        seed: int = 0,
+        queue: EventQueue | None = None,
+    ) -> None:
+        self.policy = policy
+        self.config = config or SimConfig()
+        self.queue = queue or EventQueue()
+        self.cluster = VirtualCluster(jobs, nodes, self.queue)
+        self.progress = progress
+        self.seed = seed
+        self.total = len(jobs)
+        self._step_every = max(1, self.total // 100)
+        self._next_report = self._step_every
+        self._cycles = 0
+        self._decisions = 0
+        self._sched_s = 0.0
+        self._sched_max_s = 0.0
+        self._instant = float("nan")
+        self._instant_cycles = 0
+        for job in self.cluster.jobs:
+            self.queue.push(job.spec.submit_s, EventKind.JOB_SUBMIT, job)
+        if self.config.periodic_s is not None and self.cluster.jobs:
+            self.queue.push(self.cluster.jobs[0].spec.submit_s, EventKind.PERIODIC, None)
+
+    @property
+    def now_s(self) -> float:
+        """The simulation clock, in seconds."""
+        return self.queue.now_s
+
+    def step(self) -> bool:
+        """Handle the next instant's events and run the policy once if due.
+
+        Returns
+        -------
+        bool
+            False when no event was left (the run is over).
+
+        Raises
+        ------
+        PolicyError
+            When a decision breaks the rules, or the policy loops at one instant.
+        """
+        queue = self.queue
+        if not len(queue):
+            return False
+        now, batch = queue.pop_batch()
+        cluster = self.cluster
+        tick = False
+        for priority, payload in batch:
+            if priority == EventKind.JOB_SUBMIT:
+                cluster.submit(payload)
+            elif priority == EventKind.PERIODIC:
+                if cluster.pending or cluster.running or len(queue):
+                    cluster.trigger_kinds.add(TriggerKind.PERIODIC)
+                    tick = True
+            else:
+                cluster.event(priority, payload[0], payload[1], now)
+        if cluster.in_flight == 0 and cluster.trigger_kinds:
+            self._cycle(now)
+        if tick and (len(queue) or cluster.running):
+            # tick on while anything can still happen; pending jobs alone with no other
+            # event are stuck, and the run ends with an error instead of ticking for ever
+            queue.push(now + self.config.periodic_s, EventKind.PERIODIC, None)  # type: ignore[operator]
+        if self.progress is not None and cluster.ended >= self._next_report:
+            self._next_report = cluster.ended + self._step_every
+            self.progress(cluster.ended, self.total)
+        return True
+
+    def _cycle(self, now: float) -> None:
+        cluster = self.cluster
+        if now == self._instant:
+            self._instant_cycles += 1
+            if self._instant_cycles > self.config.max_cycles_per_instant:
+                raise SimulationError(
+                    f"policy {self.policy.name!r} made {self._instant_cycles - 1} cycles at "
+                    f"t={now:g} s without time advancing (it keeps resizing at no cost?); "
+                    "raise SimConfig.max_cycles_per_instant if this is intended"
+                )
+        else:
+            self._instant = now
+            self._instant_cycles = 1
+        trigger = Trigger(frozenset(cluster.trigger_kinds), tuple(sorted(cluster.trigger_ids)))
+        cluster.trigger_kinds.clear()
+        cluster.trigger_ids.clear()
+        snapshot = cluster.snapshot(now)
+        t0 = time.perf_counter()
+        decisions = self.policy.decide(snapshot, trigger)
+        elapsed = time.perf_counter() - t0
+        self._sched_s += elapsed
+        if elapsed > self._sched_max_s:
+            self._sched_max_s = elapsed
+        self._cycles += 1
+        if decisions:
+            self._decisions += len(decisions)
+            cluster.apply(decisions, self.policy.name, now)
+        cluster.end_cycle()
+
+    def run(self) -> SimResult:
+        """Run to the end and return the result.
+
+        Raises
+        ------
+        SimulationError
+            When jobs are left pending or running with no event left (see the module docstring).
+        PolicyError
+            When a decision breaks the rules.
+        """
+        step = self.step
+        while step():
+            pass
+        cluster = self.cluster
+        if cluster.pending or cluster.running:
+            self._stuck()
+        if self.progress is not None:
+            self.progress(cluster.ended, self.total)
+        records = sorted(cluster.records, key=lambda r: (r.submit_s, r.job_id))
+        metrics = compute_metrics(
+            records,
+            cluster.node_count,
+            bound_s=self.config.bsld_bound_s,
+            cycles=self._cycles,
+            decisions=self._decisions,
+            requests_refused=cluster.requests_refused,
+        )
+        timing = SchedulingTime(self._cycles, self._decisions, self._sched_s, self._sched_max_s)
+        return SimResult(
+            policy=self.policy.name,
+            nodes=cluster.node_count,
+            seed=self.seed,
+            metrics=metrics,
+            records=tuple(records),
+            timeline=tuple(cluster.timeline),
+            timing=timing,
+        )
+
+    def _stuck(self) -> None:
+        cluster = self.cluster
+        parts = []
+        if cluster.pending:
+            ids = list(cluster.pending)[:5]
+            views = [cluster.pending[i] for i in ids]
+            shown = ", ".join(f"{v.job_id} ({v.kind}, {v.nodes_requested} node(s))" for v in views)
+            parts.append(f"{len(cluster.pending)} job(s) never started, first {shown}")
+        blocked = [j for j in cluster.running.values() if j.request]
+        if blocked:
+            shown = ", ".join(f"{j.spec.job_id} (asks {j.request:+d})" for j in blocked[:5])
+            parts.append(
+                f"{len(blocked)} job(s) wait for an evolving request never served: {shown}"
+            )
+        raise SimulationError(
+            f"policy {self.policy.name!r} left the simulation stuck at t={self.now_s:g} s with "
+            f"{len(cluster.free)} of {cluster.node_count} node(s) idle: {'; '.join(parts)}"
+        )
+
+
+def load_workload(
+    source: str | Path | SWFTrace | Workload | Sequence[SimJob],
+    nodes: int | None = None,
+    *,
+    max_jobs: int | None = None,
+    on_error: str = "raise",
+    swf_options: Mapping[str, Any] | None = None,
+) -> Workload:
+    """A workload from a trace path, a parsed trace, a workload, or a list of jobs.
+
+    Parameters
+    ----------
+    source
+        SWF path (``.swf`` or ``.swf.gz``), :class:`SWFTrace`, :class:`Workload` or jobs.
+    nodes
+        Machine size; required for a plain list of jobs, else taken from the trace.
+    max_jobs
+        Keep the first ``max_jobs`` usable jobs.
+    on_error
+        How malformed SWF lines are handled (:func:`~elastic_slurm.simulator.swf.read_swf`).
+    swf_options
+        More options for :func:`~elastic_slurm.simulator.workload.from_swf`.
+
+    Raises
+    ------
+    TraceError
+        For a trace that cannot be read or is malformed.
+    InvalidRequest
+        For a list of jobs without ``nodes``.
+    """
+    if isinstance(source, (str, Path)):
+        source = read_swf(source, on_error=on_error)  # type: ignore[arg-type]
+    if isinstance(source, SWFTrace):
+        return from_swf(source, nodes=nodes, max_jobs=max_jobs, **dict(swf_options or {}))
+    if isinstance(source, Workload):
+        jobs = source.jobs[:max_jobs] if max_jobs is not None else source.jobs
+        return Workload(jobs, nodes or source.nodes, source.report)
+    if nodes is None:
+        raise InvalidRequest("give the machine size (nodes) with a list of jobs")
+    jobs = tuple(source)
+    if max_jobs is not None:
+        jobs = jobs[:max_jobs]
+    return Workload(jobs, nodes)
+
+
+def run(
+    source: str | Path | SWFTrace | Workload | Sequence[SimJob],
+    policy: Policy | str = "easy_backfill",
+    nodes: int | None = None,
+    *,
+    seed: int = 0,
+    elastic_fraction: float = 0.0,
+    conversion: ElasticConversion | None = None,
+    max_jobs: int | None = None,
+    policy_options: Mapping[str, Any] | None = None,
+    config: SimConfig | None = None,
+    progress: Progress | None = None,
+    on_error: str = "raise",
+    swf_options: Mapping[str, Any] | None = None,
+) -> SimResult:
+    """Simulate ``policy`` on a workload and return metrics and per-job records.
+
+    Parameters
+    ----------
+    source
+        An SWF path, a parsed trace, a :class:`Workload` or a list of :class:`SimJob`.
+    policy
+        A policy object, or a registry name (built with ``policy_options``).
+    nodes
+        Machine size in nodes; ``None`` to take it from the trace's header.
+    seed
+        Seed of the workload conversion (``random.Random(seed)``); the loop itself has no
+        randomness.
+    elastic_fraction
+        Fraction of jobs made elastic by Lina et al.'s conversion
+        (:class:`~elastic_slurm.simulator.workload.LinaConversion`); 0 keeps the trace rigid.
+    conversion
+        Another conversion instead (then ``elastic_fraction`` must be 0).
+    max_jobs
+        Simulate only the first ``max_jobs`` usable jobs.
+    policy_options
+        Options of a policy given by name.
+    config
+        Loop options (:class:`SimConfig`).
+    progress
+        Progress callback (:data:`Progress`).
+    on_error
+        ``"raise"`` or ``"skip"`` malformed SWF lines.
+    swf_options
+        More options of :func:`~elastic_slurm.simulator.workload.from_swf`.
+
+    Returns
+    -------
+    SimResult
+        Deterministic for the same inputs and seed (except ``timing``).
+
+    Raises
+    ------
+    PolicyError
+        For an unknown policy (the message lists the known ones), bad options, a decision that
+        breaks the rules, or a stuck run (:class:`SimulationError`).
+    TraceError
+        For a malformed trace.
+    InvalidRequest
+        For impossible sizes or fractions.
+    """
+    if isinstance(policy, str):
+        from elastic_slurm.plugins.registry import make_policy
+
+        policy = make_policy(policy, policy_options)
+    elif policy_options:
+        raise InvalidRequest("policy_options apply only to a policy given by name")
+    workload = load_workload(
+        source, nodes, max_jobs=max_jobs, on_error=on_error, swf_options=swf_options
+    )
+    if conversion is not None and elastic_fraction:
+        raise InvalidRequest("give either elastic_fraction or conversion, not both")
+    if conversion is None and elastic_fraction:
+        conversion = LinaConversion(elastic_fraction=elastic_fraction)
+    if conversion is not None:
+        workload = make_elastic(workload, conversion, seed)
+    sim = Simulation(
+        workload.jobs, policy, workload.nodes, config=config, progress=progress, seed=seed
+    )
+    result = sim.run()
+    if workload.report is not None:
+        result = SimResult(
+            result.policy,
+            result.nodes,
+            result.seed,
+            result.metrics,
+            result.records,
+            result.timeline,
+            result.timing,
+            workload.report,
+        )
+    return result
+
+
+__all__ = ["Progress", "SimConfig", "SimResult", "Simulation", "load_workload", "run"]

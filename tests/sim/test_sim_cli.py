@@ -1,0 +1,119 @@
+"""``elastic-slurm simulate``: JSON output, human output, plots, errors."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from elastic_slurm.cli import simulate
+from elastic_slurm.errors import InvalidRequest, PolicyError
+from elastic_slurm.simulator import SWFHeader, SWFJob, TraceError, write_swf
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="elastic-slurm")
+    simulate.add_parser(p.add_subparsers(dest="command"))
+    return p
+
+
+def call(*argv: str) -> int:
+    args = parser().parse_args(["simulate", *argv])
+    return args.func(args)
+
+
+@pytest.fixture
+def trace(tmp_path: Path) -> Path:
+    # The four-job example of test_sim_replay (4 nodes): EASY gives waits 0, 90, 0, 120.
+    rows = [(1, 0, 100, 2, 100), (2, 10, 50, 4, 60), (3, 20, 5, 2, 40), (4, 30, 200, 2, 200)]
+    jobs = [
+        SWFJob(j, s, -1, r, n, -1, -1, n, w, -1, 1, 1, 1, -1, 1, -1, -1, -1)
+        for j, s, r, n, w in rows
+    ]
+    path = tmp_path / "four.swf"
+    write_swf(path, jobs, SWFHeader.from_directives([("MaxNodes", 4), ("MaxProcs", 4)]))
+    return path
+
+
+def test_json_last_line_has_the_metrics(trace: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert call(str(trace), "--json") == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    summary = json.loads(out[-1])
+    assert summary["jobs"] == 4
+    assert summary["policy"] == "easy_backfill"
+    assert summary["avg_wait_s"] == pytest.approx(52.5)
+    assert summary["avg_turnaround_s"] == pytest.approx(141.25)
+    assert summary["avg_bounded_slowdown"] == pytest.approx(1.6)
+    assert summary["utilization"] == pytest.approx(810 / 1400)
+    assert summary["makespan_s"] == 350
+
+
+def test_policy_nodes_and_jobs_options(trace: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    call(str(trace), "--json", "--policy", "fcfs", "--jobs", "3", "--nodes", "8")
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    # 8 nodes: everything starts on arrival
+    assert (summary["policy"], summary["jobs"], summary["nodes"]) == ("fcfs", 3, 8)
+    assert summary["avg_wait_s"] == 0
+
+
+def test_human_output_and_plots(
+    trace: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    call(str(trace), "--plot", str(tmp_path / "figs"), "--elastic-fraction", "0.5", "--seed", "3")
+    out = capsys.readouterr().out
+    assert "policy easy_backfill on 4 nodes, 4 jobs (seed 3)" in out
+    assert "average bounded slowdown" in out and "(bound 10 s)" in out
+    pngs = sorted(p.name for p in (tmp_path / "figs").iterdir())
+    assert pngs == ["four-easy_backfill-sizes.png", "four-easy_backfill-utilization.png"]
+    assert (tmp_path / "figs" / pngs[0]).read_bytes()[:4] == b"\x89PNG"
+
+
+def test_errors(trace: Path, tmp_path: Path) -> None:
+    with pytest.raises(PolicyError, match="known policies"):
+        call(str(trace), "--policy", "nope")
+    with pytest.raises(PolicyError, match="has no option"):
+        call(str(trace), "--policy", "fcfs", "-o", "depth=3")
+    with pytest.raises(InvalidRequest, match="KEY=VALUE"):
+        call(str(trace), "-o", "depth")
+    with pytest.raises(InvalidRequest, match="--nodes must be at least 1"):
+        call(str(trace), "--nodes", "0")
+    with pytest.raises(InvalidRequest, match="--elastic-fraction"):
+        call(str(trace), "--elastic-fraction", "2")
+    bad = tmp_path / "bad.swf"
+    bad.write_text("1 0 0 5 1\n")
+    with pytest.raises(TraceError, match=r"bad.swf:1: malformed job line: 5 fields"):
+        call(str(bad))
+
+
+def test_skip_bad_lines(trace: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "mixed.swf"
+    bad.write_text(trace.read_text() + "oops\n")
+    call(str(bad), "--skip-bad-lines", "--json")
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["jobs"] == 4
+
+
+def test_fraction_sweep_plots(
+    trace: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    call(
+        str(trace),
+        "--json",
+        "--plot",
+        str(tmp_path),
+        "--fractions",
+        "0,1",
+        "--compare-policies",
+        "fcfs,pending_first",
+    )
+    figures = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["figures"]
+    names = sorted(Path(f).name for f in figures)
+    assert names == [
+        "four-easy_backfill-avg_turnaround_s-by-fraction.png",
+        "four-easy_backfill-sizes.png",
+        "four-easy_backfill-utilization-by-fraction.png",
+        "four-easy_backfill-utilization.png",
+    ]
+    with pytest.raises(InvalidRequest, match="--fractions"):
+        call(str(trace), "--plot", str(tmp_path), "--fractions", "0,x")
