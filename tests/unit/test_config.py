@@ -285,7 +285,9 @@ def test_site_dir_env_adds_a_directory(tmp_path: Path, monkeypatch: pytest.Monke
         str(tmp_path / "mysite.yml"),
     )
     assert load_site("local").source == str(SHIPPED)  # the shipped sites are still found
-    with pytest.raises(ConfigError, match=r"known sites: example-site, local, mysite; or pass a path"):
+    with pytest.raises(
+        ConfigError, match=r"known sites: example-site, local, mysite; or pass a path"
+    ):
         load_site("nosuch")
 
 

@@ -78,7 +78,11 @@ def sbatch_argv(
         nodes = _nodes_range(req)
     else:
         nodes = str(req.initial_nodes)
-    tag = ElasticTag(req.kind, req.nodes_min, req.nodes_max).encode()
+    from elastic_slurm.jobspec import speedup_spec  # the user-facing text form of the model
+
+    tag = ElasticTag(
+        req.kind, req.nodes_min, req.nodes_max, speedup_spec(req.speedup), req.grace_period_s
+    ).encode()
     return commands.sbatch(
         nodes=nodes,
         time_limit=req.walltime,

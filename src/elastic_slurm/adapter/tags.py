@@ -16,26 +16,40 @@ PREFIX = "elastic-slurm:"
 
 @dataclass(frozen=True)
 class ElasticTag:
-    """A job's kind and node range (nodes)."""
+    """A job's kind and node range (nodes), and optionally its speedup model and grace period.
+
+    ``speedup`` is the text form of :func:`elastic_slurm.jobspec.parse_speedup`
+    (``amdahl:0.95``); ``grace_s`` is in seconds.
+    """
 
     kind: JobKind
     nodes_min: int
     nodes_max: int
+    speedup: str | None = None
+    grace_s: float | None = None
 
     def encode(self) -> str:
         """The comment text.
 
         >>> ElasticTag(JobKind.MALLEABLE, 2, 4).encode()
         'elastic-slurm:kind=malleable;min=2;max=4'
+        >>> ElasticTag(JobKind.MOLDABLE, 2, 8, "amdahl:0.9", 60.0).encode()
+        'elastic-slurm:kind=moldable;min=2;max=8;speedup=amdahl:0.9;grace=60'
         """
-        return f"{PREFIX}kind={self.kind.value};min={self.nodes_min};max={self.nodes_max}"
+        text = f"{PREFIX}kind={self.kind.value};min={self.nodes_min};max={self.nodes_max}"
+        if self.speedup:
+            text += f";speedup={self.speedup}"
+        if self.grace_s is not None:
+            text += f";grace={self.grace_s:g}"
+        return text
 
 
 def decode(comment: str | None) -> ElasticTag | None:
     """The tag in a job's comment, or ``None`` for a job that has none (or a malformed one).
 
-    >>> decode("elastic-slurm:kind=malleable;min=2;max=4")
-    ElasticTag(kind=<JobKind.MALLEABLE: 'malleable'>, nodes_min=2, nodes_max=4)
+    >>> tag = decode("elastic-slurm:kind=malleable;min=2;max=4;grace=30")
+    >>> tag.kind.value, tag.nodes_min, tag.nodes_max, tag.speedup, tag.grace_s
+    ('malleable', 2, 4, None, 30.0)
     >>> decode("a user's own comment") is None
     True
     """
@@ -43,7 +57,14 @@ def decode(comment: str | None) -> ElasticTag | None:
         return None
     fields = dict(item.split("=", 1) for item in comment[len(PREFIX) :].split(";") if "=" in item)
     try:
-        tag = ElasticTag(JobKind(fields["kind"]), int(fields["min"]), int(fields["max"]))
+        grace = float(fields["grace"]) if "grace" in fields else None
+        tag = ElasticTag(
+            JobKind(fields["kind"]),
+            int(fields["min"]),
+            int(fields["max"]),
+            fields.get("speedup") or None,
+            grace,
+        )
     except (KeyError, ValueError):
         return None
     if not 1 <= tag.nodes_min <= tag.nodes_max:

@@ -8,7 +8,20 @@ import sys
 from collections.abc import Sequence
 
 from elastic_slurm import __version__
-from elastic_slurm.cli import cluster, controller, demo, doctor, policies, run
+from elastic_slurm.cli import (
+    cancel,
+    cluster,
+    controller,
+    demo,
+    doctor,
+    policies,
+    queue,
+    resize,
+    run,
+    show,
+    simulate,
+    submit,
+)
 from elastic_slurm.errors import ElasticSlurmError
 
 
@@ -32,13 +45,26 @@ def build_parser() -> argparse.ArgumentParser:
     controller.add_parser(sub)
     policies.add_parser(sub)
     doctor.add_parser(sub)
+    submit.add_parser(sub)
+    queue.add_parser(sub)
+    show.add_parser(sub)
+    resize.add_parser(sub)
+    cancel.add_parser(sub)
+    simulate.add_parser(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``elastic-slurm`` console script; returns the exit status."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    # everything after the first "--" is a program and its arguments, never our options
+    tail: list[str] = []
+    if "--" in words:
+        cut = words.index("--")
+        words, tail = words[:cut], words[cut + 1 :]
+    args = parser.parse_args(words)
+    args.program_words = tail
     logging.basicConfig(
         level=logging.WARNING - 10 * min(args.verbose, 2),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

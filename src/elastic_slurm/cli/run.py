@@ -22,9 +22,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 
 def _run(args: argparse.Namespace) -> int:
-    program = list(args.program)
-    if program and program[0] == "--":
-        program = program[1:]
+    program = list(args.program_words) or list(args.program)
     if not program:
         raise SystemExit("elastic-slurm run: error: give the application to run: run APP [ARGS]")
     if args.ntasks_per_node < 1:

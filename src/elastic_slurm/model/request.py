@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from elastic_slurm.errors import InvalidRequest
+from elastic_slurm.model.speedup import SpeedupModel
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ARRAY = re.compile(r"\d+(-\d+(:\d+)?)?(,\d+(-\d+(:\d+)?)?)*")
@@ -57,6 +58,12 @@ class ElasticRequest:
         ``sbatch --job-name``.
     partition, account, qos
         ``sbatch --partition``, ``--account``, ``--qos``; ``None`` for the defaults.
+    speedup
+        How the job's run time depends on its size (a policy may use it to choose a moldable
+        job's start size); ``None`` when unknown.
+    grace_period_s
+        How long (seconds) the job may take to follow a shrink order before the site's rule
+        for jobs that do not answer applies; ``None`` for the site's default.
     array, array_max_running
         A parameter sweep as a job array: task ids (``"0-99"``, ``"1,3,5-7"``) and how many
         tasks may run at once (``%8``); each task gets the node range above. An elastic sweep
@@ -83,6 +90,8 @@ class ElasticRequest:
     extra_env: tuple[tuple[str, str], ...] = field(default=())
     array: str | None = None
     array_max_running: int | None = None
+    speedup: SpeedupModel | None = None
+    grace_period_s: float | None = None
 
     def __post_init__(self) -> None:
         if not self.program:
@@ -120,6 +129,8 @@ class ElasticRequest:
                 "array_max_running needs an array and must be at least 1, got "
                 f"{self.array_max_running}"
             )
+        if self.grace_period_s is not None and self.grace_period_s <= 0:
+            raise InvalidRequest(f"the grace period must be positive, got {self.grace_period_s} s")
         for name, _value in self.extra_env:
             if not _ENV_NAME.fullmatch(name):
                 raise InvalidRequest(

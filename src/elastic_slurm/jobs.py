@@ -1,0 +1,275 @@
+"""What a user does with their elastic jobs after submitting them: list, show, resize, cancel.
+
+Answers are in Slurm's terms (job ids, states, node lists) plus the elastic ones: the job's kind
+and node range, and the resize under way. A resize asked by a user goes through the same path
+as a controller decision (:class:`~elastic_slurm.controller.actuate.Actuator`): grow in Slurm
+then order the job, or order a shrink and give the nodes back once the job vacated them.
+"""
+
+from __future__ import annotations
+
+import getpass
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from elastic_slurm.adapter.backend import GrowPath, SlurmBackend, helper_parent
+from elastic_slurm.adapter.parse import SlurmJob
+from elastic_slurm.adapter.tags import decode
+from elastic_slurm.controller.actuate import Actuator, ResizeOutcome
+from elastic_slurm.controller.journal import Journal
+from elastic_slurm.controller.observe import held_nodes
+from elastic_slurm.errors import InvalidRequest, ResizeError
+from elastic_slurm.jobdir import JobDir
+from elastic_slurm.model.decisions import Expand, Shrink
+from elastic_slurm.model.request import JobKind
+from elastic_slurm.model.resize_order import AckStatus
+from elastic_slurm.model.snapshot import JobState
+
+
+@dataclass(frozen=True)
+class JobInfo:
+    """One job as a user sees it (``queue`` lines, ``show`` headers).
+
+    ``nodes`` includes the nodes of the job's sibling allocations; ``resize`` describes an
+    order the job has not finished following (``""`` when none).
+    """
+
+    job_id: int
+    name: str
+    user: str
+    state: str
+    kind: str
+    nodes: tuple[str, ...]
+    size: int
+    nodes_min: int
+    nodes_max: int
+    resize: str
+    partition: str
+    workdir: str
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-able dict."""
+        return {**asdict(self), "nodes": list(self.nodes)}
+
+
+def _pending_resize(job: SlurmJob) -> str:
+    if not job.workdir:
+        return ""
+    jobdir = JobDir.for_job(job.workdir, job.job_id)
+    seq = jobdir.last_order_seq()
+    if seq == 0 or jobdir.final_ack(seq) is not None:
+        return ""
+    order = jobdir.read_order(seq)
+    if order is None:
+        return ""
+    vacated = jobdir.read_ack(seq, AckStatus.VACATED) is not None
+    step = "giving nodes back" if vacated else "in the application"
+    return f"{order.action.value} to {len(order.nodes)} ({step})"
+
+
+def job_info(job: SlurmJob, held: tuple[str, ...] | None = None) -> JobInfo:
+    """The user's view of one Slurm job (``held``: its nodes, siblings' included)."""
+    tag = decode(job.comment)
+    nodes = job.nodes if held is None else held
+    running = job.model_state is JobState.RUNNING
+    size = len(nodes) if running else job.node_count
+    return JobInfo(
+        job_id=job.job_id,
+        name=job.name,
+        user=job.user,
+        state=job.state,
+        kind=tag.kind.value if tag else JobKind.RIGID.value,
+        nodes=nodes if running else (),
+        size=size,
+        nodes_min=tag.nodes_min if tag else size,
+        nodes_max=tag.nodes_max if tag else size,
+        resize=_pending_resize(job) if running and tag and tag.kind.resizable else "",
+        partition=job.partition,
+        workdir=job.workdir,
+    )
+
+
+def queue(
+    slurm: SlurmBackend, *, user: str | None = None, all_states: bool = False
+) -> list[JobInfo]:
+    """Jobs in submission order, helpers folded into their job (one ``squeue`` call).
+
+    ``user`` keeps only that user's jobs; ``all_states`` keeps recently ended jobs too.
+    """
+    listed = slurm.jobs()
+    held = held_nodes(listed)
+    out = []
+    for job in sorted(listed, key=lambda j: (j.submit_time_s, j.job_id)):
+        if helper_parent(job.name) is not None:
+            continue
+        if user is not None and job.user != user:
+            continue
+        if not all_states and job.model_state not in (
+            JobState.PENDING,
+            JobState.RUNNING,
+            JobState.COMPLETING,
+        ):
+            continue
+        out.append(job_info(job, held.get(job.job_id)))
+    return out
+
+
+@dataclass(frozen=True)
+class ResizeRecord:
+    """One resize of a job, from its job directory (orders and acknowledgements)."""
+
+    seq: int
+    action: str
+    nodes: tuple[str, ...]
+    issued_at: float
+    status: str
+    seconds: float | None
+    strategy: str
+    phases_s: dict[str, float] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-able dict."""
+        return {**asdict(self), "nodes": list(self.nodes)}
+
+
+def resize_history(jobdir: JobDir) -> list[ResizeRecord]:
+    """Every order issued to the job, with its outcome and duration (seconds)."""
+    out = []
+    for seq in range(1, jobdir.last_order_seq() + 1):
+        order = jobdir.read_order(seq)
+        if order is None:
+            continue
+        ack = jobdir.final_ack(seq)
+        out.append(
+            ResizeRecord(
+                seq=seq,
+                action=order.action.value,
+                nodes=order.nodes,
+                issued_at=order.issued_at,
+                status=ack.status.value if ack else "open",
+                seconds=(ack.at - order.issued_at + order.phases_s.get("grant", 0.0))
+                if ack
+                else None,
+                strategy=ack.strategy if ack else "",
+                phases_s={**order.phases_s, **(ack.phases_s if ack else {})},
+            )
+        )
+    return out
+
+
+def find_job(slurm: SlurmBackend, job_id: int) -> SlurmJob:
+    """The job, or :class:`InvalidRequest` saying it does not exist (any more)."""
+    job = slurm.job(job_id)
+    if job is None:
+        raise InvalidRequest(f"job {job_id} does not exist (or has left slurmctld's memory)")
+    return job
+
+
+def check_owner(job: SlurmJob, user: str | None = None) -> None:
+    """Refuse to act on another user's job (root and the job's owner may).
+
+    Raises
+    ------
+    InvalidRequest
+        The message names the job's owner.
+    """
+    me = user or getpass.getuser()
+    if me != "root" and job.user and job.user != me:
+        raise InvalidRequest(
+            f"job {job.job_id} belongs to {job.user}, not to you ({me}): "
+            "only its owner (or an administrator) may change it"
+        )
+
+
+def resize(
+    slurm: SlurmBackend,
+    job_id: int,
+    nodes: int,
+    *,
+    grow_path: GrowPath = "merge",
+    grant_timeout_s: int = 30,
+    timeout_s: float = 300.0,
+    user: str | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> ResizeOutcome:
+    """Resize running job ``job_id`` to ``nodes`` nodes, as a controller decision would.
+
+    Returns when the job acknowledged (or refused) the order.
+
+    Raises
+    ------
+    InvalidRequest
+        The job is not running, is not malleable or evolving (a rigid or moldable job has one
+        size once started), ``nodes`` is outside its range or equals its size, or it is
+        another user's job. Nothing was changed.
+    ResizeError
+        Slurm refused, or the job did not finish within ``timeout_s`` seconds (the order then
+        stays open and the job keeps the nodes it has).
+    """
+    job = find_job(slurm, job_id)
+    check_owner(job, user)
+    tag = decode(job.comment)
+    if tag is None or not tag.kind.resizable:
+        kind = tag.kind.value if tag else "rigid"
+        raise InvalidRequest(
+            f"job {job_id} is {kind}: only malleable and evolving jobs change size while they run"
+        )
+    if job.model_state is not JobState.RUNNING:
+        raise InvalidRequest(f"job {job_id} is {job.state}, not running: nothing to resize")
+    if not tag.nodes_min <= nodes <= tag.nodes_max:
+        raise InvalidRequest(
+            f"{nodes} nodes is outside job {job_id}'s range {tag.nodes_min}-{tag.nodes_max}"
+        )
+    listed = slurm.jobs()
+    held = held_nodes(listed).get(job_id, job.nodes)
+    if nodes == len(held):
+        raise InvalidRequest(f"job {job_id} already runs on {nodes} node(s)")
+    actuator = Actuator(
+        slurm,
+        Journal(),
+        grant_timeout_s=grant_timeout_s,
+        resize_timeout_s=timeout_s,
+        grow_path=grow_path,
+    )
+    jobs = {j.job_id: j for j in listed}
+    delta = nodes - len(held)
+    decision = (
+        Expand(job_id, delta, "asked by the user")
+        if delta > 0
+        else Shrink(job_id, -delta, "asked by the user")
+    )
+    actuator.apply([decision], jobs, {job_id: held})
+    if job_id not in actuator.in_flight:
+        failed = [r for r in actuator.journal.records if r["kind"] == "outcome"]
+        why = failed[-1]["message"] if failed else "the order could not be issued"
+        raise ResizeError(f"job {job_id} was not resized: {why}")
+    say = progress or (lambda line: None)
+    say(
+        f"job {job_id}: order {actuator.in_flight[job_id].seq} sent ({decision.__class__.__name__}"
+        f" by {abs(delta)}); waiting for the application"
+    )
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        done = actuator.poll({j.job_id: j for j in slurm.jobs()})
+        if done:
+            return done[0]
+        time.sleep(0.25)
+    raise ResizeError(
+        f"job {job_id} has not finished resizing after {timeout_s:g} s; the order "
+        "stays open and the job keeps the nodes it has"
+    )
+
+
+def cancel(slurm: SlurmBackend, job_id: int, *, user: str | None = None) -> list[int]:
+    """Cancel a job and its expander and sibling allocations; return what was cancelled.
+
+    Raises
+    ------
+    InvalidRequest
+        The job does not exist or belongs to another user.
+    """
+    job = find_job(slurm, job_id)
+    check_owner(job, user)
+    return slurm.cancel_job(job_id)
