@@ -16,6 +16,7 @@ from elastic_slurm.cli import (
     doctor,
     policies,
     queue,
+    reproduce,
     resize,
     run,
     show,
@@ -51,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     resize.add_parser(sub)
     cancel.add_parser(sub)
     simulate.add_parser(sub)
+    reproduce.add_parser(sub)
     return parser
 
 
