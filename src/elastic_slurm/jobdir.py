@@ -120,12 +120,29 @@ class JobDir:
             {"number": number, "delta": delta, "ranks": ranks, "at": time.time()},
         )
 
+    def answer_path(self, number: int) -> Path:
+        """Where the controller answers evolving request ``number``."""
+        return self.path / "requests" / f"{number:06d}.answer.json"
+
+    def answer_request(self, number: int, granted: bool, order_seq: int | None, why: str) -> None:
+        """Close evolving request ``number`` (granted by order ``order_seq``, or refused)."""
+        write_json_atomic(
+            self.answer_path(number),
+            {
+                "number": number,
+                "granted": granted,
+                "order": order_seq,
+                "why": why,
+                "at": time.time(),
+            },
+        )
+
     def requests(self) -> list[dict[str, Any]]:
         """Every evolving request written so far, in order."""
         folder = self.path / "requests"
         if not folder.is_dir():
             return []
-        found = [_read_json(p) for p in sorted(folder.glob("*.json"))]
+        found = [_read_json(p) for p in sorted(folder.glob("[0-9]*[0-9].json"))]
         return [r for r in found if r is not None]
 
     # ------------------------------------------------------------------ restart requests

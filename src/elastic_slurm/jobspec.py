@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from elastic_slurm.errors import ConfigError, InvalidRequest
 from elastic_slurm.model.request import ElasticRequest, JobKind
-from elastic_slurm.model.speedup import Amdahl, DowneyHigh, DowneyLow, Linear, SpeedupModel
+from elastic_slurm.model.speedup import SpeedupModel, from_spec, to_spec
 
 _TIME = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")
 
@@ -78,46 +78,22 @@ def parse_nodes(text: str | int) -> tuple[int, int]:
 def parse_speedup(text: str) -> SpeedupModel:
     """A speedup model from ``amdahl:P``, ``downey:A:SIGMA`` or ``linear``.
 
-    >>> parse_speedup("amdahl:0.95")
-    Amdahl(parallel_fraction=0.95)
-
     Raises
     ------
     InvalidRequest
         Unknown model or values out of range (the model's own message is quoted).
     """
-    parts = text.strip().split(":")
     try:
-        if parts == ["linear"]:
-            return Linear()
-        if parts[0] == "amdahl" and len(parts) == 2:
-            return Amdahl(float(parts[1]))
-        if parts[0] == "downey" and len(parts) == 3:
-            a, sigma = float(parts[1]), float(parts[2])
-            return DowneyLow(a, sigma) if sigma <= 1 else DowneyHigh(a, sigma)
+        return from_spec(text)
     except ValueError as exc:
-        raise InvalidRequest(f"speedup model {text!r}: {exc}") from exc
-    raise InvalidRequest(
-        f"speedup model {text!r} is not amdahl:P (parallel fraction), downey:A:SIGMA (average "
-        "parallelism, variance) or linear"
-    )
+        raise InvalidRequest(
+            str(exc) if "speedup model" in str(exc) else f"speedup model {text!r}: {exc}"
+        ) from exc
 
 
 def speedup_spec(model: SpeedupModel | None) -> str | None:
-    """The inverse of :func:`parse_speedup` (``None`` for no model).
-
-    >>> speedup_spec(DowneyLow(64.0, 0.5))
-    'downey:64:0.5'
-    """
-    if model is None:
-        return None
-    if isinstance(model, Linear):
-        return "linear"
-    if isinstance(model, Amdahl):
-        return f"amdahl:{model.parallel_fraction:g}"
-    if isinstance(model, DowneyLow | DowneyHigh):
-        return f"downey:{model.average_parallelism:g}:{model.sigma:g}"
-    raise ValueError(f"no text form for speedup model {model!r}")
+    """The text form of ``model``, ``None`` for no model."""
+    return None if model is None else to_spec(model)
 
 
 class JobSpec(BaseModel):

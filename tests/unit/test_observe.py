@@ -43,6 +43,8 @@ def test_snapshot_of_the_recording(recorded: tuple[list[SlurmJob], list[SlurmNod
                 resizing=True,
                 batch_host="n1",
                 name='heat "2d"; x',
+                walltime_s=525600 * 60.0,  # from squeue's time_limit (minutes)
+                estimated_end_s=1826848854.0,  # squeue's end_time
             ),
             JobView(
                 job_id=6,

@@ -155,7 +155,9 @@ def test_parse_squeue_json_recording(golden: Golden) -> None:
         qos="normal",
         reason="None",
         end_time_s=1826848854.0,
+        time_limit_s=525600 * 60.0,  # the partition's limit: 365 days
     )
+    assert by_id[1].time_limit_s == 15 * 60.0
     expander = by_id[5]
     assert (expander.nodes, expander.node_count, expander.comment) == (("n3",), 1, "")
     assert expander.model_state is JobState.RUNNING

@@ -65,6 +65,7 @@ def running(
     kind: JobKind = M,
     resizing: bool = False,
     submit: float | None = None,
+    request: int = 0,
 ) -> JobView:
     """A running job on ``size`` nodes ``j<id>n<i>``; submitted at ``job_id`` s unless told."""
     names = tuple(f"j{job_id}n{i}" for i in range(size))
@@ -80,6 +81,7 @@ def running(
         start_time_s=started,
         resizing=resizing,
         batch_host=names[0],
+        evolving_request=request,
     )
 
 
@@ -384,3 +386,71 @@ def test_invariants(snap: ClusterSnapshot, expand_idle: bool, shrink_for_pending
     queue = [j.job_id for j in snap.pending() if start_low(j) <= len(snap.nodes)]
     starts = [d.job_id for d in decisions if isinstance(d, Start)]
     assert starts == queue[: len(starts)]
+
+
+# --- evolving requests (thesis 3.1.1.3 and 3.1.1.4) ------------------------------------------
+
+E = JobKind.EVOLVING
+
+
+def test_an_evolving_release_is_served_and_frees_nodes_for_a_pending_job() -> None:
+    # evolving job 1 on 4 nodes (min 1) gives 2 back; rigid job 2 needs 2, no idle node.
+    # The release comes first and counts as free: job 2 starts without shrinking anyone.
+    snap = snapshot(0, running(1, 4, 1, 8, started=0.0, kind=E, request=-2), pending(2, 2))
+    assert decide(snap) == [("shrink", 1, 2), ("start", 2, 2)]
+
+
+def test_a_release_never_goes_below_the_minimum() -> None:
+    # asks to give 5 of its 4 nodes with a minimum of 2: gives 2
+    snap = snapshot(0, running(1, 4, 2, 8, started=0.0, kind=E, request=-5))
+    assert decide(snap) == [("shrink", 1, 2)]
+
+
+def test_growth_comes_after_pending_jobs_from_idle_then_malleable_nodes() -> None:
+    # 3 idle nodes; pending rigid job 3 takes 2 (pending first); evolving job 1 (4 nodes,
+    # max 10) asks for 4: 1 idle node left, malleable job 2 (5 nodes, min 2) gives 3
+    snap = snapshot(
+        3,
+        running(1, 4, 1, 10, started=0.0, kind=E, request=4),
+        running(2, 5, 2, 8, started=1.0),
+        pending(3, 2),
+    )
+    assert decide(snap) == [("start", 3, 2), ("shrink", 2, 3), ("expand", 1, 4)]
+
+
+def test_growth_is_partial_when_not_enough_can_be_found() -> None:
+    # 1 idle node, malleable job 2 can give 1 (3 nodes, min 2): 2 of the 5 asked
+    snap = snapshot(
+        1,
+        running(1, 2, 1, 10, started=0.0, kind=E, request=5),
+        running(2, 3, 2, 8, started=1.0),
+    )
+    assert decide(snap) == [("shrink", 2, 1), ("expand", 1, 2)]
+
+
+def test_growth_stops_at_the_maximum_and_leftovers_expand_malleable_jobs() -> None:
+    # evolving job 1 (3 nodes, max 4) asks for 3: gets 1; the 4 other idle nodes expand
+    # malleable job 2 up to its maximum 5 (from 3)
+    snap = snapshot(
+        5,
+        running(1, 3, 1, 4, started=0.0, kind=E, request=3),
+        running(2, 3, 1, 5, started=1.0),
+    )
+    assert decide(snap) == [("expand", 1, 1), ("expand", 2, 2)]
+
+
+def test_evolving_requests_can_be_ignored_by_option() -> None:
+    snap = snapshot(2, running(1, 2, 1, 8, started=0.0, kind=E, request=2))
+    assert decide(snap, serve_evolving=False) == []
+
+
+def test_one_shrink_per_job_when_pending_and_evolving_jobs_both_need_nodes() -> None:
+    # no idle node; pending rigid job 3 needs 2 and evolving job 1 asks for 2; malleable job 2
+    # (6 nodes, min 1) gives 2 for job 3 and 2 for job 1: one shrink of 4, not two
+    snap = snapshot(
+        0,
+        running(1, 2, 1, 8, started=0.0, kind=E, request=2),
+        running(2, 6, 1, 8, started=1.0),
+        pending(3, 2),
+    )
+    assert decide(snap) == [("shrink", 2, 4), ("start", 3, 2), ("expand", 1, 2)]

@@ -40,6 +40,7 @@ class SlurmJob:
     qos: str
     reason: str
     end_time_s: float | None = None
+    time_limit_s: float | None = None
 
     @property
     def model_state(self) -> JobState:
@@ -165,6 +166,14 @@ def _time(value: Any) -> float | None:
     return t if t else None  # 0 means "not set"
 
 
+def _minutes_s(value: Any) -> float | None:
+    """A time limit in minutes as seconds; ``None`` for unset or infinite."""
+    minutes = _num(value)
+    if minutes is None or minutes <= 0 or minutes >= 0xFFFFFFFE:
+        return None
+    return minutes * 60.0
+
+
 def _state(value: Any) -> str:
     if isinstance(value, list):
         return value[0] if value else "UNKNOWN"
@@ -204,6 +213,7 @@ def parse_squeue_json(text: str) -> list[SlurmJob]:
                 submit_time_s=_time(j.get("submit_time")) or 0.0,
                 start_time_s=_time(j.get("start_time")) if nodes else None,
                 end_time_s=_time(j.get("end_time")),
+                time_limit_s=_minutes_s(j.get("time_limit")),
                 batch_host=j.get("batch_host") or None,
                 workdir=str(j.get("current_working_directory") or ""),
                 user=str(j.get("user_name") or ""),

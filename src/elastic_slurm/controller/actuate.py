@@ -18,6 +18,7 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from elastic_slurm.adapter.backend import GrowPath, SlurmBackend
 from elastic_slurm.adapter.parse import SlurmJob
@@ -130,13 +131,17 @@ class Actuator:
         decisions: Sequence[Decision],
         jobs: Mapping[int, SlurmJob],
         held: Mapping[int, tuple[str, ...]] | None = None,
+        progress: Mapping[int, Any] | None = None,
     ) -> None:
         """Start carrying out ``decisions``.
 
         ``jobs`` is this cycle's Slurm view by id; ``held`` each running job's nodes, its
-        sibling allocations' included (default: the job's own).
+        sibling allocations' included (default: the job's own); ``progress`` the jobs' open
+        evolving requests (:class:`~elastic_slurm.controller.observe.Progress`): a request that
+        a decision serves is answered with the order's number.
         """
         held = held or {}
+        progress = progress or {}
         for d in decisions:
             if isinstance(d, Start):
                 # Slurm starts queued jobs itself; the policy repeats this every cycle while
@@ -176,6 +181,17 @@ class Actuator:
                 self._expand(job, nodes, d)
             elif isinstance(d, Shrink):
                 self._shrink(job, nodes, d)
+            request = progress.get(job.job_id)
+            if request is not None and request.evolving_request and job.job_id in self.in_flight:
+                wanted = request.evolving_request
+                got = d.count if isinstance(d, Expand) else -d.count
+                if (wanted > 0) == (got > 0):
+                    self._jobdir(job).answer_request(
+                        request.request_number,
+                        True,
+                        self.in_flight[job.job_id].seq,
+                        f"served by {type(d).__name__} of {d.count} ({d.reason})",
+                    )
 
     def _jobdir(self, job: SlurmJob) -> JobDir:
         return JobDir.for_job(job.workdir, job.job_id)

@@ -17,11 +17,12 @@ from dataclasses import dataclass
 
 from elastic_slurm.adapter.backend import GrowPath, SlurmBackend
 from elastic_slurm.adapter.parse import SlurmJob
+from elastic_slurm.adapter.tags import decode
 from elastic_slurm.controller.actuate import Actuator, ResizeOutcome
 from elastic_slurm.controller.journal import Journal
-from elastic_slurm.controller.observe import held_nodes, orphan_helpers, snapshot
+from elastic_slurm.controller.observe import held_nodes, job_progress, orphan_helpers, snapshot
 from elastic_slurm.model.decisions import Decision
-from elastic_slurm.model.snapshot import ClusterSnapshot
+from elastic_slurm.model.snapshot import ClusterSnapshot, JobState
 from elastic_slurm.model.triggers import Trigger, TriggerKind
 from elastic_slurm.plugins.policy import Policy
 
@@ -104,7 +105,12 @@ class Controller:
         jobs = {j.job_id: j for j in listed}
         held = held_nodes(listed)
         finished = tuple(self.actuator.poll(jobs))
-        snap = snapshot(list(jobs.values()), nodes, resizing=self._busy(jobs))
+        progress = {
+            j.job_id: job_progress(j)
+            for j in listed
+            if j.model_state is JobState.RUNNING and (t := decode(j.comment)) and t.kind.resizable
+        }
+        snap = snapshot(list(jobs.values()), nodes, resizing=self._busy(jobs), progress=progress)
         trigger = self._trigger(snap, finished)
         decisions: tuple[Decision, ...] = ()
         if not self.actuator.in_flight:
@@ -125,7 +131,7 @@ class Controller:
                         reason=d.reason,
                     )
             else:
-                self.actuator.apply(decisions, jobs, held)
+                self.actuator.apply(decisions, jobs, held, progress)
         self.last = Cycle(snap, trigger, decisions, finished)
         return self.last
 

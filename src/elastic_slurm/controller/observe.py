@@ -10,13 +10,17 @@ allocated); a sibling's (``sibling:<job>``) nodes are counted as the job's.
 from __future__ import annotations
 
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 
 from elastic_slurm.adapter.backend import SIBLING_PREFIX, helper_parent
 from elastic_slurm.adapter.parse import SlurmJob, SlurmNode
 from elastic_slurm.adapter.tags import decode
+from elastic_slurm.jobdir import JobDir
 from elastic_slurm.model.request import JobKind
+from elastic_slurm.model.resize_order import AckStatus, ResizeAction
 from elastic_slurm.model.snapshot import ClusterSnapshot, JobState, JobView, NodeView
+from elastic_slurm.model.speedup import SpeedupModel, from_spec
 
 
 def held_nodes(jobs: Sequence[SlurmJob]) -> dict[int, tuple[str, ...]]:
@@ -49,11 +53,60 @@ def orphan_helpers(jobs: Sequence[SlurmJob]) -> list[int]:
     ]
 
 
+@dataclass(frozen=True)
+class Progress:
+    """What a running elastic job's directory says: its open evolving request and resizes."""
+
+    evolving_request: int = 0
+    request_number: int = 0
+    expansions: int = 0
+    shrinks: int = 0
+
+
+def job_progress(job: SlurmJob) -> Progress:
+    """Read the job's open evolving request (if any) and resize counts from its directory.
+
+    A request is open until the controller answers it (``requests/N.answer.json``).
+    """
+    if not job.workdir:
+        return Progress()
+    jobdir = JobDir.for_job(job.workdir, job.job_id)
+    open_request = next(
+        (
+            r
+            for r in reversed(jobdir.requests())
+            if not jobdir.answer_path(int(r["number"])).exists()
+        ),
+        None,
+    )
+    expansions = shrinks = 0
+    for seq in range(1, jobdir.last_order_seq() + 1):
+        order, ack = jobdir.read_order(seq), jobdir.read_ack(seq, AckStatus.DONE)
+        if order is None or ack is None:
+            continue
+        if order.action is ResizeAction.EXPAND:
+            expansions += 1
+        else:
+            shrinks += 1
+    if open_request is None:
+        return Progress(0, 0, expansions, shrinks)
+    return Progress(int(open_request["delta"]), int(open_request["number"]), expansions, shrinks)
+
+
 def job_view(
-    job: SlurmJob, resizing: bool = False, nodes: tuple[str, ...] | None = None
+    job: SlurmJob,
+    resizing: bool = False,
+    nodes: tuple[str, ...] | None = None,
+    progress: Progress | None = None,
 ) -> JobView:
-    """The model's view of one Slurm job (``nodes``: all it holds, siblings included)."""
+    """The model's view of one Slurm job.
+
+    ``nodes`` is all it holds, siblings included; ``progress`` its evolving request and resize
+    counts (see :func:`job_progress`). The time limit, speedup model and estimated end come
+    from Slurm and the job's elastic tag.
+    """
     tag = decode(job.comment)
+    progress = progress or Progress()
     state = job.model_state
     held = job.nodes if nodes is None else nodes
     size = len(held) if state is JobState.RUNNING and held else job.node_count
@@ -74,7 +127,22 @@ def job_view(
         resizing=resizing,
         batch_host=job.batch_host,
         name=job.name,
+        walltime_s=job.time_limit_s,
+        estimated_end_s=job.end_time_s if state is JobState.RUNNING else None,
+        speedup=_speedup(tag.speedup) if tag else None,
+        evolving_request=progress.evolving_request if kind is JobKind.EVOLVING else 0,
+        expansions=progress.expansions,
+        shrinks=progress.shrinks,
     )
+
+
+def _speedup(spec: str | None) -> SpeedupModel | None:
+    if not spec:
+        return None
+    try:
+        return from_spec(spec)
+    except ValueError:
+        return None  # a tag written by hand: the policy does without a model
 
 
 def snapshot(
@@ -82,6 +150,7 @@ def snapshot(
     nodes: Sequence[SlurmNode],
     resizing: Collection[int] = (),
     now_s: float | None = None,
+    progress: Mapping[int, Progress] | None = None,
 ) -> ClusterSnapshot:
     """The snapshot of a poll: pending and running jobs, and every node.
 
@@ -93,10 +162,13 @@ def snapshot(
         Ids of jobs with a resize under way (the policy must leave them alone).
     now_s
         The time of the observation (seconds since the epoch; default now).
+    progress
+        Running elastic jobs' evolving requests and resize counts, by job id.
     """
     held = held_nodes(jobs)
+    progress = progress or {}
     views = [
-        job_view(j, j.job_id in resizing, held.get(j.job_id))
+        job_view(j, j.job_id in resizing, held.get(j.job_id), progress.get(j.job_id))
         for j in jobs
         if helper_parent(j.name) is None and j.model_state in (JobState.PENDING, JobState.RUNNING)
     ]

@@ -425,3 +425,50 @@ __all__ = [
     "SpeedupModel",
     "best_size",
 ]
+
+
+def from_spec(text: str) -> SpeedupModel:
+    """A speedup model from its text form: ``amdahl:P``, ``downey:A:SIGMA`` or ``linear``.
+
+    Downey's low-variance model for ``SIGMA <= 1``, high-variance above.
+
+    >>> from_spec("amdahl:0.95")
+    Amdahl(parallel_fraction=0.95)
+
+    Raises
+    ------
+    ValueError
+        Unknown form, or values the model refuses.
+    """
+    parts = text.strip().split(":")
+    if parts == ["linear"]:
+        return Linear()
+    if parts[0] == "amdahl" and len(parts) == 2:
+        return Amdahl(float(parts[1]))
+    if parts[0] == "downey" and len(parts) == 3:
+        a, sigma = float(parts[1]), float(parts[2])
+        return DowneyLow(a, sigma) if sigma <= 1 else DowneyHigh(a, sigma)
+    raise ValueError(
+        f"speedup model {text!r} is not amdahl:P (parallel fraction), downey:A:SIGMA (average "
+        "parallelism, variance) or linear"
+    )
+
+
+def to_spec(model: SpeedupModel) -> str:
+    """The text form of ``model`` (the inverse of :func:`from_spec`).
+
+    >>> to_spec(DowneyLow(64.0, 0.5))
+    'downey:64:0.5'
+
+    Raises
+    ------
+    ValueError
+        The model has no text form (e.g. :class:`LinaOverhead`).
+    """
+    if isinstance(model, Linear):
+        return "linear"
+    if isinstance(model, Amdahl):
+        return f"amdahl:{model.parallel_fraction:g}"
+    if isinstance(model, DowneyLow | DowneyHigh):
+        return f"downey:{model.average_parallelism:g}:{model.sigma:g}"
+    raise ValueError(f"no text form for speedup model {model!r}")

@@ -42,8 +42,8 @@ class PendingFirst(Policy):
        shrinking) go to running malleable jobs, earliest-started first, each up to its
        ``nodes_max`` (with ``expand_idle``).
 
-    The decisions come in the order they should be carried out: shrinks (earliest-started
-    job first), then starts (submission order), then expansions (earliest-started first).
+    The decisions come in the order they should be carried out: nodes are freed (releases,
+    shrinks) before the starts and expansions that use them.
 
     Which jobs count as what:
 
@@ -76,6 +76,11 @@ class PendingFirst(Policy):
       on 4).
     * **No shrink for a job that still would not fit.** Nodes are released only for the jobs
       admitted in step 1, and only as many as they need beyond the idle nodes.
+    * **Evolving jobs** (sections 3.1.1.3 and 3.1.1.4): a release is served at once and its
+      nodes count as free in the same cycle; a request for more nodes is served after the
+      pending jobs (pending-job priority) and before idle nodes expand malleable jobs, from
+      the idle nodes left and then from malleable jobs (earliest-started first), partly if
+      not all can be found (the thesis lets the RMS offer what it has).
     * The thesis negotiates every shrink and expansion with the application and may get less;
       here each decision is the proposal, and the controller or simulator reports the outcome
       in the next snapshot, which the next cycle starts from. A shrink under way shows only
@@ -101,6 +106,10 @@ class PendingFirst(Policy):
         shrink_for_pending
             Shrink running malleable jobs to start pending jobs that do not fit in the idle
             nodes (steps 1 and 2). When false, pending jobs wait for idle nodes.
+        serve_evolving
+            Serve running evolving jobs' requests (section 3.1.1.3 and 3.1.1.4: releases at
+            once, growth after pending jobs, from idle nodes and then nodes preempted from
+            malleable jobs, partly when not all can be found).
 
         Raises
         ------
@@ -110,6 +119,7 @@ class PendingFirst(Policy):
 
         expand_idle: bool = True
         shrink_for_pending: bool = True
+        serve_evolving: bool = True
 
         def __post_init__(self) -> None:
             for field in dataclasses.fields(self):
@@ -130,13 +140,51 @@ class PendingFirst(Policy):
         Returns
         -------
         list of Decision
-            Shrinks, then starts, then expansions; possibly empty. Every count is at least
+            Releases of evolving jobs, shrinks for pending jobs, starts, then shrinks and
+            expansions for evolving jobs' growth, then expansions; possibly empty (one shrink
+            per job). Every count is at least
             one; the nodes started and expanded never exceed the idle nodes plus the nodes
             released by the shrinks; no job is taken below ``nodes_min`` or above
             ``nodes_max``.
         """
         config: PendingFirst.Config = self.config
-        idle = len(snapshot.idle_nodes())
+        releases, growers = self._evolving(snapshot) if config.serve_evolving else ([], [])
+        released = sum(d.count for d in releases)
+        decisions = self._schedule(snapshot, released, growers)
+        return [*releases, *decisions]
+
+    @staticmethod
+    def _evolving(snapshot: ClusterSnapshot) -> tuple[list[Decision], list[JobView]]:
+        """Releases of running evolving jobs (served at once), and the jobs asking to grow."""
+        releases: list[Decision] = []
+        growers = []
+        for job in sorted(snapshot.running(), key=_start_order):
+            if job.kind is not JobKind.EVOLVING or job.resizing or not job.evolving_request:
+                continue
+            if job.evolving_request < 0:
+                give = min(-job.evolving_request, job.size - max(1, job.nodes_min))
+                if give >= 1:
+                    releases.append(
+                        Shrink(
+                            job.job_id,
+                            give,
+                            f"the application gives back {give} node(s) (Ghafoor 3.1.1.3)",
+                        )
+                    )
+            elif job.size < job.nodes_max:
+                growers.append(job)
+        return releases, growers
+
+    def _schedule(
+        self, snapshot: ClusterSnapshot, released: int, growers: list[JobView]
+    ) -> list[Decision]:
+        """Steps 1-4 of the class docstring (and 3b for ``growers``).
+
+        ``released`` nodes are about to be free (evolving jobs giving nodes back); evolving
+        jobs asking to grow are served after the pending jobs, before expansions.
+        """
+        config: PendingFirst.Config = self.config
+        idle = len(snapshot.idle_nodes()) + released
         pending = sorted(snapshot.pending(), key=lambda j: (j.submit_time_s, j.job_id))
         resizable = [
             j
@@ -198,6 +246,53 @@ class PendingFirst(Policy):
                 reason += ", using nodes released by shrinking malleable jobs"
             decisions.append(Start(job.job_id, low + extra, reason))
 
+        # Step 3b: evolving jobs asking to grow (thesis 3.1.1.4), after the pending jobs: from
+        # the idle nodes left, then from running malleable jobs (earliest-started first, as
+        # much as each can give); a request that cannot be met fully is met partly.
+        taken = {d.job_id: d.count for d in decisions if isinstance(d, Shrink)}
+        for job in growers:
+            want = min(job.evolving_request, job.nodes_max - job.size)
+            from_idle = min(want, leftover)
+            leftover -= from_idle
+            need = want - from_idle
+            for victim in resizable if config.shrink_for_pending else []:
+                take = min(_releasable(victim) - taken.get(victim.job_id, 0), need)
+                if take < 1:
+                    continue
+                taken[victim.job_id] = taken.get(victim.job_id, 0) + take
+                need -= take
+                why = f"release {take} node(s) for evolving job {job.job_id} (3.1.1.4)"
+                earlier = next(
+                    (
+                        i
+                        for i, d in enumerate(decisions)
+                        if isinstance(d, Shrink) and d.job_id == victim.job_id
+                    ),
+                    None,
+                )
+                if earlier is None:
+                    decisions.append(Shrink(victim.job_id, take, why))
+                else:  # one shrink per job and cycle: add to the one for pending jobs
+                    prev = decisions[earlier]
+                    assert isinstance(prev, Shrink)
+                    decisions[earlier] = Shrink(
+                        victim.job_id, prev.count + take, f"{prev.reason}; {why}"
+                    )
+                if need == 0:
+                    break
+            got = want - need
+            if got >= 1:
+                part = (
+                    "" if got == job.evolving_request else f" of the {job.evolving_request} asked"
+                )
+                decisions.append(
+                    Expand(
+                        job.job_id,
+                        got,
+                        f"the application asks for more nodes: {got}{part} (Ghafoor 3.1.1.4)",
+                    )
+                )
+
         # Step 4: idle nodes no pending job can use go to running malleable jobs.
         if config.expand_idle and leftover > 0:
             why = (
@@ -206,6 +301,8 @@ class PendingFirst(Policy):
                 else "no other pending job can start"
             )
             for job in resizable:
+                if taken.get(job.job_id):
+                    continue  # being shrunk for an evolving job this very cycle
                 give = min(_growable(job), leftover)
                 if give < 1:
                     continue
