@@ -1,4 +1,4 @@
-"""save_rows/load_rows and save_state/load_state under real Open MPI.
+"""save_rows/load_rows, save_array/load_array and save_state/load_state under real Open MPI.
 
 Like ``test_redistribute.py``, this file is also the MPI worker: pytest runs
 ``mpirun -n K python test_checkpoint.py <mode> <directory> [cases.json]``. Saving and loading
@@ -75,6 +75,72 @@ def test_errors_are_raised_on_all_ranks(mpirun, tmp_path: Path, nprocs: int) -> 
     assert not [p.name for p in store.iterdir() if p.name.startswith(".")]
 
 
+# Distributions as JSON specs: block, and block-cyclic with small (staged by io="auto") and
+# large blocks.
+ARRAY_KINDS: list[dict[str, Any]] = [
+    {"kind": "block"},
+    {"kind": "cyclic", "block": 1},
+    {"kind": "cyclic", "block": 3},
+    {"kind": "cyclic", "block": 16},
+]
+IO_MODES = ["auto", "direct", "staged"]
+
+
+def array_cases(nprocs: int, dtypes: Sequence[str]) -> list[dict[str, Any]]:
+    """Save with (kind, parts) and load with another (kind, parts); all part counts up to
+    ``nprocs`` on both sides, every pair of kinds, each io mode on both sides."""
+    pairs = [(s, d) for s in range(1, nprocs + 1) for d in range(1, nprocs + 1)]
+    shapes = [(13, (3,)), (40, ()), (2, (2, 2)), (0, (4,)), (7, (2, 0)), (33, (5,))]
+    cases = []
+    for i, (save, load) in enumerate(pairs):
+        for j in range(3):
+            k = 3 * i + j
+            rows, trailing = shapes[k % len(shapes)]
+            cases.append(
+                {"name": f"a{k}", "rows": rows, "trailing": list(trailing),
+                 "dtype": dtypes[(5 * k) % len(dtypes)], "save": save, "load": load,
+                 "save_kind": ARRAY_KINDS[k % 4], "load_kind": ARRAY_KINDS[(k // 4) % 4],
+                 "save_io": IO_MODES[k % 3], "load_io": IO_MODES[(k // 3) % 3], "salt": k + 1}
+            )  # fmt: skip
+    # Rows of 16 KiB: blocks of 16 rows (256 KiB runs) are written directly by io="auto",
+    # blocks of 3 rows (48 KiB runs) are staged through a block layout.
+    cases.append(
+        {"name": "big", "rows": 48, "trailing": [2048], "dtype": "float64", "save": nprocs,
+         "load": max(nprocs - 1, 1), "save_kind": ARRAY_KINDS[3], "load_kind": ARRAY_KINDS[2],
+         "save_io": "auto", "load_io": "auto", "salt": 99}
+    )  # fmt: skip
+    return cases
+
+
+def test_array_cases_cover_every_kind_and_io_pair(mpi_data) -> None:
+    cases = array_cases(5, mpi_data.dtypes)
+    kinds = {(str(c["save_kind"]), str(c["load_kind"])) for c in cases}
+    assert len(kinds) == len(ARRAY_KINDS) ** 2
+    assert {(c["save_io"], c["load_io"]) for c in cases} == {
+        (a, b) for a in IO_MODES for b in IO_MODES
+    }
+    assert {(c["save"], c["load"]) for c in cases} == {
+        (a, b) for a in range(1, 6) for b in range(1, 6)
+    }
+
+
+@pytest.mark.parametrize("nprocs", [2, 5])
+def test_save_and_load_any_distribution(mpirun, mpi_data, tmp_path: Path, nprocs: int) -> None:
+    cases = array_cases(nprocs, mpi_data.dtypes)
+    spec = tmp_path / "cases.json"
+    spec.write_text(json.dumps(cases))
+    store = tmp_path / "store"
+    result = mpirun(nprocs, [WORKER, "arrays", str(store), str(spec)])
+    assert result.returncode == 0, result.describe()
+    assert f"OK {len(cases)} array cases on {nprocs} ranks" in result.stdout, result.describe()
+    assert not [p.name for p in store.iterdir() if p.name.startswith(".")]
+    for case in cases:  # the file is the global array in row order, whatever the distribution
+        got = np.load(store / f"{case['name']}.npy")
+        shape = (case["rows"], *case["trailing"])
+        want = mpi_data.make_global(shape, mpi_data.parse_dtype(case["dtype"]), case["salt"])
+        assert got.dtype == want.dtype and got.tobytes() == want.tobytes(), case
+
+
 # ----------------------------------------------------------------------------------------------
 # MPI worker
 
@@ -130,18 +196,68 @@ def _worker_roundtrip(directory: str, spec: str) -> int:
     return 1 if errors else 0
 
 
+def _dist(spec: dict[str, Any], rows: int, parts: int) -> Any:
+    from elastic_slurm.mpi_runtime.distribution import BlockCyclicRows, BlockRows
+
+    if spec["kind"] == "block":
+        return BlockRows(rows, parts)
+    return BlockCyclicRows(rows, parts, spec["block"])
+
+
+def _worker_arrays(directory: str, spec: str) -> int:
+    from mpi4py import MPI
+
+    from conftest import make_global, parse_dtype
+    from elastic_slurm.mpi_runtime.checkpoint import load_array, load_rows, save_array
+    from elastic_slurm.mpi_runtime.distribution import BlockRows
+
+    comm = MPI.COMM_WORLD
+    rank, size = comm.Get_rank(), comm.Get_size()
+    errors: list[str] = []
+    cases = json.loads(Path(spec).read_text())
+    for case in cases:
+        dt = parse_dtype(case["dtype"])
+        shape = (case["rows"], *case["trailing"])
+        g = make_global(shape, dt, case["salt"])
+        saved = _dist(case["save_kind"], shape[0], case["save"])
+        local = g[saved.indices(rank)] if rank < saved.parts else None
+        save_array(
+            directory, case["name"], comm, local, shape, dt, saved, fsync=False, io=case["save_io"]
+        )
+        target = _dist(case["load_kind"], shape[0], case["load"])
+        got = load_array(
+            directory, case["name"], comm, target, global_shape=shape, io=case["load_io"]
+        )
+        want = g[target.indices(rank)] if rank < target.parts else g[:0]
+        if got.shape != want.shape or got.dtype != dt or got.tobytes() != want.tobytes():
+            errors.append(f"rank {rank} {case}: got {got.shape} {got.dtype}, want {want.shape}")
+        # load_rows reads any saved distribution back as blocks
+        blocks = load_rows(directory, case["name"], comm, case["save"])
+        b = BlockRows(shape[0], case["save"])
+        want_b = g[b.indices(rank)] if rank < b.parts else g[:0]
+        if blocks.tobytes() != want_b.tobytes() or blocks.shape != want_b.shape:
+            errors.append(f"rank {rank} {case}: load_rows after save_array differs")
+    for line in errors[:20]:
+        print("MISMATCH", line, flush=True)
+    if comm.allreduce(len(errors)) == 0 and rank == 0:
+        print(f"OK {len(cases)} array cases on {size} ranks")
+    return 1 if errors else 0
+
+
 def _worker_errors(directory: str) -> int:
     from mpi4py import MPI
 
     from conftest import make_global
     from elastic_slurm.mpi_runtime.checkpoint import (
         CheckpointError,
+        load_array,
         load_rows,
         load_state,
+        save_array,
         save_rows,
         save_state,
     )
-    from elastic_slurm.mpi_runtime.distribution import BlockRows
+    from elastic_slurm.mpi_runtime.distribution import BlockCyclicRows, BlockRows
 
     comm = MPI.COMM_WORLD
     rank, size = comm.Get_rank(), comm.Get_size()
@@ -157,6 +273,11 @@ def _worker_errors(directory: str) -> int:
 
     save_rows(root, "good", comm, block(size), shape, np.float64, size)
     save_state(root, "state", comm, {"iteration": 1})
+    cyc = BlockCyclicRows(shape[0], size, 2)
+
+    def cyc_part(short_on_last: bool = False) -> np.ndarray:
+        part = g[cyc.indices(rank)]
+        return part[:-1] if short_on_last and rank == size - 1 else part
 
     def truncate(name: str, keep: int) -> None:
         if rank == 0:
@@ -192,6 +313,21 @@ def _worker_errors(directory: str) -> int:
          shape, np.float64, size), OSError, "cannot create"),
         ("state not scalar", lambda: save_state(root, "state", comm, {"a": [1, 2]}), ValueError,
          "state['a'] is a list"),
+        # save_array / load_array
+        ("load_array: other rows", lambda: load_array(root, "good", comm,
+         BlockCyclicRows(11, size, 2)), CheckpointError,
+         "good.npy holds 10 rows (shape (10, 3)), but the distribution covers 11"),
+        ("load_array: an int", lambda: load_array(root, "good", comm, size), ValueError,
+         "dist must be a RowDistribution"),
+        ("load_array: bad io", lambda: load_array(root, "good", comm, cyc, io="mmap"), ValueError,
+         "io must be one of 'auto', 'direct', 'staged'; got 'mmap'"),
+        ("save_array: cyclic part short", lambda: save_array(root, "good", comm, cyc_part(True),
+         shape, np.float64, cyc), ValueError, f"for part {size - 1} of {cyc!r}"),
+        ("save_array: dist of other rows", lambda: save_array(root, "good", comm, cyc_part(),
+         shape, np.float64, BlockCyclicRows(9, size, 2)), ValueError,
+         "dist distributes 9 rows but global_shape[0] is 10"),
+        ("load_array: missing", lambda: load_array(root, "nope", comm, cyc), FileNotFoundError,
+         "nope.npy does not exist"),
     ]  # fmt: skip
     failures: list[str] = []
 
@@ -258,4 +394,6 @@ if __name__ == "__main__":
     mode, directory = sys.argv[1], sys.argv[2]
     if mode == "roundtrip":
         sys.exit(_worker_roundtrip(directory, sys.argv[3]))
+    if mode == "arrays":
+        sys.exit(_worker_arrays(directory, sys.argv[3]))
     sys.exit(_worker_errors(directory))

@@ -1,14 +1,19 @@
 """Save and load row-distributed arrays and small state dicts on a shared filesystem.
 
 This is the data store of the *restart* resize path: the job saves its distributed arrays, the
-MPI step ends, and a new step at the new size loads them with a different number of parts.
+MPI step ends, and a new step at the new size loads them with a different number of parts, or
+a different distribution.
 
 Files, in ``directory`` (which every rank must see at the same contents, e.g. NFS, Lustre, GPFS):
 
 * ``<name>.npy`` -- one distributed array as a standard NumPy ``.npy`` file (format 1.0 or 2.0,
-  C order), readable by ``numpy.load`` anywhere. Rank 0 writes the header, each owner writes its
-  own rows at their offset, and nothing is gathered on one rank. The number of parts is not
-  stored: any ``parts`` can load it.
+  C order) holding the *global* array in row order, whatever distribution it was saved from;
+  readable by ``numpy.load`` anywhere. Rank 0 writes the header, each rank writes the rows its
+  distribution gives it at their offsets (:func:`save_array`: one ``pwrite`` per run of
+  consecutive rows, i.e. per rank for ``BlockRows``, per block for ``BlockCyclicRows``; tiny
+  runs are first regrouped into blocks in memory), and nothing is gathered on one rank. Neither
+  the number of parts nor the distribution is stored: any distribution can load it
+  (:func:`load_array`, :func:`load_rows`).
 * ``<name>.json`` -- a small dict of scalars (iteration counter, time step, ...) in a JSON
   envelope ``{"format": "elastic-slurm-state", "version": 1, "state": {...}}``.
 
@@ -47,18 +52,28 @@ from numpy.lib import format as npy_format
 from numpy.typing import DTypeLike
 
 from elastic_slurm.errors import ElasticSlurmError
-from elastic_slurm.mpi_runtime.distribution import BlockRows
-from elastic_slurm.mpi_runtime.redistribute import _check_local, _culprit_lines, _normalise_layout
+from elastic_slurm.mpi_runtime.distribution import BlockRows, RowDistribution
+from elastic_slurm.mpi_runtime.redistribute import (
+    _as_distribution,
+    _check_local,
+    _culprit_lines,
+    _describe,
+    _normalise_layout,
+    redistribute,
+)
 
 if TYPE_CHECKING:
     from mpi4py import MPI
 
 __all__ = [
+    "MIN_DIRECT_RUN_BYTES",
     "STATE_FORMAT",
     "CheckpointError",
     "Scalar",
+    "load_array",
     "load_rows",
     "load_state",
+    "save_array",
     "save_rows",
     "save_state",
 ]
@@ -69,6 +84,18 @@ Scalar = None | bool | int | float | str
 STATE_FORMAT = "elastic-slurm-state"
 _STATE_VERSION = 1
 _WRITE_CHUNK = 1 << 30  # bytes per pwrite call (Linux writes at most ~2 GiB per call)
+_ROWS = ("save_rows", "load_rows")  # names for messages: (save, load)
+_ARRAY = ("save_array", "load_array")
+_IO_MODES = ("auto", "direct", "staged")
+
+MIN_DIRECT_RUN_BYTES = 64 * 1024
+"""With ``io="auto"``, runs of consecutive rows averaging fewer bytes than this are staged.
+
+About the crossover on a local page cache: writing 64 MiB as 64 KiB ``pwrite`` calls took 1.6
+times as long as one call, as 8 KiB calls 5 times, as 1 KiB calls 40 times, while staging
+costs one in-memory redistribution (about one to two copies of the data). Small runs from
+many nodes would also share filesystem pages.
+"""
 
 
 class CheckpointError(ElasticSlurmError, ValueError):
@@ -204,16 +231,55 @@ def _fsync_path(path: Path, *, directory: bool = False) -> None:
         os.close(fd)
 
 
-def _write_at(path: Path, offset: int, data: np.ndarray, *, fsync: bool) -> None:
-    """Write the bytes of C-contiguous ``data`` into ``path`` at ``offset`` (no truncation)."""
+def _write_runs(
+    path: Path, offset: int, row_bytes: int, data: np.ndarray, runs: np.ndarray, *, fsync: bool
+) -> None:
+    """Write C-contiguous ``data`` (the rows of ``runs``, in order) at their global rows.
+
+    Global row ``i`` is at byte ``offset + i * row_bytes`` of ``path``; one ``pwrite`` per run
+    (more for runs above 1 GiB). The file is not truncated.
+    """
     view = memoryview(data.reshape(-1).view(np.uint8))  # datetime64 has no buffer export
     fd = os.open(path, os.O_WRONLY)
     try:
-        done = 0
-        while done < len(view):
-            done += os.pwrite(fd, view[done : done + _WRITE_CHUNK], offset + done)
+        at = 0  # byte position in data
+        for start, stop in runs.tolist():
+            nbytes = (stop - start) * row_bytes
+            base = offset + start * row_bytes
+            done = 0
+            while done < nbytes:
+                chunk = view[at + done : at + min(nbytes, done + _WRITE_CHUNK)]
+                done += os.pwrite(fd, chunk, base + done)
+            at += nbytes
         if fsync:
             os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _read_runs(path: Path, offset: int, row_bytes: int, out: np.ndarray, runs: np.ndarray) -> None:
+    """Fill C-contiguous ``out`` with the global rows of ``runs`` (one ``preadv`` per run).
+
+    Raises CheckpointError if the file ends early (it shrank after its header was checked).
+    """
+    view = memoryview(out.reshape(-1).view(np.uint8))
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        at = 0
+        for start, stop in runs.tolist():
+            nbytes = (stop - start) * row_bytes
+            base = offset + start * row_bytes
+            done = 0
+            while done < nbytes:
+                chunk = view[at + done : at + min(nbytes, done + _WRITE_CHUNK)]
+                got = os.preadv(fd, [chunk], base + done)
+                if got == 0:
+                    raise CheckpointError(
+                        f"checkpoint {path} ends at byte {base + done}, before global row "
+                        f"{stop - 1} (it shrank after its header was checked)"
+                    )
+                done += got
+            at += nbytes
     finally:
         os.close(fd)
 
@@ -250,12 +316,8 @@ def save_rows(
 
     Collective over ``comm``. The global array has shape ``global_shape == (global_rows,
     *trailing)`` and is split along axis 0 as ``BlockRows(global_rows, parts)`` says (the first
-    ``global_rows % parts`` parts hold one extra row). Rank 0 creates the file with its ``.npy``
-    header (:func:`numpy.lib.format.open_memmap`, C order, sparse until written); after a
-    broadcast, each owner writes its own rows at their byte offset with ``pwrite`` (so a full disk
-    is an :class:`OSError`, not the ``SIGBUS`` a memory map would give) and, when ``fsync``,
-    flushes them; after a final agreement step rank 0 renames the file into place. The file is
-    complete and visible on every rank when this returns.
+    ``global_rows % parts`` parts hold one extra row). This is
+    ``save_array(..., BlockRows(global_rows, parts))``: see :func:`save_array` for the steps.
 
     Parameters
     ----------
@@ -295,23 +357,138 @@ def save_rows(
         On all ranks when creating, writing or renaming failed on any rank; the temporary file
         is removed and a previous ``<name>.npy`` is left as it was.
     """
-    what = "save_rows"
+    return _save(directory, name, comm, local, global_shape, dtype, parts, fsync, "auto", _ROWS)
+
+
+def save_array(
+    directory: str | os.PathLike[str],
+    name: str,
+    comm: MPI.Intracomm,
+    local: np.ndarray | None,
+    global_shape: Sequence[int],
+    dtype: DTypeLike,
+    dist: RowDistribution | int,
+    *,
+    fsync: bool = True,
+    io: str = "auto",
+) -> Path:
+    """Write an array with any row distribution to ``directory/<name>.npy``.
+
+    Collective over ``comm``. The file always holds the *global* array in row order, as a
+    standard C-order ``.npy`` file, whatever ``dist`` was: it can be loaded with any other
+    distribution and any number of parts (:func:`load_array`), or with ``numpy.load``. Steps:
+    every rank checks its arguments and its part, and the verdicts are exchanged; rank 0 creates
+    the file with its ``.npy`` header (:func:`numpy.lib.format.open_memmap`, sparse until
+    written) under a temporary name; each rank writes the rows it owns at their byte offsets
+    with ``pwrite`` (so a full disk is an :class:`OSError`, not the ``SIGBUS`` a memory map
+    would give) and, when ``fsync``, flushes them; after an agreement step rank 0 renames the
+    file into place. The file is complete and visible on every rank when this returns.
+
+    Parameters
+    ----------
+    directory, name, comm, fsync
+        As for :func:`save_rows`; ``comm.size >= dist.parts``.
+    local
+        On rank ``r < dist.parts``: its part, shape ``(dist.count(r), *trailing)`` holding the
+        global rows ``dist.indices(r)`` in increasing order, dtype ``dtype``. On other ranks:
+        ``None`` or a 0-row array.
+    global_shape
+        Shape of the global array, at least 1-D; ``global_shape[0] == dist.global_rows``.
+    dtype
+        Its NumPy dtype (not an object dtype).
+    dist
+        How the rows are spread: a :class:`~.distribution.RowDistribution` (``BlockRows``,
+        ``BlockCyclicRows``, ...) or an int ``p``, short for ``BlockRows(global_rows, p)``. Not
+        stored in the file.
+    io
+        How the rows reach the file:
+
+        * ``"direct"``: each rank writes each of its runs of consecutive rows
+          (``dist.runs(r)``) with one ``pwrite``: one per block for ``BlockCyclicRows``, one
+          per rank for ``BlockRows``. No extra memory; many small writes when blocks are small.
+        * ``"staged"``: first :func:`~.redistribute.redistribute` to
+          ``BlockRows(global_rows, comm.size)`` in memory (one ``Alltoallv``), then one
+          ``pwrite`` per rank. Extra memory about twice the local part; few large writes, and
+          no filesystem page is written by several nodes.
+        * ``"auto"`` (default): ``"staged"`` when the runs average below
+          :data:`MIN_DIRECT_RUN_BYTES` (64 KiB), else ``"direct"``. ``BlockRows`` is always
+          written directly (one run per rank).
+
+    Returns
+    -------
+    pathlib.Path
+        ``directory/<name>.npy`` (as this rank spells ``directory``).
+
+    Raises
+    ------
+    ValueError
+        On all ranks, before anything is written: bad arguments (a ``dist`` whose
+        ``global_rows`` is not ``global_shape[0]``, an unknown ``io``), arguments that differ
+        between ranks, or a ``local`` part whose shape or dtype does not match ``dist``.
+    OSError
+        On all ranks when creating, writing or renaming failed on any rank; the temporary file
+        is removed and a previous ``<name>.npy`` is left as it was.
+    MemoryError
+        On all ranks when staging needs more memory than a rank has (nothing is written).
+    """
+    return _save(directory, name, comm, local, global_shape, dtype, dist, fsync, io, _ARRAY)
+
+
+def _check_io(io: str) -> str:
+    """Return ``io`` if it is a known I/O mode, else raise ValueError."""
+    if io not in _IO_MODES:
+        raise ValueError(f"io must be one of {', '.join(map(repr, _IO_MODES))}; got {io!r}")
+    return io
+
+
+def _staged(io: str, dist: RowDistribution, runs_per_rank: Sequence[int], nbytes: int) -> bool:
+    """Whether to go through ``BlockRows(rows, comm.size)``; the same answer on every rank."""
+    if type(dist) is BlockRows or io == "direct":
+        return False
+    total_runs = sum(runs_per_rank)
+    return io == "staged" or (total_runs > 0 and nbytes / total_runs < MIN_DIRECT_RUN_BYTES)
+
+
+def _save(
+    directory: str | os.PathLike[str],
+    name: str,
+    comm: MPI.Intracomm,
+    local: np.ndarray | None,
+    global_shape: Sequence[int],
+    dtype: DTypeLike,
+    dist_arg: RowDistribution | int,
+    fsync: bool,
+    io: str,
+    api: tuple[str, str],
+) -> Path:
+    """Shared body of :func:`save_rows` and :func:`save_array`."""
+    what = api[0]
     rank, size = comm.Get_rank(), comm.Get_size()
     root = Path(directory)
     failure: _Failure | None = None
     cause: Exception | None = None
-    signature: object = (name, repr(global_shape), repr(dtype), parts)
+    signature: object = (name, repr(global_shape), repr(dtype), _describe(dist_arg), io)
+    runs = np.zeros((0, 2), dtype=np.int64)
     try:
         _check_name(name)
+        _check_io(io)
         shape, dt = _normalise_layout(global_shape, dtype)
-        layout = BlockRows(shape[0], parts)
-        if size < layout.parts:
-            raise ValueError(f"the communicator has {size} ranks, fewer than parts={parts}")
-        signature = (name, shape, str(dt), layout.parts)
-        block = _check_local(local, rank, shape, dt, layout)
+        dist = _as_distribution(dist_arg, shape[0], "dist")
+        if size < dist.parts:
+            raise ValueError(f"the communicator has {size} ranks, fewer than parts={dist.parts}")
+        signature = (name, shape, str(dt), _describe(dist), io)
+        block = _check_local(local, rank, shape, dt, dist)
+        if rank < dist.parts:
+            runs = np.asarray(dist.runs(rank), dtype=np.int64).reshape(-1, 2)
     except Exception as exc:  # every local failure must reach the other ranks
         failure, cause = _failure_of(exc), exc
-    _agree(comm, what, failure, cause, signature)
+    runs_per_rank = _agree(comm, what, failure, cause, signature, len(runs))
+    row_bytes = math.prod(shape[1:]) * dt.itemsize
+    if _staged(io, dist, runs_per_rank, shape[0] * row_bytes):  # type: ignore[arg-type]
+        # Collective, and it raises on every rank if any rank fails (nothing written yet).
+        staged = BlockRows(shape[0], size)
+        block = redistribute(comm, block, shape, dt, dist, staged)
+        runs = staged.runs(rank)
 
     # Step 1: rank 0 creates the temporary file (header, full length); the bcast is the barrier.
     created: tuple[str, int] | None = None
@@ -331,15 +508,14 @@ def save_rows(
     tmp_name, data_offset = outcome  # type: ignore[misc]
     tmp = root / tmp_name
 
-    # Step 2: each owner writes its rows; the allgather is the barrier after all writes.
+    # Step 2: each rank writes its rows; the allgather is the barrier after all writes.
     failure = cause = None
-    start, stop = layout.rows_of(rank) if rank < layout.parts else (0, 0)
     if block.nbytes:
-        row_bytes = block.nbytes // (stop - start)
         try:
-            _write_at(tmp, data_offset + start * row_bytes, block, fsync=fsync)
+            _write_runs(tmp, data_offset, row_bytes, block, runs, fsync=fsync)
         except Exception as exc:
-            context = f"cannot write global rows [{start}, {stop}) into {tmp} (shared filesystem?)"
+            span = _span(runs)
+            context = f"cannot write global rows {span} into {tmp} (shared filesystem?)"
             failure, cause = _failure_of(exc, context), exc
     try:
         _agree(comm, what, failure, cause)
@@ -361,6 +537,15 @@ def save_rows(
             failure, cause = _failure_of(exc, f"cannot rename {tmp} to {final}"), exc
     _bcast_outcome(comm, what, None, failure, cause)
     return final
+
+
+def _span(runs: np.ndarray) -> str:
+    """Describe a set of runs for an error message: ``[a, b)`` or ``[a, b) ... in n runs``."""
+    if len(runs) == 0:
+        return "(none)"
+    if len(runs) == 1:
+        return f"[{runs[0, 0]}, {runs[0, 1]})"
+    return f"[{runs[0, 0]}, {runs[-1, 1]}) in {len(runs)} runs"
 
 
 def _read_npy_header(path: Path) -> tuple[tuple[int, ...], np.dtype, int]:
@@ -418,9 +603,10 @@ def load_rows(
     """Read this rank's block of ``directory/<name>.npy`` for a ``parts``-way row distribution.
 
     Collective over ``comm``. Rank 0 reads and checks the header (file size included) and
-    shares the result; then each rank ``r < parts`` memory-maps only its own rows,
-    ``BlockRows(global_rows, parts).rows_of(r)``, and copies them. ``parts`` need not equal the
-    ``parts`` used by :func:`save_rows`.
+    shares the result; then each rank ``r < parts`` reads only its own rows,
+    ``BlockRows(global_rows, parts).rows_of(r)``, with one ``preadv``. ``parts`` need not equal
+    the ``parts`` used by :func:`save_rows`, and the file may have been written by
+    :func:`save_array` with any distribution.
 
     Parameters
     ----------
@@ -456,26 +642,115 @@ def load_rows(
     OSError
         On all ranks for other read errors.
     """
-    what = "load_rows"
+    return _load(directory, name, comm, parts, global_shape, dtype, "auto", _ROWS)
+
+
+def load_array(
+    directory: str | os.PathLike[str],
+    name: str,
+    comm: MPI.Intracomm,
+    dist: RowDistribution,
+    *,
+    global_shape: Sequence[int] | None = None,
+    dtype: DTypeLike | None = None,
+    io: str = "auto",
+) -> np.ndarray:
+    """Read this rank's part of ``directory/<name>.npy`` for the row distribution ``dist``.
+
+    Collective over ``comm``. Rank 0 reads and checks the header (file size included; the file
+    must hold ``dist.global_rows`` rows) and shares it; then rank ``r < dist.parts`` reads the
+    global rows ``dist.indices(r)``. Any ``.npy`` file in C order works: one written by
+    :func:`save_array` or :func:`save_rows` with any distribution or number of parts, or by
+    ``numpy.save``.
+
+    Parameters
+    ----------
+    directory, name, global_shape, dtype
+        As for :func:`load_rows`.
+    comm
+        Intracommunicator with ``comm.size >= dist.parts``.
+    dist
+        The distribution to load into, a :class:`~.distribution.RowDistribution` (an int
+        ``p`` is rejected here because the row count comes from the file: pass
+        ``BlockRows(rows, p)`` or use :func:`load_rows`).
+    io
+        ``"direct"``: each rank reads each of its runs of consecutive rows with one ``preadv``
+        (one per block for ``BlockCyclicRows``). ``"staged"``: read
+        ``BlockRows(global_rows, comm.size)`` (one read per rank), then
+        :func:`~.redistribute.redistribute` to ``dist`` (one ``Alltoallv``; extra memory about
+        twice the local part). ``"auto"`` (default): staged when the runs average below
+        :data:`MIN_DIRECT_RUN_BYTES`, else direct; ``BlockRows`` is always read directly.
+
+    Returns
+    -------
+    numpy.ndarray
+        On rank ``r < dist.parts``: shape ``(dist.count(r), *trailing)``, the rows
+        ``dist.indices(r)`` in increasing order; on other ranks ``(0, *trailing)``. The file's
+        dtype, C-contiguous, in memory (not a view of the file).
+
+    Raises
+    ------
+    FileNotFoundError
+        On all ranks when the file is missing.
+    CheckpointError
+        On all ranks when the file is truncated, over-long, not a C-order ``.npy`` file, not
+        of the expected shape or dtype, or does not hold ``dist.global_rows`` rows.
+    ValueError
+        On all ranks for bad arguments (``dist.parts > comm.size``, a bad ``name`` or ``io``)
+        or arguments that differ between ranks.
+    OSError
+        On all ranks for other read errors.
+    MemoryError
+        On all ranks when a rank cannot allocate its part (or, staged, its buffers).
+    """
+    return _load(directory, name, comm, dist, global_shape, dtype, io, _ARRAY)
+
+
+def _load(
+    directory: str | os.PathLike[str],
+    name: str,
+    comm: MPI.Intracomm,
+    dist_arg: RowDistribution | int,
+    global_shape: Sequence[int] | None,
+    dtype: DTypeLike | None,
+    io: str,
+    api: tuple[str, str],
+) -> np.ndarray:
+    """Shared body of :func:`load_rows` (``dist_arg`` an int) and :func:`load_array`."""
+    what = api[1]
     rank, size = comm.Get_rank(), comm.Get_size()
     path = Path(directory) / f"{name}.npy"
     failure: _Failure | None = None
     cause: Exception | None = None
-    signature: object = (name, parts, repr(global_shape), repr(dtype))
+    signature: object = (name, _describe(dist_arg), repr(global_shape), repr(dtype), io)
     header: tuple[tuple[int, ...], np.dtype, int] | None = None
+    n_runs = 0
     try:
         _check_name(name)
-        layout_parts = BlockRows(0, parts).parts
-        if size < layout_parts:
+        _check_io(io)
+        if isinstance(dist_arg, RowDistribution):
+            dist_rows, parts = dist_arg.global_rows, dist_arg.parts
+            _as_distribution(dist_arg, dist_rows, "dist")
+        elif api == _ROWS:
+            dist_rows, parts = None, BlockRows(0, dist_arg).parts
+        else:
+            raise ValueError(
+                f"dist must be a RowDistribution (BlockRows, BlockCyclicRows, ...), got "
+                f"{type(dist_arg).__name__} {dist_arg!r}"
+            )
+        if size < parts:
             raise ValueError(f"the communicator has {size} ranks, fewer than parts={parts}")
         want_shape = None if global_shape is None else _normalise_layout(global_shape, None)[0]
         want_dtype = None if dtype is None else _normalise_layout((0,), dtype)[1]
         signature = (
             name,
-            layout_parts,
+            _describe(dist_arg),
             want_shape,
             None if want_dtype is None else str(want_dtype),
+            io,
         )
+        if dist_rows is not None and rank < parts:
+            n_runs = len(dist_arg.runs(rank))  # type: ignore[union-attr]
         if rank == 0:
             header = _read_npy_header(path)
             if want_shape is not None and header[0] != want_shape:
@@ -486,33 +761,42 @@ def load_rows(
                 raise CheckpointError(
                     f"checkpoint {path} holds dtype {header[1]}, expected {want_dtype}"
                 )
+            if dist_rows is not None and header[0][0] != dist_rows:
+                raise CheckpointError(
+                    f"checkpoint {path} holds {header[0][0]} rows (shape {header[0]}), but the "
+                    f"distribution covers {dist_rows}"
+                )
     except Exception as exc:  # every local failure must reach the other ranks
         failure, cause = _failure_of(exc), exc
-    payloads = _agree(comm, what, failure, cause, signature, header)
-    shape, dt, offset = payloads[0]  # type: ignore[misc]
+    payloads = _agree(comm, what, failure, cause, signature, (header, n_runs))
+    shape, dt, offset = payloads[0][0]  # type: ignore[index]
+    dist: RowDistribution = (
+        dist_arg if isinstance(dist_arg, RowDistribution) else BlockRows(shape[0], dist_arg)
+    )
+    row_bytes = math.prod(shape[1:]) * dt.itemsize
+    runs_per_rank = [n for _, n in payloads]  # type: ignore[misc]
+    target = dist
+    if _staged(io, dist, runs_per_rank, shape[0] * row_bytes):
+        dist = BlockRows(shape[0], size)
 
-    # Each rank maps and copies only its own rows.
+    # Each rank reads only its own rows.
     failure = cause = None
-    layout = BlockRows(shape[0], parts)
-    start, stop = layout.rows_of(rank) if rank < layout.parts else (0, 0)
+    runs = np.zeros((0, 2), dtype=np.int64)
     block = np.empty((0, *shape[1:]), dtype=dt)
     try:
-        block = np.empty((stop - start, *shape[1:]), dtype=dt)
+        if rank < dist.parts:
+            runs = np.asarray(dist.runs(rank), dtype=np.int64).reshape(-1, 2)
+            block = np.empty((dist.count(rank), *shape[1:]), dtype=dt)
         if block.nbytes:
-            row_bytes = block.nbytes // (stop - start)
-            mapped = np.memmap(
-                path, dtype=dt, mode="r", offset=offset + start * row_bytes, shape=block.shape
-            )
-            try:
-                block[...] = mapped
-            finally:
-                del mapped
-    except Exception as exc:  # a ValueError here means the file shrank since rank 0 looked
-        failure = _failure_of(exc, f"cannot read global rows [{start}, {stop}) of {path}")
+            _read_runs(path, offset, row_bytes, block, runs)
+    except Exception as exc:
+        failure = _failure_of(exc, f"cannot read global rows {_span(runs)} of {path}")
         if failure.kind == "value":
             failure = _Failure("format", failure.message)
         cause = exc
     _agree(comm, what, failure, cause)
+    if dist is not target:
+        block = redistribute(comm, block, shape, dt, dist, target)
     return block
 
 

@@ -1,16 +1,32 @@
-"""Block distributions of axis 0 and the plan for moving rows between two of them.
+"""Distributions of axis 0 (rows) of a global array, and the plans for moving rows between them.
 
-This module is pure (no MPI, no NumPy, no I/O): it only does integer arithmetic, so the same plan
-is computed identically and without communication on every rank, in the controller and in tests.
+A global array of shape ``(global_rows, *trailing)`` is split along axis 0 (its rows) over
+``parts`` owners; owner ``p`` is the MPI rank ``p`` of the communicator that holds the data.
+Part ``p``'s local array holds the rows :meth:`RowDistribution.indices` gives, *in increasing
+global order*, so its shape is ``(count(p), *trailing)``. Every distribution here follows the
+small :class:`RowDistribution` protocol; two implementations are provided:
 
-A global array of shape ``(global_rows, *trailing)`` is split along axis 0 (its rows) into
-``parts`` contiguous blocks, one per owner, in owner order. When the rows do not divide evenly,
-the first ``global_rows % parts`` owners get one extra row; so block sizes differ by at most one
-row, and owners at the end get 0 rows when ``global_rows < parts``. Owner ``p`` is the MPI rank
-``p`` of the communicator that holds the data.
+* :class:`BlockRows` -- one contiguous block of rows per owner, in owner order. When the rows do
+  not divide evenly, the first ``global_rows % parts`` owners get one extra row; so block sizes
+  differ by at most one row, and owners at the end get 0 rows when ``global_rows < parts``.
+* :class:`BlockCyclicRows` -- the ScaLAPACK-style 1-D block-cyclic distribution: block ``b``
+  (rows ``b * block .. (b + 1) * block - 1``; the last block may be short) goes to owner
+  ``b % parts``.
+
+The three layouts the runtime registers map onto these: a *1-D block* or *1-D block-cyclic*
+array is the case ``trailing == ()`` (one row per element); a *2-D row-block* array of shape
+``(n, m)`` is ``BlockRows(n, parts)`` (whole rows of ``m`` elements per owner).
+
+How it degrades: this module needs neither MPI nor I/O. The integer methods (``counts``,
+``rows_of`` ...) and :func:`transfer_plan` use plain Python integers and work without NumPy;
+the methods that return index arrays (``indices``, ``runs``, ``owners``) and
+:func:`exchange_plan` import NumPy on first use (``ImportError`` if it is missing). Every plan is
+computed identically and without communication on every rank, in the controller and in tests.
 
 >>> BlockRows(global_rows=10, parts=4).counts()
 (3, 3, 2, 2)
+>>> BlockCyclicRows(global_rows=10, parts=3, block=2).counts()
+(4, 4, 2)
 >>> for t in transfer_plan(10, src_parts=2, dst_parts=3):
 ...     print(t)
 Transfer(src=0, dst=0, start=0, stop=4)
@@ -21,11 +37,23 @@ Transfer(src=1, dst=2, start=7, stop=10)
 
 from __future__ import annotations
 
+import math
 import operator
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
-__all__ = ["BlockRows", "Transfer", "transfer_plan"]
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = [
+    "BlockCyclicRows",
+    "BlockRows",
+    "ExchangePlan",
+    "RowDistribution",
+    "Transfer",
+    "exchange_plan",
+    "transfer_plan",
+]
 
 
 def _as_int(value: object, what: str) -> int:
@@ -38,6 +66,74 @@ def _as_int(value: object, what: str) -> int:
         raise TypeError(f"{what} must be an integer, got {type(value).__name__} {value!r}") from exc
 
 
+def _numpy() -> Any:
+    """Import NumPy on first use, so the integer-only parts of this module work without it."""
+    import numpy
+
+    return numpy
+
+
+def _check_part(part: object, parts: int) -> int:
+    """Return ``part`` as an int in ``0 .. parts - 1`` or raise TypeError/ValueError."""
+    p = _as_int(part, "part")
+    if not 0 <= p < parts:
+        raise ValueError(f"part must be in 0..{parts - 1} for {parts} parts, got {p}")
+    return p
+
+
+@runtime_checkable
+class RowDistribution(Protocol):
+    """How the rows (axis 0) of a global array are spread over ``parts`` owners.
+
+    This is the contract :func:`exchange_plan`, :func:`~.redistribute.redistribute` and the
+    checkpoint functions rely on; :class:`BlockRows` and :class:`BlockCyclicRows` implement it,
+    and so may any other class with these members (``isinstance(d, RowDistribution)`` checks
+    that the members exist, not that they obey the invariants). Instances must be immutable and
+    equal on every rank that uses them.
+
+    Invariants, for every part ``p`` in ``0 .. parts - 1``:
+
+    * ``indices(p)`` is a strictly increasing ``int64`` array of global rows of length
+      ``count(p) == counts()[p]``; over all parts these arrays partition
+      ``range(global_rows)`` (every row has exactly one owner);
+    * ``runs(p)`` is the same set of rows as maximal half-open ranges ``[start, stop)``, an
+      ``int64`` array of shape ``(n_runs, 2)`` in increasing order, none empty, no two adjacent;
+    * ``owners(rows)[i] == p`` exactly when ``rows[i]`` is in ``indices(p)``;
+    * part ``p``'s local array holds the rows ``indices(p)`` in that (increasing) order: shape
+      ``(count(p), *trailing)`` for a global shape ``(global_rows, *trailing)``.
+
+    Attributes
+    ----------
+    global_rows : int
+        Length of axis 0 of the global array, ``>= 0``.
+    parts : int
+        Number of owners, ``>= 1``.
+    """
+
+    global_rows: int
+    parts: int
+
+    def count(self, part: int) -> int:
+        """Number of rows ``part`` owns (``ValueError`` outside ``0 .. parts - 1``)."""
+        ...
+
+    def counts(self) -> tuple[int, ...]:
+        """Rows per part, ``parts`` entries summing to ``global_rows``."""
+        ...
+
+    def indices(self, part: int) -> np.ndarray:
+        """Global rows of ``part``, strictly increasing, ``int64``, shape ``(count(part),)``."""
+        ...
+
+    def runs(self, part: int) -> np.ndarray:
+        """Rows of ``part`` as maximal ``[start, stop)`` ranges, ``int64``, shape ``(n, 2)``."""
+        ...
+
+    def owners(self, rows: np.ndarray) -> np.ndarray:
+        """Owning part of each global row in ``rows`` (``int64``, same shape as ``rows``)."""
+        ...
+
+
 @dataclass(frozen=True)
 class BlockRows:
     """A 1-D block distribution of axis 0 of a global array over ``parts`` owners.
@@ -45,7 +141,9 @@ class BlockRows:
     Part ``p`` owns the global rows ``rows_of(p) == (start, stop)``, a half-open range; its local
     array has shape ``(stop - start, *trailing)`` where ``trailing`` is the global shape without
     axis 0. The first ``global_rows % parts`` parts own ``global_rows // parts + 1`` rows, the
-    others ``global_rows // parts`` (0 when ``global_rows < parts``).
+    others ``global_rows // parts`` (0 when ``global_rows < parts``). A 1-D block array is the
+    case ``trailing == ()``; a 2-D row-block array of shape ``(n, m)`` is ``BlockRows(n, parts)``
+    with ``trailing == (m,)``. Implements :class:`RowDistribution`.
 
     Parameters
     ----------
@@ -132,6 +230,265 @@ class BlockRows:
         start = p * base + min(p, extra)
         return start, start + base + (1 if p < extra else 0)
 
+    def count(self, part: int) -> int:
+        """Return the number of rows ``part`` owns.
+
+        Parameters
+        ----------
+        part
+            Owner index, ``0 <= part < parts``.
+
+        Returns
+        -------
+        int
+            ``global_rows // parts + (part < global_rows % parts)``.
+
+        Raises
+        ------
+        ValueError
+            If ``part`` is outside ``0 .. parts - 1``.
+        """
+        start, stop = self.rows_of(part)
+        return stop - start
+
+    def indices(self, part: int) -> np.ndarray:
+        """Return the global rows ``part`` owns, in increasing order.
+
+        Parameters
+        ----------
+        part
+            Owner index, ``0 <= part < parts``.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``int64``, shape ``(count(part),)``: ``arange(start, stop)`` of :meth:`rows_of`.
+
+        Raises
+        ------
+        ValueError
+            If ``part`` is outside ``0 .. parts - 1``.
+        """
+        start, stop = self.rows_of(part)
+        return _numpy().arange(start, stop, dtype="int64")
+
+    def runs(self, part: int) -> np.ndarray:
+        """Return the rows of ``part`` as half-open ranges: one, or none if it owns no rows.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``int64``, shape ``(1, 2)`` holding ``[[start, stop]]``, or ``(0, 2)``.
+
+        Raises
+        ------
+        ValueError
+            If ``part`` is outside ``0 .. parts - 1``.
+        """
+        start, stop = self.rows_of(part)
+        return _numpy().array([[start, stop]] if stop > start else [], "int64").reshape(-1, 2)
+
+    def owners(self, rows: np.ndarray) -> np.ndarray:
+        """Return the part that owns each of the global ``rows``.
+
+        Parameters
+        ----------
+        rows
+            Integer array (any shape) of global rows, each in ``0 .. global_rows - 1`` (not
+            checked; other values give meaningless parts).
+
+        Returns
+        -------
+        numpy.ndarray
+            ``int64``, the shape of ``rows``; ``O(rows.size)`` time, two temporaries of that size.
+
+        Examples
+        --------
+        >>> BlockRows(7, 3).owners([0, 2, 3, 4, 6]).tolist()
+        [0, 0, 1, 1, 2]
+        """
+        np = _numpy()
+        r = np.asarray(rows, dtype=np.int64)
+        base, extra = divmod(self.global_rows, self.parts)
+        big = extra * (base + 1)  # rows held by the parts that have one extra row
+        return np.where(r < big, r // (base + 1), extra + (r - big) // max(base, 1))
+
+    def with_parts(self, parts: int) -> BlockRows:
+        """Return the block distribution of the same rows over ``parts`` owners (for resizes)."""
+        return BlockRows(self.global_rows, parts)
+
+
+@dataclass(frozen=True)
+class BlockCyclicRows:
+    """A 1-D block-cyclic distribution of axis 0 over ``parts`` owners (ScaLAPACK style).
+
+    The rows are cut into ``ceil(global_rows / block)`` blocks of ``block`` rows, the last one
+    short when ``block`` does not divide ``global_rows``; block ``b`` (global rows
+    ``b * block .. min((b + 1) * block, global_rows) - 1``) goes to part ``b % parts``. Part
+    ``p``'s local array is the concatenation of its blocks in increasing order, shape
+    ``(count(p), *trailing)``. Parts beyond the number of blocks own 0 rows. With ``parts == 1``,
+    or ``block >= ceil(global_rows / parts)``, every part owns at most one block. For a 1-D
+    array (``trailing == ()``) a row is one element.
+
+    Parameters
+    ----------
+    global_rows
+        Length of axis 0 of the global array, in rows; ``>= 0``.
+    parts
+        Number of owners (ranks); ``>= 1``.
+    block
+        Rows per block; ``>= 1``. May exceed ``global_rows`` (then part 0 owns everything).
+
+    Raises
+    ------
+    ValueError
+        If ``global_rows < 0``, ``parts < 1`` or ``block < 1``.
+    TypeError
+        If any is not an integer (``bool`` included); NumPy integers are accepted.
+
+    Examples
+    --------
+    >>> d = BlockCyclicRows(global_rows=10, parts=3, block=2)
+    >>> d.counts(), d.indices(0).tolist(), d.runs(1).tolist()
+    ((4, 4, 2), [0, 1, 6, 7], [[2, 4], [8, 10]])
+    >>> BlockCyclicRows(7, 2, 3).counts()  # blocks [0,3) [3,6) [6,7): the last is short
+    (4, 3)
+    >>> BlockCyclicRows(3, 4, 1).counts()  # fewer rows than parts
+    (1, 1, 1, 0)
+    """
+
+    global_rows: int
+    parts: int
+    block: int
+
+    def __post_init__(self) -> None:
+        rows = _as_int(self.global_rows, "global_rows")
+        parts = _as_int(self.parts, "parts")
+        block = _as_int(self.block, "block")
+        if rows < 0:
+            raise ValueError(f"global_rows must be >= 0, got {rows}")
+        if parts < 1:
+            raise ValueError(f"parts must be >= 1, got {parts} (a distribution needs an owner)")
+        if block < 1:
+            raise ValueError(f"block must be >= 1 row, got {block}")
+        object.__setattr__(self, "global_rows", rows)
+        object.__setattr__(self, "parts", parts)
+        object.__setattr__(self, "block", block)
+
+    @property
+    def blocks(self) -> int:
+        """Number of blocks, ``ceil(global_rows / block)`` (the last may be short)."""
+        return -(-self.global_rows // self.block)
+
+    def block_count(self, part: int) -> int:
+        """Return how many blocks ``part`` owns: ``len(range(part, blocks, parts))``.
+
+        Raises
+        ------
+        ValueError
+            If ``part`` is outside ``0 .. parts - 1``.
+        """
+        p = _check_part(part, self.parts)
+        return len(range(p, self.blocks, self.parts))
+
+    def count(self, part: int) -> int:
+        """Return the number of rows ``part`` owns.
+
+        Parameters
+        ----------
+        part
+            Owner index, ``0 <= part < parts``.
+
+        Returns
+        -------
+        int
+            ``block`` rows per owned block, less the shortfall of the last block if ``part``
+            owns it.
+
+        Raises
+        ------
+        ValueError
+            If ``part`` is outside ``0 .. parts - 1``.
+        """
+        n = self.block_count(part) * self.block
+        if self.blocks and (self.blocks - 1) % self.parts == part:
+            n -= self.blocks * self.block - self.global_rows  # the last block is short
+        return n
+
+    def counts(self) -> tuple[int, ...]:
+        """Return the number of rows of each part, in part order (sums to ``global_rows``)."""
+        return tuple(self.count(p) for p in range(self.parts))
+
+    def runs(self, part: int) -> np.ndarray:
+        """Return the rows of ``part`` as maximal half-open ranges ``[start, stop)``.
+
+        One range per owned block, except that adjacent blocks (all of them when
+        ``parts == 1``) are merged into one range.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``int64``, shape ``(n, 2)``, increasing; ``n <= block_count(part)``.
+
+        Raises
+        ------
+        ValueError
+            If ``part`` is outside ``0 .. parts - 1``.
+        """
+        np = _numpy()
+        p = _check_part(part, self.parts)
+        if self.parts == 1:
+            rows = [[0, self.global_rows]] if self.global_rows else []
+            return np.array(rows, dtype=np.int64).reshape(-1, 2)
+        starts = np.arange(p, self.blocks, self.parts, dtype=np.int64) * self.block
+        stops = np.minimum(starts + self.block, self.global_rows)
+        return np.stack([starts, stops], axis=1)
+
+    def indices(self, part: int) -> np.ndarray:
+        """Return the global rows ``part`` owns, in increasing order.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``int64``, shape ``(count(part),)``; ``O(count(part))`` time and memory.
+
+        Raises
+        ------
+        ValueError
+            If ``part`` is outside ``0 .. parts - 1``.
+        """
+        np = _numpy()
+        p = _check_part(part, self.parts)
+        starts = np.arange(p, self.blocks, self.parts, dtype=np.int64) * self.block
+        rows = (starts[:, None] + np.arange(self.block, dtype=np.int64)).reshape(-1)
+        return rows[: self.count(p)]  # only the last block can be short, and it comes last
+
+    def owners(self, rows: np.ndarray) -> np.ndarray:
+        """Return the part that owns each of the global ``rows``: ``(rows // block) % parts``.
+
+        Parameters
+        ----------
+        rows
+            Integer array (any shape) of global rows in ``0 .. global_rows - 1`` (not checked).
+
+        Returns
+        -------
+        numpy.ndarray
+            ``int64``, the shape of ``rows``.
+
+        Examples
+        --------
+        >>> BlockCyclicRows(10, 3, 2).owners([0, 1, 2, 5, 6, 9]).tolist()
+        [0, 0, 1, 2, 0, 1]
+        """
+        np = _numpy()
+        r = np.asarray(rows, dtype=np.int64)
+        return (r if self.block == 1 else r // self.block) % self.parts
+
+    def with_parts(self, parts: int) -> BlockCyclicRows:
+        """Return the distribution of the same rows in the same blocks over ``parts`` owners."""
+        return BlockCyclicRows(self.global_rows, parts, self.block)
+
 
 class Transfer(NamedTuple):
     """Rows ``start .. stop - 1`` (global indices) move from source part ``src`` to ``dst``."""
@@ -204,3 +561,233 @@ def transfer_plan(global_rows: int, src_parts: int, dst_parts: int) -> tuple[Tra
             if d < dst.parts:
                 d_start, d_stop = dst.rows_of(d)
     return tuple(plan)
+
+
+class ExchangePlan(NamedTuple):
+    """One part's side of a redistribution from ``src`` to ``dst`` (see :func:`exchange_plan`).
+
+    Counts and positions are in *units* of ``grain`` consecutive rows (``grain == 1`` unless
+    both distributions are made of whole units; then the plan is ``grain`` times smaller).
+    Every part sends its units to each destination part, and receives them from each source
+    part, in increasing global row order.
+
+    Attributes
+    ----------
+    grain : int
+        Rows per unit, ``>= 1``; it divides every part's row count under both distributions.
+    send_counts : numpy.ndarray
+        ``int64``, shape ``(dst.parts,)``: units this part sends to each destination part
+        (all 0 when it owns no part of ``src``).
+    send_order : numpy.ndarray or None
+        ``int64``, shape ``(src.count(part) // grain,)``: positions (in units) of this part's
+        local source array in the order they are sent, grouped by destination part. ``None``
+        when that order is the identity (the local array can be sent as it is).
+    recv_counts : numpy.ndarray
+        ``int64``, shape ``(src.parts,)``: units this part receives from each source part.
+    recv_order : numpy.ndarray or None
+        ``int64``, shape ``(dst.count(part) // grain,)``: for the ``k``-th unit received (source
+        parts in order), its position (in units) in this part's new local array. ``None`` when
+        that is the identity (the data can be received in place).
+    send_pieces, recv_pieces : numpy.ndarray or None
+        Only when asked for (``max_pieces``): the *pieces* of this part's rows, the maximal
+        runs of consecutive global rows that have one source and one destination part, in
+        increasing global order. ``int64``, shape ``(n, 3)``: ``[peer, first unit, units]``
+        with positions in this part's local array (source array for ``send_pieces``, the new
+        array for ``recv_pieces``); ``peer`` is the destination (resp. source) part. A piece is
+        contiguous in both local arrays, so it can travel as one message; the ``k``-th piece
+        from ``s`` to ``d`` in ``s``'s list is the ``k``-th from ``s`` in ``d``'s list. ``None``
+        when there are more pieces than allowed.
+    """
+
+    grain: int
+    send_counts: np.ndarray
+    send_order: np.ndarray | None
+    recv_counts: np.ndarray
+    recv_order: np.ndarray | None
+    send_pieces: np.ndarray | None = None
+    recv_pieces: np.ndarray | None = None
+
+
+def exchange_plan(
+    src: RowDistribution,
+    dst: RowDistribution,
+    part: int,
+    *,
+    max_grain: int | None = None,
+    max_pieces: tuple[int, int] = (0, 0),
+) -> ExchangePlan:
+    """Return what ``part`` sends and receives to move rows from ``src`` to ``dst``.
+
+    ``part`` plays two roles: part ``part`` of ``src`` (if ``part < src.parts``) and part
+    ``part`` of ``dst`` (if ``part < dst.parts``). The plan needs no communication: the plans
+    of all parts fit together (what ``s`` sends to ``d`` is what ``d`` receives from ``s``, in
+    the same order). Any pair of distributions of the same rows works, including custom
+    :class:`RowDistribution` classes.
+
+    Algorithm: the sender takes its global rows ``I = src.indices(part)`` and their destination
+    parts ``o = dst.owners(I)``; ``send_counts = bincount(o)`` and ``send_order`` is a stable sort
+    of ``o`` (one scan per peer when at most 16 peers get rows, else a radix sort of 16-bit
+    keys when ``dst.parts <= 65536``, else a merge sort). The receiver does the same with
+    ``J = dst.indices(part)`` and ``src.owners(J)``. A stable sort keeps increasing global order
+    within each peer, which is the order both sides agree on. An order that is already sorted
+    is returned as ``None`` (for example block to block-cyclic needs no reordering on the
+    receiver, block-cyclic to block none on the sender).
+
+    Before that, when both are built-in distributions whose every boundary between owners is a
+    multiple of some ``g > 1`` (for example ``BlockCyclicRows`` with ``block`` 64 and 16 over
+    ``global_rows`` a multiple of 16, or ``BlockRows`` with ``parts`` dividing ``global_rows``),
+    the plan is made over units of ``g`` rows (``grain``), which divides its cost by ``g``.
+
+    Parameters
+    ----------
+    src, dst
+        Distributions before and after; they must have the same ``global_rows``.
+    part
+        This part (MPI rank), ``>= 0``; parts beyond both distributions get an empty plan.
+    max_grain
+        Largest ``grain`` allowed (the caller's message-size limit); ``None`` for no limit. A
+        larger common grain falls back to 1.
+    max_pieces
+        ``(sending, receiving)``: also list the pieces on that side when there are at most this
+        many (``O(count)`` more time, ``24`` bytes per piece); the default lists none.
+
+    Returns
+    -------
+    ExchangePlan
+        Counts in units; ``O(count)`` time and ``O(count)`` ``int64`` temporaries (``count`` the
+        larger of ``part``'s two row counts, divided by ``grain``), plus ``O(src.parts +
+        dst.parts)``.
+
+    Raises
+    ------
+    ValueError
+        If the global row counts differ, ``part < 0``, or a distribution breaks the protocol's
+        invariants in a way this function notices (owners out of range, counts that do not add
+        up).
+    TypeError
+        If ``part`` is not an integer.
+
+    Examples
+    --------
+    Block over 2 parts to block-cyclic (block 2) over 3 parts, 8 rows::
+
+        src: part 0 rows 0-3, part 1 rows 4-7
+        dst: part 0 rows 0,1,6,7; part 1 rows 2,3; part 2 rows 4,5
+
+    >>> plan = exchange_plan(BlockRows(8, 2), BlockCyclicRows(8, 3, 2), part=0)
+    >>> plan.grain, plan.send_counts.tolist(), plan.send_order
+    (2, [1, 1, 0], None)
+    >>> plan.recv_counts.tolist(), plan.recv_order  # units: rows 0,1 from 0 and 6,7 from 1
+    ([1, 1], None)
+
+    One part to two, block 2, 12 rows: part 0 sends units (pairs of rows) 0, 2, 4 to part 0
+    and 1, 3, 5 to part 1, and the way back it places what it receives in the same pattern:
+
+    >>> plan = exchange_plan(BlockRows(12, 1), BlockCyclicRows(12, 2, 2), part=0)
+    >>> plan.grain, plan.send_counts.tolist(), plan.send_order.tolist()
+    (2, [3, 3], [0, 2, 4, 1, 3, 5])
+    >>> exchange_plan(BlockCyclicRows(12, 2, 2), BlockRows(12, 1), part=0).recv_order.tolist()
+    [0, 2, 4, 1, 3, 5]
+    """
+    np = _numpy()
+    if src.global_rows != dst.global_rows:
+        raise ValueError(
+            f"the distributions cover different rows: src has {src.global_rows}, "
+            f"dst has {dst.global_rows}"
+        )
+    p = _as_int(part, "part")
+    if p < 0:
+        raise ValueError(f"part must be >= 0, got {p}")
+    grain = math.gcd(_grain(src), _grain(dst)) or 1
+    if max_grain is not None and grain > max_grain:
+        grain = 1
+    coarse_src, coarse_dst = (
+        (src, dst) if grain == 1 else (_coarse(src, grain), _coarse(dst, grain))
+    )
+    send_counts, send_order, send_pieces = _side(
+        np, coarse_src, coarse_dst, p, "src", max_pieces[0]
+    )
+    recv_counts, recv_order, recv_pieces = _side(
+        np, coarse_dst, coarse_src, p, "dst", max_pieces[1]
+    )
+    return ExchangePlan(
+        grain, send_counts, send_order, recv_counts, recv_order, send_pieces, recv_pieces
+    )
+
+
+def _side(
+    np: Any, mine: RowDistribution, other: RowDistribution, part: int, role: str, limit: int
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """Counts per ``other`` part, the stable order of ``part``'s rows by owner, the pieces."""
+    if part >= mine.parts:
+        return np.zeros(other.parts, dtype=np.int64), None, np.zeros((0, 3), dtype=np.int64)
+    rows = np.asarray(mine.indices(part), dtype=np.int64)
+    owner = np.asarray(other.owners(rows), dtype=np.int64)
+    pieces = _pieces(np, rows, owner, limit) if owner.shape == rows.shape else None
+    del rows
+    if owner.shape != (mine.count(part),):
+        raise ValueError(
+            f"{role} part {part}: indices()/owners() gave {owner.shape[0]} rows, "
+            f"count() says {mine.count(part)}"
+        )
+    if owner.size and (owner.min() < 0 or owner.max() >= other.parts):
+        raise ValueError(f"owners() returned parts outside 0..{other.parts - 1}")
+    counts = np.bincount(owner, minlength=other.parts).astype(np.int64)
+    if owner.size < 2 or bool(np.all(owner[1:] >= owner[:-1])):
+        return counts, None, pieces
+    # A stable sort by owner keeps increasing global order within each peer. With few peers,
+    # one pass per peer is faster than sorting; otherwise 16-bit keys sort by radix.
+    peers = np.flatnonzero(counts)
+    if len(peers) <= _FEW_PEERS:
+        order = np.concatenate([np.flatnonzero(owner == peer) for peer in peers.tolist()])
+        return counts, order.astype(np.int64, copy=False), pieces
+    keys = owner.astype(np.uint16) if other.parts <= 1 << 16 else owner
+    return counts, np.argsort(keys, kind="stable").astype(np.int64, copy=False), pieces
+
+
+_FEW_PEERS = 16  # up to this many peers, order rows by one scan per peer instead of a sort
+
+
+def _pieces(np: Any, rows: np.ndarray, owner: np.ndarray, limit: int) -> np.ndarray | None:
+    """``[peer, start, length]`` of each maximal run of consecutive rows with one owner.
+
+    ``None`` if there are more than ``limit`` runs (counted before any are built).
+    """
+    if rows.size == 0:
+        return np.zeros((0, 3), dtype=np.int64)
+    if limit < 1:
+        return None  # there is at least one piece
+    cut = (owner[1:] != owner[:-1]) | (rows[1:] != rows[:-1] + 1)
+    if int(np.count_nonzero(cut)) + 1 > limit:
+        return None
+    starts = np.concatenate([[0], np.flatnonzero(cut) + 1]).astype(np.int64)
+    lengths = np.diff(np.concatenate([starts, [rows.size]]))
+    return np.stack([owner[starts], starts, lengths], axis=1).astype(np.int64)
+
+
+def _grain(d: RowDistribution) -> int:
+    """Return a ``g`` dividing every owner boundary of ``d`` and its row count (0: no rows).
+
+    Only the built-in classes are analysed (custom ones get 1, always valid).
+    """
+    rows = d.global_rows
+    if rows == 0:
+        return 0
+    if type(d) is BlockRows:
+        base, extra = divmod(rows, d.parts)
+        return base if extra == 0 else 1  # counts base and base + 1 together force 1
+    if type(d) is BlockCyclicRows:
+        if d.parts == 1 or d.blocks <= 1:
+            return rows  # one run: only the boundaries 0 and global_rows
+        return math.gcd(d.block, rows)
+    return 1
+
+
+def _coarse(d: RowDistribution, grain: int) -> RowDistribution:
+    """Return ``d`` over units of ``grain`` rows; ``grain`` must divide ``_grain(d)``."""
+    if type(d) is BlockRows:
+        return BlockRows(d.global_rows // grain, d.parts)
+    if type(d) is BlockCyclicRows:
+        # ceil keeps "one block holds everything" when grain does not divide block (one run)
+        return BlockCyclicRows(d.global_rows // grain, d.parts, -(-d.block // grain))
+    raise AssertionError(f"cannot coarsen {d!r}")  # pragma: no cover (_grain gives 1)

@@ -1,18 +1,23 @@
-"""Move a row-distributed NumPy array from one block distribution to another over MPI.
+"""Move a row-distributed NumPy array from one distribution to another over MPI.
 
-At a resize point the data of an elastic job is split along axis 0 over ``src_parts`` ranks and
-must end up split over ``dst_parts`` ranks (see :mod:`elastic_slurm.mpi_runtime.distribution`
-for the block rule: the first ``global_rows % parts`` parts get one extra row).
-:func:`redistribute_rows` does this with a single ``MPI_Alltoallv`` on the NumPy buffers; no
-data is pickled.
+At a resize point the data of an elastic job is split along axis 0 (its rows) over one set of
+parts and must end up split over another: ``src_parts`` block-distributed ranks to
+``dst_parts`` ranks (:func:`redistribute_rows`), or any
+:class:`~elastic_slurm.mpi_runtime.distribution.RowDistribution` to any other
+(:func:`redistribute`: block, block-cyclic, or a custom class). Data moves as NumPy buffers
+with one MPI derived datatype per row (or per group of rows); nothing is pickled. Block to
+block is a single ``MPI_Alltoallv`` of slices of the local block. Other pairs either send
+each run of rows that has one source and one destination as its own message, straight into
+the result (when the runs are large), or pack the rows each destination needs with one NumPy
+gather, send them with one ``MPI_Alltoallv``, and place the received rows with one scatter.
 
 How it degrades:
 
-* Every argument and every rank's local block is checked *before* any data moves, and the
-  verdicts are exchanged with one small ``allgather``; if any rank found a problem, every rank
-  raises the same :class:`ValueError`, which lists each culprit rank and what was wrong. So a
-  shape mismatch on one rank never leaves the others blocked in the ``Alltoallv``, and the
-  communicator stays usable afterwards.
+* Every argument and every rank's local block is checked, and every buffer is allocated,
+  *before* any data moves; the verdicts are exchanged with one small ``allgather``; if any rank
+  found a problem, every rank raises the same :class:`ValueError` (or :class:`MemoryError`),
+  which lists each culprit rank and what was wrong. So a shape mismatch on one rank never leaves
+  the others blocked in a transfer, and the communicator stays usable afterwards.
 * A failure inside MPI itself (a lost process, a broken network) is not collective; it behaves
   as the communicator's error handler says (mpi4py's default raises ``MPI.Exception`` on the
   rank that saw it, usually followed by an abort).
@@ -23,6 +28,7 @@ then the caller's communicator exists, so MPI is already initialised).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import operator
 from collections.abc import Sequence
@@ -31,12 +37,17 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import DTypeLike
 
-from elastic_slurm.mpi_runtime.distribution import BlockRows, transfer_plan
+from elastic_slurm.mpi_runtime.distribution import (
+    BlockRows,
+    RowDistribution,
+    exchange_plan,
+    transfer_plan,
+)
 
 if TYPE_CHECKING:
     from mpi4py import MPI
 
-__all__ = ["MPI_INT_MAX", "redistribute_rows"]
+__all__ = ["MPI_INT_MAX", "redistribute", "redistribute_rows"]
 
 MPI_INT_MAX = 2**31 - 1
 """Largest count or displacement an MPI-3 call takes (a C ``int``); Open MPI 4.1 is MPI-3.1."""
@@ -132,93 +143,484 @@ def redistribute_rows(
         new = redistribute_rows(comm, local, shape, np.float64, src_parts=2, dst_parts=3)
         # rank 0: rows 0..3, rank 1: rows 4..6, rank 2: rows 7..9; each shape (rows, 4)
     """
+    return _redistribute(comm, local, global_shape, dtype, src_parts, dst_parts, api=_ROWS_API)
+
+
+def redistribute(
+    comm: MPI.Intracomm,
+    local: np.ndarray | None,
+    global_shape: Sequence[int],
+    dtype: DTypeLike,
+    src: RowDistribution | int,
+    dst: RowDistribution | int,
+    *,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    """Redistribute a global array split along axis 0 from distribution ``src`` to ``dst``.
+
+    Collective over ``comm``: every rank of ``comm`` must call it, with the same
+    ``global_shape``, ``dtype``, ``src`` and ``dst`` (this is checked). The global array has
+    shape ``global_shape == (global_rows, *trailing)`` and dtype ``dtype``; it is split along
+    axis 0 only. Rank ``r`` holds part ``r`` of a distribution: the global rows
+    ``dist.indices(r)``, in increasing order, as an array of shape ``(dist.count(r),
+    *trailing)``. Ranks ``r >= dist.parts`` hold nothing. Any pair of distributions works:
+    :class:`~.distribution.BlockRows` (rows that do not divide evenly: the first
+    ``global_rows % parts`` parts get one extra row), :class:`~.distribution.BlockCyclicRows`
+    (blocks of ``block`` rows dealt round-robin; the last block may be short), or any class that
+    follows the :class:`~.distribution.RowDistribution` protocol. A 1-D array is the case
+    ``trailing == ()``; a 2-D row-block array ``(n, m)`` is ``BlockRows(n, parts)``.
+
+    Parameters
+    ----------
+    comm
+        An intracommunicator with ``comm.size >= max(src.parts, dst.parts)``. Ranks beyond both
+        distributions take part in the call but send and receive nothing.
+    local
+        On rank ``r < src.parts``: its old part, an ndarray of shape ``(src.count(r),
+        *trailing)`` and dtype ``dtype``, C-contiguous (otherwise a contiguous copy is made
+        first). On ranks ``r >= src.parts``: ``None`` or an array with 0 rows. It is only read.
+    global_shape
+        Shape of the global array, at least 1-D; entries are ``>= 0``.
+    dtype
+        NumPy dtype of the data (anything ``numpy.dtype()`` accepts, except object dtypes); see
+        :func:`redistribute_rows` for how each kind travels (exact bytes in every case).
+    src, dst
+        The distributions before and after; ``global_rows`` of each must equal
+        ``global_shape[0]``. An int ``p`` is short for ``BlockRows(global_rows, p)``. They are
+        compared between ranks by ``repr`` (dataclasses) or by type, size and ``counts()``.
+    out
+        Optional destination, to avoid allocating (and page-faulting) a new array: on rank
+        ``r < dst.parts`` a writeable C-contiguous ndarray of shape ``(dst.count(r),
+        *trailing)`` and dtype ``dtype`` that does not overlap ``local``; on other ranks
+        ``None`` or such an array of shape ``(0, *trailing)``. Ranks may mix ``None`` and
+        arrays.
+
+    Returns
+    -------
+    numpy.ndarray
+        On rank ``r < dst.parts``: its new part, shape ``(dst.count(r), *trailing)``, holding
+        the global rows ``dst.indices(r)`` in increasing order; on other ranks shape
+        ``(0, *trailing)``. Always dtype ``dtype`` and C-contiguous: ``out`` itself if given,
+        else newly allocated (never a view of ``local``).
+
+    Raises
+    ------
+    ValueError
+        On *all* ranks, before any data moves, when any rank finds a problem: a distribution
+        whose ``global_rows`` is not ``global_shape[0]`` or that is not a
+        :class:`~.distribution.RowDistribution`, ``comm.size < max(src.parts, dst.parts)``, an
+        invalid ``global_shape`` or ``dtype``, a ``local`` array whose shape or dtype does not
+        match its part, an unusable ``out``, arguments that differ between ranks, or a size
+        beyond the MPI count limit (see :func:`redistribute_rows`). The message names every
+        culprit rank.
+    MemoryError
+        On all ranks, before any data moves, when a rank cannot allocate its buffers.
+    TypeError
+        If ``comm`` is an intercommunicator (raised locally on all ranks, which all see it).
+
+    Notes
+    -----
+    Algorithm. If ``src == dst`` each rank copies its part. If both are ``BlockRows``, the
+    transfers are the overlaps of the two block partitions
+    (:func:`~.distribution.transfer_plan`, ``O(src.parts + dst.parts)``) and one ``Alltoallv``
+    sends slices of ``local`` as they are. Otherwise each rank computes its
+    :func:`~.distribution.exchange_plan` without communication: as a sender, the destination
+    part of each of its rows (``dst.owners(src.indices(r))``) and a stable sort by it; as a
+    receiver, the source part of each of its new rows and a stable sort by that; and the
+    *pieces*, maximal runs of consecutive global rows with one source and one destination,
+    which are contiguous in both local arrays. When every owner boundary of both
+    distributions is a multiple of ``g`` rows (block-cyclic blocks with a common divisor that
+    also divides ``global_rows``, or ``BlockRows`` whose parts divide ``global_rows``), the
+    plan works on groups of ``g`` rows, ``g`` times fewer indices. Then, agreed by all ranks
+    in the verdict exchange:
+
+    * *by pieces*, when every rank's pieces average at least 32 KiB (for example block-cyclic
+      blocks of 32 KiB or more): every piece is one ``Isend``/``Irecv`` on a private duplicate
+      of ``comm``, straight from ``local`` into the result (a single copy where MPI copies
+      between processes directly, as Open MPI's shared-memory transport does with CMA);
+      pieces that stay on the rank are copied locally. At most 32768 pieces per rank and
+      direction; more means smaller pieces, which are packed.
+    * *packed*, otherwise: the rows are packed destination by destination (one
+      ``numpy.take``), sent with one ``Alltoallv``, and placed with one indexed assignment. A
+      sort that is already in order is skipped and the buffer used as it is: block to
+      block-cyclic packs on the sender only, block-cyclic to block unpacks on the receiver
+      only. The pack and receive buffers are allocated after the verdict exchange and agreed
+      on in a second one, so an allocation failure still raises on every rank.
+
+    Cost on rank ``r``, with ``n_s = src.count(r)``, ``n_d = dst.count(r)``, ``b`` bytes per
+    row, ``g`` the grain above, and ``k`` pieces:
+
+    * time: ``O((n_s + n_d) / g)`` for the plan, plus the transfer of the bytes that leave or
+      reach the rank; packed adds one copy of ``n_s * b`` bytes (pack, when needed) and one of
+      ``n_d * b`` bytes (unpack, when needed). Messages: block to block and packed, one
+      ``Alltoallv`` in which only pairs that share rows exchange data (at most ``src.parts *
+      dst.parts`` pairs; block to block at most ``src.parts + dst.parts - 1``); by pieces,
+      ``k`` messages of at least 32 KiB on average, plus one ``Comm.Dup``.
+    * memory beyond ``local`` and the result (``n_d * b`` bytes, unless ``out`` is given; a
+      new result is also written once by the kernel, which zeroes its pages on first touch,
+      about one more copy's worth of time): ``8 * (n_s + n_d) / g`` bytes of plan indices
+      (about three times that while the plan is built) and ``24 * k`` bytes of pieces. Packed
+      adds ``n_s * b`` bytes for the send buffer when the sender must reorder and ``n_d * b``
+      bytes for the receive buffer when the receiver must reorder. Block to block and
+      ``src == dst`` need no extra buffers. A non-contiguous ``local`` adds a copy of
+      ``n_s * b`` bytes.
+
+    Examples
+    --------
+    From a 2-way block to a 3-way block-cyclic distribution (blocks of 2 rows), under
+    ``mpirun -n 3``::
+
+        g = np.arange(20.0).reshape(10, 2)
+        src, dst = BlockRows(10, 2), BlockCyclicRows(10, 3, block=2)
+        local = g[src.indices(comm.rank)] if comm.rank < 2 else None
+        new = redistribute(comm, local, g.shape, np.float64, src, dst)
+        # rank 0: rows 0,1,6,7; rank 1: rows 2,3,8,9; rank 2: rows 4,5; each (rows, 2)
+    """
+    return _redistribute(comm, local, global_shape, dtype, src, dst, api=_GENERAL_API, out=out)
+
+
+_ROWS_API = ("redistribute_rows", "global_shape, dtype, src_parts, dst_parts")
+_GENERAL_API = ("redistribute", "global_shape, dtype, src, dst")
+
+_MIN_PIECE_BYTES = 32 * 1024
+"""Pieces (runs of rows with one source and one destination) travel as separate messages only
+if every rank's pieces average at least this many bytes; otherwise rows are packed."""
+_MAX_PIECES = 1 << 15
+"""At most this many piece messages per rank and direction (outstanding MPI requests)."""
+
+
+@dataclasses.dataclass
+class _Moves:
+    """How one rank moves its rows: the buffers (``uint8``, ``(units, unit bytes)``) and plan.
+
+    ``counts``/``displs`` (per rank of the communicator, in units), ``send_order`` and
+    ``recv_order`` describe the packed ``Alltoallv``; ``send_pieces``/``recv_pieces``, when not
+    None, the piece-by-piece transfer. ``packed`` is True once the ``Alltoallv`` buffers are
+    ready (from the start for block to block, which needs none).
+    """
+
+    send: np.ndarray  # this rank's source units (packed by destination once ``packed``)
+    recv: np.ndarray  # the result's units, or a staging buffer when ``recv_order`` is set
+    result: np.ndarray  # the result's units
+    unit_rows: int
+    send_counts: list[int]
+    send_displs: list[int]
+    recv_counts: list[int]
+    recv_displs: list[int]
+    send_order: np.ndarray | None = None
+    recv_order: np.ndarray | None = None
+    send_pieces: np.ndarray | None = None
+    recv_pieces: np.ndarray | None = None
+    packed: bool = False
+
+    def pack(self) -> None:
+        """Allocate the buffers of the packed ``Alltoallv`` and fill the send buffer."""
+        if self.send_order is not None:
+            self.send = np.take(self.send, self.send_order, axis=0)  # grouped by destination
+        if self.recv_order is not None:
+            self.recv = np.empty((len(self.recv_order), self.recv.shape[1]), dtype=np.uint8)
+        self.packed = True
+
+    @property
+    def pieces_ok(self) -> bool:
+        """Whether this rank can take part in a piece-by-piece transfer."""
+        return not self.packed and self.send_pieces is not None and self.recv_pieces is not None
+
+
+def _redistribute(
+    comm: MPI.Intracomm,
+    local: np.ndarray | None,
+    global_shape: Sequence[int],
+    dtype: DTypeLike,
+    src_arg: RowDistribution | int,
+    dst_arg: RowDistribution | int,
+    api: tuple[str, str],
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    """Shared body of :func:`redistribute` and :func:`redistribute_rows`."""
     if comm.Is_inter():
-        raise TypeError("redistribute_rows needs an intracommunicator, got an intercommunicator")
+        raise TypeError(f"{api[0]} needs an intracommunicator, got an intercommunicator")
     rank, size = comm.Get_rank(), comm.Get_size()
 
     problem: tuple[type[Exception], str] | None = None
-    signature: tuple[object, ...] = (repr(global_shape), repr(dtype), src_parts, dst_parts)
+    signature: tuple[object, ...] = (
+        repr(global_shape),
+        repr(dtype),
+        _describe(src_arg),
+        _describe(dst_arg),
+    )
+    moves: _Moves | None = None
     try:
-        shape, dt, src, dst = _check_arguments(global_shape, dtype, src_parts, dst_parts, size)
-        signature = (shape, str(dt), src.parts, dst.parts)
+        shape, dt, src, dst = _check_arguments(global_shape, dtype, src_arg, dst_arg, size)
+        if api == _ROWS_API:
+            signature = (shape, str(dt), src.parts, dst.parts)
+        else:
+            signature = (shape, str(dt), _describe(src), _describe(dst))
         send = _check_local(local, rank, shape, dt, src)
-        # Allocate before the verdicts are exchanged: a MemoryError on one rank must not leave
-        # the others waiting in the Alltoallv.
-        recv_start, recv_stop = dst.rows_of(rank) if rank < dst.parts else (0, 0)
-        recv = np.empty((recv_stop - recv_start, *shape[1:]), dtype=dt)
-    except (ValueError, TypeError) as exc:
-        problem = (ValueError, str(exc))
-    except MemoryError as exc:
-        problem = (MemoryError, f"out of memory for the result block: {exc}")
-    except Exception as exc:  # anything else must still reach the other ranks
-        problem = (RuntimeError, f"{type(exc).__name__}: {exc}")
-    _raise_if_any_rank_failed(comm, problem, signature)
+        # Allocate the result and build the plan before the verdicts are exchanged: a
+        # MemoryError on one rank must not leave the others waiting in a transfer.
+        recv = _check_out(out, local, rank, shape, dt, dst)
+        moves = _plan_moves(send, recv, shape, dt, src, dst, rank, size)
+    except Exception as exc:  # every local failure must reach the other ranks
+        problem = _problem_of(exc)
+    pieces_ok = moves is not None and moves.pieces_ok
+    verdicts = _raise_if_any_rank_failed(comm, problem, signature, api=api, payload=pieces_ok)
+    if moves is None:
+        return recv  # filled locally (same distribution) or nothing to move (on every rank)
 
-    row_elems = math.prod(shape[1:])
-    if src.parts == dst.parts:
-        if rank < src.parts:
-            recv[...] = send  # each rank keeps its own block
-        return recv
-    if row_elems == 0 or shape[0] == 0:
-        return recv  # nothing to move: every row is empty
-
-    send_counts, send_displs = [0] * size, [0] * size
-    recv_counts, recv_displs = [0] * size, [0] * size
-    src_start = src.rows_of(rank)[0] if rank < src.parts else 0
-    for move in transfer_plan(shape[0], src.parts, dst.parts):
-        if move.src == rank:
-            send_counts[move.dst] = move.rows
-            send_displs[move.dst] = move.start - src_start
-        if move.dst == rank:
-            recv_counts[move.src] = move.rows
-            recv_displs[move.src] = move.start - recv_start
-
+    by_pieces = all(verdicts)  # the same answer on every rank
+    if not by_pieces and not moves.packed:
+        try:  # the packed path needs buffers: agree again so no rank waits for a failed one
+            moves.pack()
+        except Exception as exc:
+            problem = _problem_of(exc)
+        _raise_if_any_rank_failed(comm, problem, signature, api=api)
     element, per_element, owned = _mpi_element_type(dt)
-    row_type = element.Create_contiguous(row_elems * per_element)
+    unit_type = element.Create_contiguous(moves.unit_rows * math.prod(shape[1:]) * per_element)
     try:
-        row_type.Commit()
-        # Hand MPI flat byte views: the explicit row type says what they hold, and NumPy cannot
-        # export some dtypes (datetime64) through the buffer protocol.
-        comm.Alltoallv(
-            [_as_bytes(send), (send_counts, send_displs), row_type],
-            [_as_bytes(recv), (recv_counts, recv_displs), row_type],
-        )
+        unit_type.Commit()
+        if by_pieces:
+            _send_pieces(comm, moves, unit_type)
+        else:
+            # Hand MPI flat byte views: the explicit unit type says what they hold, and NumPy
+            # cannot export some dtypes (datetime64) through the buffer protocol.
+            comm.Alltoallv(
+                [moves.send.reshape(-1), (moves.send_counts, moves.send_displs), unit_type],
+                [moves.recv.reshape(-1), (moves.recv_counts, moves.recv_displs), unit_type],
+            )
     finally:
-        row_type.Free()
+        unit_type.Free()
         if owned:
             element.Free()
+    if not by_pieces and moves.recv_order is not None:
+        moves.result[moves.recv_order] = moves.recv
     return recv
+
+
+def _problem_of(exc: Exception) -> tuple[type[Exception], str]:
+    """Classify a local failure for the collective error (ValueError, MemoryError, other)."""
+    if isinstance(exc, ValueError | TypeError):
+        return (ValueError, str(exc))
+    if isinstance(exc, MemoryError):
+        return (MemoryError, f"out of memory for the buffers: {exc}")
+    return (RuntimeError, f"{type(exc).__name__}: {exc}")
+
+
+def _send_pieces(comm: MPI.Intracomm, moves: _Moves, unit_type: MPI.Datatype) -> None:
+    """Move every piece as one message, straight from the source into the result.
+
+    Runs on a private duplicate of ``comm`` (so no message can match the caller's); pieces
+    of a pair are matched in order, which MPI keeps for one sender, receiver, tag and
+    communicator. Pieces that stay on this rank are copied directly.
+    """
+    from mpi4py import MPI
+
+    assert moves.send_pieces is not None and moves.recv_pieces is not None
+    rank = comm.Get_rank()
+    private = comm.Dup()
+    try:
+        requests = []
+        kept_recv = []
+        for peer, start, n in moves.recv_pieces.tolist():
+            if peer == rank:
+                kept_recv.append((start, n))
+            else:
+                buf = moves.result[start : start + n].reshape(-1)
+                requests.append(private.Irecv([buf, n, unit_type], peer, 0))
+        kept_send = []
+        for peer, start, n in moves.send_pieces.tolist():
+            if peer == rank:
+                kept_send.append(start)
+            else:
+                buf = moves.send[start : start + n].reshape(-1)
+                requests.append(private.Isend([buf, n, unit_type], peer, 0))
+        for (to, n), start in zip(kept_recv, kept_send, strict=True):
+            moves.result[to : to + n] = moves.send[start : start + n]
+        MPI.Request.Waitall(requests)
+    finally:
+        private.Free()
+
+
+def _check_out(
+    out: np.ndarray | None,
+    local: np.ndarray | None,
+    rank: int,
+    shape: tuple[int, ...],
+    dt: np.dtype,
+    dst: RowDistribution,
+) -> np.ndarray:
+    """Return the array to receive into: ``out`` after checking it, or a new one."""
+    expected = (dst.count(rank) if rank < dst.parts else 0, *shape[1:])
+    if out is None:
+        return np.empty(expected, dtype=dt)
+    if not isinstance(out, np.ndarray):
+        raise ValueError(f"out must be None or an ndarray, got {type(out).__name__}")
+    if out.shape != expected or out.dtype != dt:
+        raise ValueError(
+            f"out has shape {out.shape} and dtype {out.dtype}, expected {expected} and {dt} "
+            f"for part {rank} of {dst!r}"
+        )
+    if not (out.flags.c_contiguous and out.flags.writeable):
+        raise ValueError("out must be C-contiguous and writeable")
+    if local is not None and np.may_share_memory(out, local):
+        raise ValueError("out overlaps local; redistribution cannot work in place")
+    return out
+
+
+def _plan_moves(
+    send: np.ndarray,
+    recv: np.ndarray,
+    shape: tuple[int, ...],
+    dt: np.dtype,
+    src: RowDistribution,
+    dst: RowDistribution,
+    rank: int,
+    size: int,
+) -> _Moves | None:
+    """Return this rank's moves, or None after doing the work locally (nothing to send)."""
+    if _same(src, dst):
+        if rank < src.parts:
+            recv[...] = send  # each rank keeps its own part
+        return None
+    row_bytes = math.prod(shape[1:]) * dt.itemsize
+    if row_bytes == 0 or shape[0] == 0:
+        return None  # nothing to move: every row is empty
+    send_counts, send_displs = [0] * size, [0] * size
+    recv_counts, recv_displs = [0] * size, [0] * size
+    if type(src) is BlockRows and type(dst) is BlockRows:
+        # Fast path: each transfer is a contiguous slice of both blocks.
+        src_start = src.rows_of(rank)[0] if rank < src.parts else 0
+        recv_start = dst.rows_of(rank)[0] if rank < dst.parts else 0
+        for move in transfer_plan(shape[0], src.parts, dst.parts):
+            if move.src == rank:
+                send_counts[move.dst] = move.rows
+                send_displs[move.dst] = move.start - src_start
+            if move.dst == rank:
+                recv_counts[move.src] = move.rows
+                recv_displs[move.src] = move.start - recv_start
+        result = _units(recv, row_bytes)
+        return _Moves(
+            _units(send, row_bytes),
+            result,
+            result,
+            1,
+            send_counts,
+            send_displs,
+            recv_counts,
+            recv_displs,
+            packed=True,
+        )
+    _, per_element, _ = _element_info(dt)
+    row_count = math.prod(shape[1:]) * per_element  # MPI elements per row
+    limits = tuple(min(_MAX_PIECES, a.nbytes // max(_MIN_PIECE_BYTES, 1)) for a in (send, recv))
+    plan = exchange_plan(
+        src,
+        dst,
+        rank,
+        max_grain=MPI_INT_MAX // row_count,
+        max_pieces=limits,  # type: ignore[arg-type]
+    )
+    unit_bytes = plan.grain * row_bytes
+    for counts, displs, per_peer in (
+        (send_counts, send_displs, plan.send_counts),
+        (recv_counts, recv_displs, plan.recv_counts),
+    ):
+        offset = 0
+        for peer, n in enumerate(per_peer.tolist()):
+            counts[peer], displs[peer] = n, offset
+            offset += n
+    result = _units(recv, unit_bytes)
+    return _Moves(
+        _units(send, unit_bytes),
+        result,
+        result,
+        plan.grain,
+        send_counts,
+        send_displs,
+        recv_counts,
+        recv_displs,
+        send_order=plan.send_order,
+        recv_order=plan.recv_order,
+        send_pieces=plan.send_pieces,
+        recv_pieces=plan.recv_pieces,
+    )
+
+
+def _units(array: np.ndarray, unit_bytes: int) -> np.ndarray:
+    """Return a C-contiguous array as ``uint8`` of shape ``(nbytes // unit_bytes, unit_bytes)``."""
+    return _as_bytes(array).reshape(-1, unit_bytes)
+
+
+def _same(src: RowDistribution, dst: RowDistribution) -> bool:
+    """Whether both distributions give every part the same rows (cheaply decidable cases)."""
+    if type(src) is BlockRows and type(dst) is BlockRows:
+        return src.parts == dst.parts
+    try:
+        return type(src) is type(dst) and bool(src == dst)
+    except Exception:
+        return False
+
+
+def _describe(dist: object) -> object:
+    """Return what must agree between ranks about a distribution argument."""
+    if dataclasses.is_dataclass(dist):
+        return repr(dist)
+    try:
+        return operator.index(dist)  # type: ignore[call-overload]
+    except TypeError:
+        pass
+    try:
+        d: RowDistribution = dist  # type: ignore[assignment]
+        return (type(d).__qualname__, d.global_rows, d.parts, tuple(d.counts()))
+    except Exception:
+        return type(dist).__qualname__
+
+
+def _as_distribution(value: object, rows: int, name: str) -> RowDistribution:
+    """Return ``value`` as a distribution of ``rows`` rows (an int is a block count)."""
+    if isinstance(value, int | np.integer) and not isinstance(value, bool):
+        return BlockRows(rows, value)
+    if not isinstance(value, RowDistribution):
+        raise ValueError(
+            f"{name} must be a RowDistribution (BlockRows, BlockCyclicRows, ...) or a number "
+            f"of block parts, got {type(value).__name__} {value!r}"
+        )
+    if value.global_rows != rows:
+        raise ValueError(
+            f"{name} distributes {value.global_rows} rows but global_shape[0] is {rows}"
+        )
+    if not isinstance(value.parts, int) or value.parts < 1:
+        raise ValueError(f"{name}.parts must be an int >= 1, got {value.parts!r}")
+    return value
 
 
 def _check_arguments(
     global_shape: Sequence[int],
     dtype: DTypeLike,
-    src_parts: int,
-    dst_parts: int,
+    src_arg: RowDistribution | int,
+    dst_arg: RowDistribution | int,
     comm_size: int,
-) -> tuple[tuple[int, ...], np.dtype, BlockRows, BlockRows]:
+) -> tuple[tuple[int, ...], np.dtype, RowDistribution, RowDistribution]:
     """Validate the rank-independent arguments; raise ValueError or TypeError with the reason."""
     shape, dt = _normalise_layout(global_shape, dtype)
-    src = BlockRows(shape[0], src_parts)
-    dst = BlockRows(shape[0], dst_parts)
+    src = _as_distribution(src_arg, shape[0], "src")
+    dst = _as_distribution(dst_arg, shape[0], "dst")
     if comm_size < max(src.parts, dst.parts):
         raise ValueError(
             f"the communicator has {comm_size} ranks but src_parts={src.parts} and "
             f"dst_parts={dst.parts} need {max(src.parts, dst.parts)}; grow (spawn and merge) "
             "the communicator before growing the data"
         )
-    largest_block = -(-shape[0] // min(src.parts, dst.parts))  # ceil: the first part's rows
-    if largest_block > MPI_INT_MAX:
+    if type(src) is BlockRows and type(dst) is BlockRows:
+        largest_part = -(-shape[0] // min(src.parts, dst.parts))  # ceil: the first part's rows
+    else:
+        largest_part = max(*src.counts(), *dst.counts())
+    if largest_part > MPI_INT_MAX:
         raise ValueError(
-            f"a part of {largest_block} rows exceeds the MPI count limit of {MPI_INT_MAX} rows; "
+            f"a part of {largest_part} rows exceeds the MPI count limit of {MPI_INT_MAX} rows; "
             "reshape so that axis 0 has fewer, longer rows"
         )
-    from mpi4py import MPI
-
-    element, per_element, owned = _mpi_element_type(dt)
-    as_bytes = element == MPI.BYTE
-    if owned:
-        element.Free()
+    element, per_element, as_bytes = _element_info(dt)
     row_count = math.prod(shape[1:]) * per_element
     if row_count > MPI_INT_MAX:
         unit = "bytes (sent as MPI.BYTE)" if as_bytes else "MPI elements"
@@ -227,6 +629,18 @@ def _check_arguments(
             f"limit of {MPI_INT_MAX}; reshape so that axis 0 has more, shorter rows"
         )
     return shape, dt, src, dst
+
+
+def _element_info(dt: np.dtype) -> tuple[str, int, bool]:
+    """Return (MPI type name, MPI elements per NumPy element, whether it travels as bytes)."""
+    from mpi4py import MPI
+
+    element, per_element, owned = _mpi_element_type(dt)
+    try:
+        return element.Get_name(), per_element, element == MPI.BYTE
+    finally:
+        if owned:
+            element.Free()
 
 
 def _normalise_layout(
@@ -255,9 +669,9 @@ def _check_local(
     rank: int,
     shape: tuple[int, ...],
     dt: np.dtype,
-    src: BlockRows,
+    src: RowDistribution,
 ) -> np.ndarray:
-    """Check this rank's block against its part; return a C-contiguous array to send."""
+    """Check this rank's part against ``src``; return a C-contiguous array to send."""
     trailing = shape[1:]
     if rank >= src.parts:
         if local is not None and (np.ndim(local) == 0 or np.shape(local)[0] != 0):
@@ -266,20 +680,25 @@ def _check_local(
                 f"pass None or a 0-row array, got an array of shape {np.shape(local)}"
             )
         return np.empty((0, *trailing), dtype=dt)
-    start, stop = src.rows_of(rank)
-    expected = (stop - start, *trailing)
+    if type(src) is BlockRows:
+        start, stop = src.rows_of(rank)
+        expected = (stop - start, *trailing)
+        which = f"part {rank} (global rows [{start}, {stop}), shape {expected})"
+        where = (
+            f"part {rank} (global rows [{start}, {stop})) of the {src.parts}-way distribution "
+            f"of {shape[0]} rows"
+        )
+    else:
+        expected = (src.count(rank), *trailing)
+        which = f"part {rank} (shape {expected}) of {src!r}"
+        where = f"part {rank} of {src!r}"
     if not isinstance(local, np.ndarray):
         raise ValueError(
-            f"this rank owns part {rank} (global rows [{start}, {stop}), shape {expected}) of the "
-            f"{src.parts}-way distribution but passed {type(local).__name__}, "
-            "not an ndarray"
+            f"this rank owns {which} of the {src.parts}-way distribution but passed "
+            f"{type(local).__name__}, not an ndarray"
         )
     if local.shape != expected:
-        raise ValueError(
-            f"local block has shape {local.shape}, expected {expected} for part "
-            f"{rank} (global rows [{start}, {stop})) of the {src.parts}-way distribution of "
-            f"{shape[0]} rows"
-        )
+        raise ValueError(f"local block has shape {local.shape}, expected {expected} for {where}")
     if local.dtype != dt:
         raise ValueError(
             f"local block has dtype {local.dtype}, expected {dt} "
@@ -292,30 +711,34 @@ def _raise_if_any_rank_failed(
     comm: MPI.Intracomm,
     problem: tuple[type[Exception], str] | None,
     signature: tuple[object, ...],
-) -> None:
+    *,
+    api: tuple[str, str] = _ROWS_API,
+    payload: object = None,
+) -> list[object]:
     """Exchange every rank's verdict; raise the same error on all ranks if any failed.
 
     ``problem`` is ``(exception class, message)`` or None; the first culprit's class is raised
     (ValueError for bad input, MemoryError, or RuntimeError for anything unexpected).
     ``signature`` holds the arguments that must agree between ranks; a difference is a
-    ValueError.
+    ValueError. ``api`` is ``(function name, argument names)`` for the message. Returns every
+    rank's ``payload``, in rank order, when no rank failed.
     """
-    reports: list[tuple[tuple[type[Exception], str] | None, tuple[object, ...]]]
-    reports = comm.allgather((problem, signature))
-    culprits = [(r, p) for r, (p, _) in enumerate(reports) if p is not None]
+    reports: list[tuple[tuple[type[Exception], str] | None, tuple[object, ...], object]]
+    reports = comm.allgather((problem, signature, payload))
+    culprits = [(r, p) for r, (p, _, _) in enumerate(reports) if p is not None]
     if not culprits:
         reference = reports[0][1]
-        what = "arguments (global_shape, dtype, src_parts, dst_parts)"
+        what = f"arguments ({api[1]})"
         culprits = [
             (r, (ValueError, f"{what} = {sig} differ from rank 0's {reference}"))
-            for r, (_, sig) in enumerate(reports)
+            for r, (_, sig, _) in enumerate(reports)
             if sig != reference
         ]
     if not culprits:
-        return
+        return [p for _, _, p in reports]
     lines = _culprit_lines([(r, message) for r, (_, message) in culprits])
     raise culprits[0][1][0](
-        f"redistribute_rows: {len(culprits)} of {len(reports)} ranks rejected the call; no data "
+        f"{api[0]}: {len(culprits)} of {len(reports)} ranks rejected the call; no data "
         "was moved and every rank raises this error:\n  " + "\n  ".join(lines)
     )
 

@@ -1,0 +1,273 @@
+"""Benchmark: redistribute a global float64 array between k and m MPI ranks on this machine.
+
+For each rank pair ``k:m`` this starts one ``mpirun -n max(k, m)`` (oversubscribed, no
+binding: all ranks share this machine's cores) that, for every size and target distribution:
+
+1. builds the source part of a ``(rows, row_elems)`` float64 array, ``BlockRows(rows, k)``;
+2. measures, on rank 0 only while the other ranks sleep, ``np.copyto`` of a buffer of the same
+   size as the *global* array into another preallocated one (the baseline: a plain NumPy copy
+   of the same bytes, one process, measured in the same run, interleaved with 3.), and
+   ``a.copy()``, the same copy into a new array (which pays for the new pages);
+3. measures :func:`~elastic_slurm.mpi_runtime.redistribute.redistribute` to ``BlockRows(rows,
+   m)`` or ``BlockCyclicRows(rows, m, block)`` (from a barrier to the last rank's return), in
+   two ways: ``new``, the result allocated inside each call as in a real resize (its pages are
+   zeroed by the kernel on first touch: about one extra copy's worth of memory traffic), and
+   ``out=``, into a preallocated, already touched result, like the ``np.copyto`` baseline.
+   One untimed warm-up call of each is checked row by row first.
+
+It prints one line per case: median time of ``--reps`` repetitions with the spread [min-max]
+and throughput (global bytes / median time) for both ways and for ``np.copyto``; ``ratio`` is
+the redistribution throughput over the ``np.copyto`` throughput (the issue's target: >= 0.5),
+and for ``new`` also over ``a.copy()`` (like for like: both allocate). Throughputs are in GB/s
+(10**9 bytes per second); sizes in MiB.
+
+Usage::
+
+    .venv/bin/python bench/redistribute.py                       # 64 MiB, 256 MiB, 1 GiB
+    .venv/bin/python bench/redistribute.py --sizes 64 --reps 3   # quick
+    .venv/bin/python bench/redistribute.py --pairs 2:3,5:2 --kinds block,cyclic1 --row-elems 1
+
+``--kinds``: ``block`` (block to block), ``cyclicB`` (block to block-cyclic with ``B`` rows per
+block). ``--row-elems 1`` makes the array 1-D (one element per row, the worst case for the
+index plan). Needs ``mpirun`` (Open MPI) and mpi4py; it runs as root like the tests do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+MIB = 1 << 20
+
+
+def _mpi_env(single_copy: str) -> dict[str, str]:
+    """The environment for mpirun: no outer job's variables, shared memory transport only."""
+    prefixes = ("SLURM_", "PMI", "PMIX_", "OMPI_", "PRTE_", "ORTE_")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(prefixes)}
+    env.update(
+        {
+            "OMPI_ALLOW_RUN_AS_ROOT": "1",
+            "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+            "OMPI_MCA_btl": "self,vader",
+            "OMPI_MCA_rmaps_base_oversubscribe": "1",
+            "OMPI_MCA_mpi_yield_when_idle": "1",
+            "PYTHONPATH": os.pathsep.join(
+                p for p in (str(ROOT / "src"), env.get("PYTHONPATH")) if p
+            ),
+        }
+    )
+    if single_copy != "default":
+        env["OMPI_MCA_btl_vader_single_copy_mechanism"] = single_copy
+    return env
+
+
+def _parse_pairs(text: str) -> list[tuple[int, int]]:
+    pairs = []
+    for item in text.split(","):
+        k, m = item.split(":")
+        pairs.append((int(k), int(m)))
+    return pairs
+
+
+def driver(args: argparse.Namespace) -> int:
+    """Start one mpirun per rank pair and print the results as a table."""
+    launcher = shutil.which("mpirun")
+    if launcher is None:
+        print("mpirun not found", file=sys.stderr)
+        return 2
+    cores = os.cpu_count()
+    print(
+        f"# redistribute benchmark: float64 rows of {args.row_elems} elements "
+        f"({args.row_elems * 8} B), {args.reps} timed repetitions (+1 checked warm-up), "
+        f"median [min-max]; {cores} cores shared by all ranks (oversubscribed, no binding); "
+        f"btl self,vader, single-copy mechanism: {args.single_copy}; "
+        f"load average at start {os.getloadavg()[0]:.2f}"
+    )
+    header = (
+        f"{'k->m':>5} {'to':>9} {'MiB':>5} | {'new result: s':>24} {'GB/s':>6} {'ratio':>5} "
+        f"{'/copy':>5} | {'out=: s':>24} {'GB/s':>6} {'ratio':>5} | "
+        f"{'np.copyto: s':>24} {'GB/s':>6} | {'a.copy() s':>10}"
+    )
+    print(header)
+    worst: dict[str, float] = {}
+    for k, m in _parse_pairs(args.pairs):
+        cmd = [
+            launcher,
+            "-n",
+            str(max(k, m)),
+            "--oversubscribe",
+            "--bind-to",
+            "none",
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--worker",
+            json.dumps(
+                {
+                    "k": k,
+                    "m": m,
+                    "sizes_mib": [int(s) for s in args.sizes.split(",")],
+                    "kinds": args.kinds.split(","),
+                    "reps": args.reps,
+                    "row_elems": args.row_elems,
+                }
+            ),
+        ]
+        proc = subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=_mpi_env(args.single_copy),
+            start_new_session=True,
+        )
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if not line.startswith("{"):
+                print(line, end="")
+                continue
+            r = json.loads(line)
+            copy_s = statistics.median(r["copy"])
+            copy_new_s = statistics.median(r["copy_new"])
+            cols = []
+            for way in ("new", "out"):
+                median = statistics.median(r[way])
+                ratio = copy_s / median
+                worst[way] = min(worst.get(way, ratio), ratio)
+                col = f"{_spread(r[way]):>24} {r['bytes'] / median / 1e9:6.2f} {ratio:5.2f}"
+                if way == "new":
+                    like = copy_new_s / median
+                    worst["new/copy"] = min(worst.get("new/copy", like), like)
+                    col += f" {like:5.2f}"
+                cols.append(col)
+            cols.append(f"{_spread(r['copy']):>24} {r['bytes'] / copy_s / 1e9:6.2f}")
+            cols.append(f"{copy_new_s:10.3f}")
+            print(f"{k:>2}->{m:<2} {r['kind']:>9} {r['mib']:>5} | " + " | ".join(cols), flush=True)
+        err = proc.stderr.read() if proc.stderr else ""
+        if proc.wait() != 0:
+            print(f"mpirun for {k}->{m} failed ({proc.returncode}):\n{err[-3000:]}")
+            return 1
+    if worst:
+        print(
+            f"# worst ratio to np.copyto: new result {worst['new']:.2f}, out= "
+            f"{worst['out']:.2f} (target >= 0.5); new result to a.copy(): "
+            f"{worst['new/copy']:.2f}; load average at end {os.getloadavg()[0]:.2f}"
+        )
+    return 0
+
+
+def _spread(times: list[float]) -> str:
+    return f"{statistics.median(times):.3f} [{min(times):.3f}-{max(times):.3f}]"
+
+
+def worker(spec: dict[str, Any]) -> int:
+    """Runs under mpirun: measure every (size, kind) for one rank pair; rank 0 prints JSON."""
+    import numpy as np
+    from mpi4py import MPI
+
+    from elastic_slurm.mpi_runtime.distribution import BlockCyclicRows, BlockRows
+    from elastic_slurm.mpi_runtime.redistribute import redistribute
+
+    comm = MPI.COMM_WORLD
+    rank = comm.Get_rank()
+    k, m, width = spec["k"], spec["m"], spec["row_elems"]
+
+    def idle_wait() -> None:
+        """Wait for the others without spinning (so rank 0's copy has a core to itself)."""
+        req = comm.Ibarrier()
+        while not req.Test():
+            time.sleep(0.0005)
+
+    for mib in spec["sizes_mib"]:
+        nbytes = mib * MIB
+        rows = nbytes // (8 * width)
+        shape = (rows, width) if width > 1 else (rows,)
+        src = BlockRows(rows, k)
+        local = None
+        if rank < k:
+            idx = src.indices(rank)
+            local = np.empty((len(idx), width), dtype=np.float64)
+            local[...] = idx[:, None]  # every element holds its global row number
+            local = local.reshape((len(idx), *shape[1:]))
+        a = b = None
+        if rank == 0:
+            a = np.full(rows * width, 1.0)
+            b = np.zeros_like(a)  # touched: the baseline copies into mapped pages
+        for kind in spec["kinds"]:
+            if kind == "block":
+                dst: Any = BlockRows(rows, m)
+            else:
+                dst = BlockCyclicRows(rows, m, int(kind.removeprefix("cyclic")))
+            ours = np.zeros((dst.count(rank) if rank < m else 0, *shape[1:]))  # touched
+            for kw in ({}, {"out": ours}):  # warm-up, checked
+                out = redistribute(comm, local, shape, np.float64, src, dst, **kw)
+                if rank < m:
+                    want = dst.indices(rank).astype(np.float64)
+                    flat = out.reshape(len(out), -1)
+                    ok = np.array_equal(flat[:, 0], want) and np.array_equal(flat[:, -1], want)
+                else:
+                    ok = out.size == 0
+                del out
+                if not comm.allreduce(ok, op=MPI.LAND):
+                    print(f"WRONG RESULT {k}->{m} {kind} {mib} MiB {kw and 'out='}", flush=True)
+                    return 1
+            times: dict[str, list[float]] = {"new": [], "out": [], "copy": [], "copy_new": []}
+            for _ in range(spec["reps"]):
+                if rank == 0:
+                    comm.Barrier()
+                    t0 = time.perf_counter()
+                    np.copyto(b, a)
+                    times["copy"].append(time.perf_counter() - t0)
+                    t0 = time.perf_counter()
+                    c = a.copy()
+                    times["copy_new"].append(time.perf_counter() - t0)
+                    del c
+                    comm.Ibarrier().Wait()
+                else:
+                    comm.Barrier()
+                    idle_wait()
+                for way, kw in (("new", {}), ("out", {"out": ours})):
+                    comm.Barrier()
+                    t0 = time.perf_counter()
+                    out = redistribute(comm, local, shape, np.float64, src, dst, **kw)
+                    elapsed = time.perf_counter() - t0
+                    del out
+                    times[way].append(comm.allreduce(elapsed, op=MPI.MAX))
+            if rank == 0:
+                print(json.dumps({"kind": kind, "mib": mib, "bytes": rows * width * 8, **times}))
+            del ours
+        del local, a, b
+    return 0
+
+
+def main() -> int:
+    """Parse the command line; run the driver, or the MPI worker under mpirun."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="64,256,1024", help="global sizes in MiB")
+    parser.add_argument("--pairs", default="2:3,3:2,4:1,1:4", help="k:m rank pairs")
+    parser.add_argument("--kinds", default="block,cyclic64", help="block, cyclicB, ...")
+    parser.add_argument("--reps", type=int, default=5, help="timed repetitions per case")
+    parser.add_argument("--row-elems", type=int, default=1024, help="float64 per row (1: 1-D)")
+    parser.add_argument(
+        "--single-copy",
+        default="default",
+        choices=["default", "cma", "none"],
+        help="Open MPI vader single-copy mechanism (default: Open MPI picks)",
+    )
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        return worker(json.loads(args.worker))
+    return driver(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
