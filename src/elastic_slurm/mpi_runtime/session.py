@@ -162,7 +162,6 @@ class ElasticComm:
         self._hooks: StateHooks | None = None
         self._packed: list[Any] | None = None
         self._intercomms: list[MPI.Intercomm] = []
-        self._requests = 0
 
     # ------------------------------------------------------------------ basics
     @property
@@ -254,7 +253,7 @@ class ElasticComm:
 
         Only rank 0's call counts (call it on every rank, or just rank 0). The answer comes as
         a resize order at a later resize point (or never, if the policy refuses). Returns the
-        request's number.
+        request's number on rank 0 (0 elsewhere).
 
         Raises
         ------
@@ -267,10 +266,11 @@ class ElasticComm:
             raise ValueError("ask for at least one node more or fewer")
         if self.jobdir is None:
             raise RuntimeError("evolving requests need the elastic launcher (elastic-slurm run)")
-        self._requests += 1
-        if self.rank == 0:
-            self.jobdir.write_request(self._requests, delta, self.size)
-        return self._requests
+        number = 0
+        if self.rank == 0:  # numbered after every request of the job, across restarts
+            number = len(self.jobdir.requests()) + 1
+            self.jobdir.write_request(number, delta, self.size)
+        return number
 
     # ------------------------------------------------------------------ resize point
     def resize_point(self) -> bool:
