@@ -157,13 +157,23 @@ def _mpi(transport: Transport, local: bool) -> tuple[str | None, bool | None, st
     return vendor, False, f"a test spawn failed: {(res.stderr or res.stdout).strip()[-300:]}"
 
 
-def _pyslurm() -> tuple[str | None, str]:
+def _pyslurm(version: tuple[int, int, int], slurm_conf: str | None) -> tuple[str | None, str]:
+    """The pyslurm version that can drive this Slurm (or ``None``), and why.
+
+    It never imports pyslurm blindly: libslurm reads a slurm.conf at import and may end the
+    process when the file is missing.
+    """
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    from elastic_slurm.adapter.pyslurm_backend import pyslurm_available
+
     try:
-        import pyslurm  # type: ignore[import-not-found]
-    except ImportError as exc:
-        return None, f"not installed ({exc}); optional: pip install the wheel for this Slurm"
-    version = getattr(pyslurm, "__version__", None) or getattr(pyslurm, "version", lambda: "?")()
-    return str(version), "importable"
+        installed = dist_version("pyslurm")
+    except PackageNotFoundError:
+        return None, "not installed; optional: pip install the pyslurm wheel for this Slurm"
+    ok, why = pyslurm_available(version, slurm_conf)
+    return (installed if ok else None), why
 
 
 def probe(
@@ -200,7 +210,12 @@ def probe(
         resizes = "any number"
     local = isinstance(transport, LocalTransport)
     mpi, spawn, detail = _mpi(transport, local) if test_spawn else (None, None, "not probed")
-    pyslurm_version, pyslurm_detail = _pyslurm() if local else (None, "not probed over SSH")
+    conf = transport.env.get("SLURM_CONF") if isinstance(transport, LocalTransport) else None
+    pyslurm_version, pyslurm_detail = (
+        _pyslurm(version, conf or os.environ.get("SLURM_CONF"))
+        if local
+        else (None, "not probed over SSH")
+    )
     path, reason = choose_grow_path(
         version=version,
         permit_job_expansion=permit,

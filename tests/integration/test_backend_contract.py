@@ -1,0 +1,413 @@
+"""One contract, two backends: the CLI and pyslurm backends against the real local cluster.
+
+Each test runs once per backend (``cli``, ``pyslurm``) and checks Slurm itself with its own
+tools (``scontrol``, ``squeue``, ``sinfo``: ``helpers.py``, ``contract_helpers.py``). The
+queries are also compared field by field between the two backends on the same jobs. The grow
+tests run on both grow paths (``grow_path`` toggles ``permit_job_expansion``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from elastic_slurm import api
+from elastic_slurm.adapter import parse
+from elastic_slurm.adapter.backend import SlurmBackend
+from elastic_slurm.adapter.factory import slurm_for
+from elastic_slurm.adapter.slurm_cli import SlurmCLI
+from elastic_slurm.adapter.tags import decode
+from elastic_slurm.config import load_site
+from elastic_slurm.config.schema import SiteConfig, SSHTransportConfig
+from elastic_slurm.errors import ConfigError, ResizeError
+from elastic_slurm.model import ElasticRequest, JobKind
+
+from .contract_helpers import (
+    UNKNOWN_JOB,
+    agree_when_stable,
+    array_tasks,
+    running_tasks,
+    sbatch_raw,
+    scontrol_steps,
+    sinfo_states,
+)
+from .helpers import (
+    all_idle,
+    helpers_alive,
+    job_state,
+    scontrol_job,
+    scontrol_nodes,
+    slurm_held,
+    wait,
+)
+
+pytestmark = pytest.mark.slurm
+
+BACKENDS = ["cli", "pyslurm"]
+
+
+@pytest.fixture(scope="module")
+def site(local_cluster) -> SiteConfig:
+    """The site the tests run on (``$ELASTIC_SLURM_SITE``), with the command-line backend."""
+    return load_site().model_copy(update={"backend": "cli"})
+
+
+@pytest.fixture(scope="module")
+def cli_ref(site) -> SlurmCLI:
+    """The command-line backend: the reference the pyslurm backend is compared with."""
+    backend = slurm_for(site)
+    assert isinstance(backend, SlurmCLI)
+    return backend
+
+
+@pytest.fixture(scope="module")
+def ps_backend(site) -> SlurmBackend:
+    """The pyslurm backend for the same site (built by the factory)."""
+    if importlib.util.find_spec("pyslurm") is None:
+        pytest.skip("pyslurm is not installed (optional extra): only the CLI backend is tested")
+    return slurm_for(site.model_copy(update={"backend": "pyslurm"}))
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request, cli_ref, site) -> SlurmBackend:
+    """Each backend in turn."""
+    if request.param == "cli":
+        return cli_ref
+    return request.getfixturevalue("ps_backend")
+
+
+def _idle() -> None:
+    wait(all_idle, 60, "all nodes idle before the test")
+
+
+def _next_second() -> None:
+    """Accounting keys a job's allocation records by the second (see test_adapter_live)."""
+    t = time.time()
+    wait(lambda: time.time() >= int(t) + 1.05, 2, "the next second")
+
+
+def _submit(backend: SlurmBackend, tmp: Path, **kwargs) -> int:
+    req = ElasticRequest(
+        **{"program": ("/bin/sleep", "300"), "walltime": timedelta(minutes=10), **kwargs}
+    )
+    return api.submit(req, backend, workdir=tmp, output=str(tmp / "%j.out"))
+
+
+def _running(job: int) -> None:
+    wait(lambda: job_state(job) == "RUNNING", 30, f"job {job} to start")
+
+
+# ---------------------------------------------------------------------------- choosing
+
+
+def test_factory_builds_the_backend_the_site_asks_for(site, cli_ref, ps_backend):
+    from elastic_slurm.adapter.pyslurm_backend import PyslurmBackend, pyslurm_available
+
+    version = cli_ref.version()
+    ok, why = pyslurm_available(version, site.slurm_conf)
+    assert ok, why
+    assert f"{version[0]}.{version[1]:02d}" in why
+    assert isinstance(ps_backend, PyslurmBackend)
+    assert isinstance(slurm_for(site.model_copy(update={"backend": "auto"})), PyslurmBackend)
+    # pyslurm drives this site's cluster, not whatever /etc/slurm/slurm.conf names
+    import pyslurm  # type: ignore[import-not-found]
+
+    assert pyslurm.config().get()["cluster_name"] == site.cluster_name
+    # another Slurm major version: pyslurm must not be chosen
+    ok, why = pyslurm_available((version[0] + 1, 2, 0), site.slurm_conf)
+    assert not ok and "major version" in why, why
+    # over SSH pyslurm is never used
+    ssh = site.model_copy(
+        update={
+            "transport": SSHTransportConfig(
+                kind="ssh",
+                host="login.invalid",
+                user="nobody",
+                key_file=Path("/nonexistent/key"),
+                known_hosts=Path("/nonexistent/known_hosts"),
+            )
+        }
+    )
+    with pytest.raises(ConfigError, match="ssh"):
+        slurm_for(ssh.model_copy(update={"backend": "pyslurm"}))
+    assert isinstance(slurm_for(ssh.model_copy(update={"backend": "auto"})), SlurmCLI)
+
+
+# ---------------------------------------------------------------------------- queries
+
+
+def test_version_is_the_running_slurm(backend):
+    text = subprocess.run(
+        ["scontrol", "--version"], capture_output=True, text=True, check=True
+    ).stdout
+    assert backend.version() == parse.parse_version(text)
+
+
+def test_queries_agree_field_by_field(cli_ref, ps_backend, shared_tmp):
+    _idle()
+    rigid = _submit(cli_ref, shared_tmp, nodes_min=2, nodes_max=2, job_name="rigid")
+    elastic = held = begin = None
+    try:
+        elastic = _submit(
+            cli_ref, shared_tmp, kind=JobKind.MOLDABLE, nodes_min=1, nodes_max=2, job_name="mold"
+        )
+        held = sbatch_raw("--hold", "--nodes=1", "--time=5", "--job-name=held", workdir=shared_tmp)
+        begin = sbatch_raw(
+            "--begin=now+1hour",
+            "--nodes=1-2",
+            "--time=5",
+            "--job-name=later",
+            "--comment=elastic-slurm:kind=moldable;min=1;max=2",
+            workdir=shared_tmp,
+        )
+        for job in (rigid, elastic):
+            _running(job)
+        wait(lambda: scontrol_job(begin)["Reason"] == "BeginTime", 20, "a BeginTime reason")
+        ids = [rigid, elastic, held, begin]
+        for job in ids:
+            ref, got = agree_when_stable(
+                lambda j=job: cli_ref.job(j), lambda j=job: ps_backend.job(j)
+            )
+            assert ref is not None and got == ref, (job, ref, got)
+        # and the whole queue, ended jobs of earlier tests included
+        ref_all, got_all = agree_when_stable(
+            lambda: {j.job_id: j for j in cli_ref.jobs()},
+            lambda: {j.job_id: j for j in ps_backend.jobs()},
+        )
+        assert set(got_all) == set(ref_all)
+        for job_id, ref in ref_all.items():
+            assert got_all[job_id] == ref, (job_id, ref, got_all[job_id])
+        # what Slurm itself says about them
+        for job in (rigid, elastic):
+            fields = scontrol_job(job)
+            got = ps_backend.job(job)
+            assert got.state == fields["JobState"] == "RUNNING"
+            assert got.nodes == scontrol_nodes(job)
+            assert got.batch_host == fields["BatchHost"]
+            assert got.workdir == fields["WorkDir"] == str(shared_tmp)
+            assert got.partition == fields["Partition"]
+            assert got.account == fields["Account"] and got.qos == fields["QOS"]
+            assert got.end_time_s and got.start_time_s and got.end_time_s > got.start_time_s
+        assert decode(ps_backend.job(elastic).comment).kind is JobKind.MOLDABLE
+        assert decode(ps_backend.job(rigid).comment).kind is JobKind.RIGID
+        for job, reason in ((held, "JobHeldUser"), (begin, "BeginTime")):
+            got = ps_backend.job(job)
+            assert got.state == "PENDING" and got.nodes == () and got.start_time_s is None
+            assert got.reason == scontrol_job(job)["Reason"] == reason
+        assert ps_backend.job(begin).comment == "elastic-slurm:kind=moldable;min=1;max=2"
+        # only the asked-for jobs (or more) come back, and unknown ones are absent
+        assert {j.job_id for j in ps_backend.jobs([rigid, held])} >= {rigid, held}
+        assert ps_backend.job(UNKNOWN_JOB) is None and cli_ref.job(UNKNOWN_JOB) is None
+    finally:
+        for job in (rigid, elastic, held, begin):
+            if job:
+                cli_ref.cancel_job(job)
+    wait(all_idle, 30, "all nodes idle")
+
+
+def test_nodes_agree_with_sinfo(cli_ref, ps_backend, shared_tmp):
+    _idle()
+    job = _submit(cli_ref, shared_tmp, nodes_min=2, nodes_max=2, job_name="nodes")
+    try:
+        _running(job)
+        ref, got = agree_when_stable(
+            lambda: sorted(cli_ref.nodes(), key=lambda n: n.name),
+            lambda: sorted(ps_backend.nodes(), key=lambda n: n.name),
+        )
+        assert got == ref
+        states = sinfo_states()
+        assert {n.name: (n.state, n.cpus) for n in got} == states
+        used = set(scontrol_nodes(job))
+        assert {n.name for n in got if n.state == "allocated"} == used
+        assert {n.name for n in got if n.state == "idle"} == set(states) - used
+    finally:
+        cli_ref.cancel_job(job)
+    wait(all_idle, 30, "all nodes idle")
+
+
+def test_steps(backend, shared_tmp):
+    _idle()
+    job = _submit(
+        backend,
+        shared_tmp,
+        program=("srun", "--mpi=none", "/bin/sleep", "300"),
+        nodes_min=2,
+        nodes_max=2,
+        job_name="steps",
+    )
+    held = sbatch_raw("--hold", "--time=5", workdir=shared_tmp)
+    try:
+        _running(job)
+        wait(lambda: f"{job}.0" in scontrol_steps(job), 30, "step 0 to start")
+        steps = backend.steps(job)
+        assert steps == scontrol_steps(job)
+        assert set(steps) == {f"{job}.batch", f"{job}.0"}
+        assert steps[f"{job}.0"] == scontrol_nodes(job)
+        assert steps[f"{job}.batch"] == (scontrol_job(job)["BatchHost"],)
+        assert backend.steps(held) == {}  # pending: no steps
+        assert backend.steps(UNKNOWN_JOB) == {}
+    finally:
+        backend.cancel_job(job)
+        backend.cancel(held)
+    wait(lambda: job_state(job) == "CANCELLED" and not scontrol_steps(job), 30, "the job to end")
+    assert backend.steps(job) == {}  # ended: no steps
+    wait(all_idle, 30, "all nodes idle")
+
+
+# ---------------------------------------------------------------------------- submit / cancel
+
+
+def test_submit_rigid(backend, shared_tmp):
+    _idle()
+    out = shared_tmp / "host.txt"
+    job = _submit(
+        backend,
+        shared_tmp,
+        program=("/bin/sh", "-c", f"hostname > {out}; exec sleep 300"),
+        nodes_min=2,
+        nodes_max=2,
+        job_name="rigid; $(touch pwned) 'q'",
+        walltime=timedelta(minutes=7),
+    )
+    try:
+        _running(job)
+        fields = scontrol_job(job)
+        assert fields["NumNodes"] == "2" and len(scontrol_nodes(job)) == 2
+        assert fields["TimeLimit"] == "00:07:00"
+        assert fields["WorkDir"] == str(shared_tmp)
+        assert fields["StdOut"] == str(shared_tmp / f"{job}.out")
+        assert fields["Comment"] == "elastic-slurm:kind=rigid;min=2;max=2"
+        assert backend.job(job).name == "rigid; $(touch pwned) 'q'"  # one argument, no shell
+        assert not (shared_tmp / "pwned").exists()
+        # the program really ran, on the batch host
+        wait(lambda: out.exists() and out.read_text().strip(), 20, "the program's output")
+        assert out.read_text().strip() == fields["BatchHost"]
+    finally:
+        backend.cancel_job(job)
+    wait(all_idle, 30, "all nodes idle")
+
+
+def test_submit_moldable(backend, shared_tmp):
+    _idle()
+    job = _submit(
+        backend, shared_tmp, kind=JobKind.MOLDABLE, nodes_min=2, nodes_max=3, job_name="mold"
+    )
+    try:
+        _running(job)
+        fields = scontrol_job(job)
+        assert 2 <= int(fields["NumNodes"]) <= 3  # Slurm chose the size within the range
+        assert len(scontrol_nodes(job)) == int(fields["NumNodes"])
+        assert fields["Comment"] == "elastic-slurm:kind=moldable;min=2;max=3"
+        assert backend.job(job).nodes == scontrol_nodes(job)
+    finally:
+        backend.cancel_job(job)
+    wait(all_idle, 30, "all nodes idle")
+
+
+def test_cancel(backend, shared_tmp):
+    jobs = [sbatch_raw("--hold", "--time=5", workdir=shared_tmp) for _ in range(3)]
+    try:
+        backend.cancel(jobs[0])
+        assert job_state(jobs[0]) == "CANCELLED"
+        backend.cancel(*jobs[1:])
+        assert [job_state(j) for j in jobs] == ["CANCELLED"] * 3
+        backend.cancel(jobs[0], UNKNOWN_JOB)  # ended and unknown jobs are fine
+        backend.cancel()
+    finally:
+        backend.cancel(*jobs)
+
+
+# ---------------------------------------------------------------------------- updates
+
+
+def test_set_pending_size(backend, shared_tmp):
+    job = sbatch_raw("--hold", "--nodes=1-3", "--time=5", workdir=shared_tmp)
+    running = None
+    try:
+        backend.set_pending_size(job, 3)
+        assert scontrol_job(job)["NumNodes"].split("-")[0] == "3"
+        backend.set_pending_size(job, 2)
+        assert scontrol_job(job)["NumNodes"].split("-")[0] == "2"
+        assert backend.job(job).node_count == 2
+        assert job_state(job) == "PENDING"
+        _idle()
+        running = _submit(backend, shared_tmp, job_name="started")
+        _running(running)
+        with pytest.raises(ResizeError, match="not pending"):
+            backend.set_pending_size(running, 2)
+        assert scontrol_job(running)["NumNodes"] == "1"
+    finally:
+        backend.cancel(job)
+        if running:
+            backend.cancel_job(running)
+    wait(all_idle, 30, "all nodes idle")
+
+
+def test_set_array_throttle(backend, shared_tmp):
+    _idle()
+    array = _submit(
+        backend,
+        shared_tmp,
+        array="0-5",
+        array_max_running=2,
+        job_name="sweep",
+    )
+    try:
+        assert scontrol_job(array)["ArrayTaskThrottle"] == "2"
+        wait(lambda: running_tasks(array) == 2, 30, "2 tasks running")
+        backend.set_array_throttle(array, 3)
+        assert scontrol_job(array)["ArrayTaskThrottle"] == "3"
+        wait(lambda: running_tasks(array) == 3, 30, "3 tasks running")
+        backend.set_array_throttle(array, 1)
+        assert scontrol_job(array)["ArrayTaskThrottle"] == "1"
+        time.sleep(4)  # two scheduling passes: a lower throttle starts nothing new
+        assert running_tasks(array) == 3
+        assert len(array_tasks(array)) == 6
+    finally:
+        backend.cancel_job(array)  # the array's id cancels every task
+    wait(lambda: array_tasks(array) == [], 30, "every task of the array to go")
+    wait(all_idle, 30, "all nodes idle")
+
+
+def test_grow_then_shrink_to_exact_nodes(backend, shared_tmp, grow_path):
+    _idle()
+    job = _submit(backend, shared_tmp, nodes_min=2, nodes_max=2, job_name="grow")
+    try:
+        _running(job)
+        before = slurm_held(job)
+        _next_second()
+        grown = backend.grow(job, 2, path=grow_path, grant_timeout_s=20)
+        assert grown.path == grow_path and len(grown.added) == 2
+        assert slurm_held(job) == before | set(grown.added)
+        if grow_path == "merge":
+            assert scontrol_job(job)["NumNodes"] == "4"
+            assert helpers_alive(job) == []  # merged
+        else:
+            assert scontrol_job(job)["NumNodes"] == "2"
+            (sibling,) = helpers_alive(job)
+            assert set(scontrol_nodes(sibling)) == set(grown.added)
+        assert set(backend.elastic_nodes(job)) == slurm_held(job)
+        _next_second()
+        batch = scontrol_job(job)["BatchHost"]
+        keep = [batch, grown.added[-1]]
+        assert set(backend.shrink(job, keep)) == set(keep)
+        assert slurm_held(job) == set(keep)
+        if grow_path == "merge":
+            assert scontrol_job(job)["NumNodes"] == "2"
+            assert set(scontrol_nodes(job)) == set(keep)
+        else:
+            assert scontrol_nodes(job) == (batch,)
+            assert set(scontrol_nodes(sibling)) == {grown.added[-1]}
+        _next_second()
+        backend.shrink(job, [batch])
+        assert slurm_held(job) == {batch} and helpers_alive(job) == []
+        assert scontrol_nodes(job) == (batch,)
+    finally:
+        backend.cancel_job(job)
+    wait(all_idle, 30, "all nodes idle")
+    assert helpers_alive(job) == []
