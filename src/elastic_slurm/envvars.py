@@ -1,7 +1,9 @@
 """The one place that reads ``ELASTIC_SLURM_*`` environment variables, with their types.
 
 The launcher (``elastic-slurm run``) sets them for the application's ranks; users may set
-``ELASTIC_SLURM_JOIN`` to force a join strategy and ``ELASTIC_SLURM_RESIZE_TIMEOUT_S``.
+``ELASTIC_SLURM_JOIN`` to force a join strategy, ``ELASTIC_SLURM_RESIZE_TIMEOUT_S`` (how long
+the launcher waits for Slurm to shrink the job) and ``ELASTIC_SLURM_PREFLIGHT_TIMEOUT_S`` (how
+long an added node may take to answer before a grow is refused), both in seconds.
 """
 
 from __future__ import annotations

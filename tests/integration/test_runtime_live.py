@@ -259,3 +259,48 @@ def test_repeated_resizes_keep_heat2d_exact(slurm, shared_tmp):
     assert summary["resizes"] == 4 and summary["ranks"] == 4
     assert summary["max_abs_error"] <= 1e-12 and summary["matches_reference"] is True
     wait(all_idle, 30, "all nodes idle")
+
+
+def test_a_granted_node_that_does_not_answer_fails_the_grow_cleanly(slurm, shared_tmp):
+    """A node granted by Slurm whose slurmd is frozen: the application goes on at its old size
+    with its data, and the controller gives the grant back."""
+    import os
+    import signal
+
+    from elastic_slurm.cluster.local import LocalCluster
+    from elastic_slurm.config import load_site
+    from elastic_slurm.controller.actuate import Actuator
+    from elastic_slurm.controller.journal import Journal
+    from elastic_slurm.model.decisions import Expand
+
+    job, jobdir = _heat2d(
+        slurm, shared_tmp, start=2, iterations=1500, env={"ELASTIC_SLURM_PREFLIGHT_TIMEOUT_S": "4"}
+    )
+    before = slurm_held(job)
+    idle = sorted({"n1", "n2", "n3", "n4"} - before)
+    state = LocalCluster(load_site()).load_state()
+    (frozen,) = [d for d in state.daemons if d.name == f"slurmd@{idle[-1]}"]
+    os.kill(frozen.pid, signal.SIGSTOP)
+    try:
+        path = cached_probe(slurm.transport, "local", refresh=True).grow_path
+        actuator = Actuator(slurm, Journal(), grow_path=path, grant_timeout_s=20)
+        listed = {j.job_id: j for j in slurm.jobs()}
+        actuator.apply([Expand(job, 2, "test")], listed, {job: tuple(before)})
+        assert job in actuator.in_flight and len(slurm_held(job)) == 4  # granted
+        outcome = wait(
+            lambda: actuator.poll({j.job_id: j for j in slurm.jobs()}), 90, "the order to fail"
+        )[0]
+        assert outcome.ok is False and "unusable" in outcome.message
+        assert idle[-1] in outcome.message
+        assert slurm_held(job) == before  # the grant was given back
+        assert job_state(job) == "RUNNING"
+    finally:
+        os.kill(frozen.pid, signal.SIGCONT)
+    try:
+        wait(lambda: job_state(job) == "COMPLETED", 240, "heat2d to complete")
+    finally:
+        slurm.cancel_job(job)
+    summary = _summary(shared_tmp, job)
+    assert summary["matches_reference"] is True and summary["ranks"] == 2
+    assert summary["resizes"] == 0  # it never changed size
+    wait(all_idle, 60, "all nodes idle")

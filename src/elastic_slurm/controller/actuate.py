@@ -313,6 +313,8 @@ class Actuator:
         ack = r.jobdir.final_ack(r.seq)
         if ack is None:
             return self._check_overdue(r)
+        if ack.status is AckStatus.FAILED and r.action is ResizeAction.EXPAND:
+            self._give_back(r, ack.nodes)
         return self._close(
             r,
             ok=ack.status is AckStatus.DONE,
@@ -322,6 +324,22 @@ class Actuator:
             at=ack.at,
             message=ack.reason,
         )
+
+    def _give_back(self, r: Resize, running_on: tuple[str, ...]) -> None:
+        """After a failed expansion, return the granted nodes the job does not use."""
+        keep = [n for n in r.before if n in running_on] or list(r.before)
+        try:
+            self.slurm.shrink(r.job_id, keep)
+            log.warning("job %d could not use its new nodes; gave them back", r.job_id)
+            self.journal.write(
+                "note",
+                job_id=r.job_id,
+                seq=r.seq,
+                message=f"expansion failed; shrunk back to {keep}",
+            )
+        except ResizeError as exc:
+            log.error("job %d: could not give back the unused nodes: %s", r.job_id, exc)
+            self.journal.write("note", job_id=r.job_id, seq=r.seq, message=str(exc))
 
     def _check_overdue(self, r: Resize) -> None:
         if not r.overdue and time.time() - r.decided_at > self.resize_timeout_s:

@@ -35,6 +35,7 @@ from elastic_slurm.adapter.transport.local import LocalTransport
 from elastic_slurm.errors import ElasticSlurmError
 from elastic_slurm.jobdir import JobDir
 from elastic_slurm.model.resize_order import AckStatus, ResizeAck
+from elastic_slurm.mpi_runtime.preflight import check_hosts
 from elastic_slurm.mpi_runtime.slurm_env import resized_env
 from elastic_slurm.waiting import DeadlineExceeded, wait_for
 
@@ -291,7 +292,18 @@ class Launcher:
                 now = self.current_nodes()
                 self._fail(seq, now, str(exc))
                 return now
-        return self.current_nodes()
+            return self.current_nodes()
+        # expansion: check the added nodes before restarting on them (a dead node would take
+        # the whole step down); on failure go on at the old size, the controller gives them back
+        now = self.current_nodes()
+        added = [n for n in now if n not in nodes]
+        timeout = envvars.get_float("PREFLIGHT_TIMEOUT_S", 20.0, self.env)
+        bad = check_hosts(added, self.job_id, timeout) if added else {}
+        if bad:
+            reason = "; ".join(f"{h}: {why}" for h, why in sorted(bad.items()))
+            self._fail(seq, tuple(nodes), f"added nodes unusable: {reason}")
+            return tuple(nodes)
+        return now
 
     def _wait_vacated(self, leaving: Sequence[str]) -> None:
         if not leaving:

@@ -323,12 +323,50 @@ class ElasticComm:
                 strategy=choice.strategy,
                 reason=choice.reason,
             )
+        if order.action.value == "expand" and not self._added_nodes_work(order, hosts):
+            return False
         packed = self._pack()
         if choice.strategy == SPAWN:
             self._expand_by_spawn(order, hosts, packed, choice.reason)
             return True
         self._checkpoint_and_exit(order, packed, choice.reason)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _added_nodes_work(self, order: ResizeOrder, hosts: list[str]) -> bool:
+        """Check the added nodes before using them (collective); refuse the order if one fails.
+
+        A node that died after Slurm granted it would take the whole job down once ranks are
+        started there; instead the order is acknowledged as failed, the job goes on at its
+        size, and the controller gives the grant back (:mod:`.preflight`).
+        """
+        assert self.jobdir is not None
+        bad: dict[str, str] = {}
+        if self.rank == 0:
+            from elastic_slurm.mpi_runtime.preflight import check_hosts
+
+            added = [n for n in order.nodes if n not in set(hosts)]
+            job_id = envvars.get_int("JOB_ID", 0) or int(os.environ.get("SLURM_JOB_ID", "0"))
+            timeout = envvars.get_float("PREFLIGHT_TIMEOUT_S", 20.0)
+            bad = check_hosts(added, job_id, timeout) if job_id else {}
+        bad = self.comm.bcast(bad, root=0)
+        if not bad:
+            return True
+        reason = "; ".join(f"{h}: {why}" for h, why in sorted(bad.items()))
+        _say(self.comm, f"order {order.seq}: refused, added node(s) cannot run the job: {reason}")
+        if self.rank == 0:
+            self.jobdir.write_ack(
+                ResizeAck(
+                    order.seq,
+                    AckStatus.FAILED,
+                    tuple(dict.fromkeys(hosts)),
+                    time.time(),
+                    reason=f"added nodes unusable: {reason}",
+                    ranks=self.size,
+                )
+            )
+            self.jobdir.log_event("failed", seq=order.seq, reason=reason)
+        self.next_seq = order.seq + 1
+        return False
 
     def _pack(self) -> list[Any] | None:
         """What every rank's ``pack`` returned, on rank 0 (``None`` elsewhere or no hooks)."""
