@@ -37,11 +37,12 @@ def ssh_config(server: SSHServer, **extra) -> SSHTransportConfig:
     )
 
 
-@pytest.fixture(scope="session", params=["merge", "sibling"])
+@pytest.fixture(scope="module", params=["merge", "sibling"])
 def grow_path(request, local_cluster) -> Iterator[str]:
     """The cluster with ``permit_job_expansion`` (merge path), then without it (sibling path).
 
-    Tests that use it run once per path; the setting is restored afterwards.
+    Tests that use it run once per path; the setting is restored at the end of each module
+    (a session-wide fixture would leave later modules' tests on the sibling path).
     """
     from elastic_slurm.cluster.local import LocalCluster
     from elastic_slurm.config import load_site

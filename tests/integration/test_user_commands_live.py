@@ -75,14 +75,8 @@ def test_submit_watch_resize_show_cancel(local_cluster, shared_tmp):
             1,
             4,
         )
-        wait(
-            lambda: (
-                "launch"
-                in (shared_tmp / ".elastic-slurm" / f"job-{job}" / "events.jsonl").read_text()
-            ),
-            30,
-            "the application",
-        )
+        events = shared_tmp / ".elastic-slurm" / f"job-{job}" / "events.jsonl"
+        wait(lambda: events.exists() and "launch" in events.read_text(), 60, "the application")
         out = json.loads(cli("resize", str(job), "--nodes", "4", "--json").stdout)
         assert out["ok"] is True and len(out["nodes"]) == 4
         assert len(slurm_held(job)) == 4  # Slurm agrees

@@ -32,6 +32,7 @@ a fixed size. An evolving application asks for nodes with :meth:`ElasticComm.req
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import os
@@ -417,7 +418,7 @@ class ElasticComm:
             arr.local = move_rows(merged, arr.local, arr.meta(), old_size, merged.size)
             arr._rank, arr._size = merged.rank, merged.size
         t3 = time.monotonic()
-        self._intercomms.append(inter)
+        self._after_spawn(inter)
         self.comm = merged
         self.state = dict(meta["state"] or {})
         self.generation += 1
@@ -434,7 +435,7 @@ class ElasticComm:
         for info in meta["arrays"]:
             local = move_rows(merged, None, info, int(meta["src_parts"]), merged.size)
             self._restored[info["name"]] = (info, local)
-        self._intercomms.append(parent)
+        self._after_spawn(parent)
         self.comm = merged
         self.state = dict(meta["state"] or {})
         self.generation = int(meta["generation"]) + 1
@@ -492,6 +493,22 @@ class ElasticComm:
         _say(self.comm, f"order {order.seq}: checkpointed in {checkpoint_s:.2f} s; restarting")
         self._disconnect()
         raise ResizeExit()
+
+    def finalize(self) -> None:
+        """Disconnect from spawned (or parent) ranks before MPI ends (collective).
+
+        Run automatically at exit once a spawn has happened: a world whose ranks were spawned
+        can otherwise hang in ``MPI_Finalize`` when its ranks end at different moments (seen
+        with Open MPI 4.1: broken pipes, then ``mpirun`` never returns). Call it yourself only
+        if you end the program some other way than returning normally.
+        """
+        if self._intercomms:
+            self._disconnect()
+
+    def _after_spawn(self, inter: MPI.Intercomm) -> None:
+        if not self._intercomms:
+            atexit.register(self.finalize)  # runs before mpi4py's own MPI_Finalize at exit
+        self._intercomms.append(inter)
 
     def _disconnect(self) -> None:
         """Leave the merged communicator and disconnect from spawned or parent ranks."""
