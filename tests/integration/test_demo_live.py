@@ -11,12 +11,13 @@ import pytest
 
 from elastic_slurm.adapter.hostlist import expand
 
-from .helpers import all_idle, sacct_sizes
+from .helpers import all_idle, sacct_sizes, wait
 
 pytestmark = pytest.mark.slurm
 
 
 def test_demo_grows_shrinks_and_matches_the_rigid_run(local_cluster, shared_tmp: Path):
+    wait(all_idle, 60, "all nodes idle before the demo")
     res = subprocess.run(
         [sys.executable, "-m", "elastic_slurm", "demo", "--json", "--workdir", str(shared_tmp)],
         capture_output=True,

@@ -152,14 +152,31 @@ class Demo:
         cluster.up(DEMO_NODES)
 
     def _check_idle(self) -> None:
-        busy = [
-            j
-            for j in self.slurm.jobs()
-            if j.model_state.value in ("pending", "running")
-            or (j.model_state.value == "completing" and j.nodes)
-        ]
-        if busy:
-            ids = ", ".join(str(j.job_id) for j in busy)
+        """Refuse a busy cluster; wait (up to a minute) for jobs that are only completing."""
+
+        def busy(states: tuple[str, ...]) -> list[int]:
+            return [
+                j.job_id
+                for j in self.slurm.jobs()
+                if j.model_state.value in states
+                and (j.nodes or j.model_state.value != "completing")
+            ]
+
+        active = busy(("pending", "running"))
+        if not active and busy(("completing",)):
+            self.say("waiting for the last jobs to finish completing")
+            try:
+                wait_for(
+                    lambda: not busy(("completing",)),
+                    timeout_s=60,
+                    what="completing jobs to end",
+                    interval_s=0.5,
+                )
+            except DeadlineExceeded:
+                pass  # reported below
+        active = busy(("pending", "running", "completing"))
+        if active:
+            ids = ", ".join(map(str, active))
             raise ClusterError(
                 f"the cluster is busy (jobs {ids}); the demo needs it empty: "
                 "wait for them or cancel them with scancel"
