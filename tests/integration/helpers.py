@@ -105,7 +105,8 @@ def squeue_jobs() -> list[tuple[int, str, str, str]]:
     rows = []
     for line in out.splitlines():
         jid, name, state, nodes = line.split("|")
-        rows.append((int(jid), name, state, nodes))
+        if jid.isdigit():  # job arrays show as 12_[3-9]: not jobs of their own here
+            rows.append((int(jid), name, state, nodes))
     return rows
 
 

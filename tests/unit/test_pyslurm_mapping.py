@@ -78,6 +78,8 @@ def _as_pyslurm(j: dict) -> SimpleNamespace:
         qos=j["qos"] or None,
         state_reason=j["state_reason"],
         array_id=j["array_job_id"] or None,
+        array_tasks_waiting=(j["array_task_string"] or "").split("%")[0] or None,
+        array_tasks_parallel=j["array_max_tasks"] or None,
     )
 
 
@@ -122,6 +124,8 @@ def test_job_fields(fields, nodes, start, end):
         qos=None,
         state_reason="None",
         array_id=None,
+        array_tasks_waiting=None,
+        array_tasks_parallel=None,
     )
     job = job_from_pyslurm(SimpleNamespace(**{**base, **fields}))
     assert (job.nodes, job.start_time_s, job.end_time_s) == (nodes, start, end)

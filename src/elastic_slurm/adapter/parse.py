@@ -41,6 +41,9 @@ class SlurmJob:
     reason: str
     end_time_s: float | None = None
     time_limit_s: float | None = None
+    array_job_id: int | None = None  # the array a task belongs to (the array's own id too)
+    array_pending: str = ""  # task ids still pending, on the array's own record ("2-9")
+    array_throttle: int | None = None  # how many tasks may run at once
 
     @property
     def model_state(self) -> JobState:
@@ -214,6 +217,9 @@ def parse_squeue_json(text: str) -> list[SlurmJob]:
                 start_time_s=_time(j.get("start_time")) if nodes else None,
                 end_time_s=_time(j.get("end_time")),
                 time_limit_s=_minutes_s(j.get("time_limit")),
+                array_job_id=int(_num(j.get("array_job_id")) or 0) or None,
+                array_pending=str(j.get("array_task_string") or "").split("%", 1)[0],
+                array_throttle=int(_num(j.get("array_max_tasks")) or 0) or None,
                 batch_host=j.get("batch_host") or None,
                 workdir=str(j.get("current_working_directory") or ""),
                 user=str(j.get("user_name") or ""),
@@ -224,6 +230,24 @@ def parse_squeue_json(text: str) -> list[SlurmJob]:
             )
         )
     return jobs
+
+
+def array_task_count(spec: str) -> int:
+    """How many task ids an array specification names (``"2-9%2"`` -> 8; ``"1,3,5-7"`` -> 5).
+
+    >>> array_task_count("2-9%2"), array_task_count("1,3,5-7"), array_task_count("0-10:5")
+    (8, 5, 3)
+    """
+    spec = spec.split("%", 1)[0].strip()
+    total = 0
+    for part in filter(None, spec.split(",")):
+        rng, _, step = part.partition(":")
+        lo, _, hi = rng.partition("-")
+        if hi:
+            total += (int(hi) - int(lo)) // int(step or 1) + 1
+        else:
+            total += 1
+    return total
 
 
 def parse_sinfo_nodes(text: str) -> list[SlurmNode]:

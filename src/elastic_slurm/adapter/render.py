@@ -2,7 +2,8 @@
 
 Malleable and evolving jobs run their program through the elastic runtime's launcher
 (``python -m elastic_slurm run``), which restarts or extends the MPI step when the job is
-resized; rigid and moldable jobs run their command as given.
+resized; rigid and moldable jobs run their command as given, and so do the tasks of an elastic
+sweep (a malleable job array), which grows and shrinks by how many tasks run at once.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ def batch_script(req: ElasticRequest, *, python: str, env: Mapping[str, str] | N
         if not _ENV_NAME.fullmatch(key):
             raise ValueError(f"environment variable name {key!r} is not valid in a shell")
         lines.append(f"export {key}={shlex.quote(value)}")
-    if req.kind.resizable:
+    if req.kind.resizable and req.array is None:  # a sweep's tasks are plain commands
         argv = [
             python,
             "-m",

@@ -20,8 +20,16 @@ from elastic_slurm.adapter.parse import SlurmJob
 from elastic_slurm.adapter.tags import decode
 from elastic_slurm.controller.actuate import Actuator, ResizeOutcome
 from elastic_slurm.controller.journal import Journal
-from elastic_slurm.controller.observe import held_nodes, job_progress, orphan_helpers, snapshot
-from elastic_slurm.model.decisions import Decision
+from elastic_slurm.controller.observe import (
+    Sweep,
+    held_nodes,
+    job_progress,
+    orphan_helpers,
+    snapshot,
+    sweeps,
+)
+from elastic_slurm.errors import SlurmCommandError
+from elastic_slurm.model.decisions import Decision, Expand, Shrink
 from elastic_slurm.model.snapshot import ClusterSnapshot, JobState
 from elastic_slurm.model.triggers import Trigger, TriggerKind
 from elastic_slurm.plugins.policy import Policy
@@ -131,15 +139,67 @@ class Controller:
                         reason=d.reason,
                     )
             else:
-                self.actuator.apply(decisions, jobs, held, progress)
+                arrays = sweeps(listed)
+                self._apply_to_sweeps([d for d in decisions if d.job_id in arrays], arrays)
+                self.actuator.apply(
+                    [d for d in decisions if d.job_id not in arrays], jobs, held, progress
+                )
         self.last = Cycle(snap, trigger, decisions, finished)
         return self.last
+
+    def _apply_to_sweeps(self, decisions: list[Decision], arrays: dict[int, Sweep]) -> None:
+        """Grow or shrink elastic sweeps by their throttle (immediate; running tasks go on)."""
+        for d in decisions:
+            if not isinstance(d, Expand | Shrink):
+                continue
+            sweep = arrays[d.job_id]
+            size = len(sweep.nodes)
+            target = size + d.count if isinstance(d, Expand) else size - d.count
+            throttle = sweep.throttle_for(target)
+            t0 = time.time()
+            try:
+                self.slurm.set_array_throttle(sweep.array_id, throttle)
+                ok, message = True, ""
+            except SlurmCommandError as exc:
+                ok, message = False, str(exc)
+            self.journal.write(
+                "outcome",
+                job_id=sweep.array_id,
+                action=type(d).__name__.lower(),
+                ok=ok,
+                throttle=throttle,
+                message=message,
+                reason=d.reason,
+            )
+            log.info(
+                "sweep %d: %s to %d task(s) at once (%s)",
+                sweep.array_id,
+                type(d).__name__.lower(),
+                throttle,
+                d.reason,
+            )
+            self.actuator.outcomes.append(
+                ResizeOutcome(
+                    job_id=sweep.array_id,
+                    seq=0,
+                    action=type(d).__name__.lower(),
+                    before=sweep.nodes,
+                    after=(),
+                    ok=ok,
+                    seconds=time.time() - t0,
+                    strategy="throttle",
+                    phases_s={},
+                    message=message,
+                    finished_at=time.time(),
+                )
+            )
 
     def _busy(self, jobs: dict[int, SlurmJob]) -> set[int]:
         """Jobs the policy must leave alone now: resizing, or resized or started too recently."""
         now = time.time()
         recent = {o.job_id: o.finished_at for o in self.actuator.outcomes}
         busy = set(self.actuator.in_flight)
+        busy |= {j for j, t in recent.items() if now - t < self.min_resize_interval_s}
         for job_id, job in jobs.items():
             last = max(job.start_time_s or 0.0, recent.get(job_id, 0.0))
             if now - last < self.min_resize_interval_s:

@@ -14,8 +14,8 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from elastic_slurm.adapter.backend import SIBLING_PREFIX, helper_parent
-from elastic_slurm.adapter.parse import SlurmJob, SlurmNode
-from elastic_slurm.adapter.tags import decode
+from elastic_slurm.adapter.parse import SlurmJob, SlurmNode, array_task_count
+from elastic_slurm.adapter.tags import ElasticTag, decode
 from elastic_slurm.jobdir import JobDir
 from elastic_slurm.model.request import JobKind
 from elastic_slurm.model.resize_order import AckStatus, ResizeAction
@@ -93,6 +93,85 @@ def job_progress(job: SlurmJob) -> Progress:
     return Progress(int(open_request["delta"]), int(open_request["number"]), expansions, shrinks)
 
 
+@dataclass(frozen=True)
+class Sweep:
+    """An elastic sweep: a job array tagged malleable, seen by policies as one malleable job.
+
+    Its size is the nodes its running tasks hold; it grows and shrinks by changing how many
+    tasks may run at once (``ArrayTaskThrottle``), in steps of one task's nodes. Running tasks
+    are never stopped: a shrink takes effect as they finish.
+    """
+
+    array_id: int
+    tag: ElasticTag
+    running: tuple[SlurmJob, ...]
+    pending_tasks: int
+    throttle: int | None
+    submit_time_s: float
+
+    @property
+    def task_nodes(self) -> int:
+        """Nodes of one task."""
+        return self.tag.nodes_min
+
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        """Nodes of the running tasks."""
+        return tuple(n for t in self.running for n in t.nodes)
+
+    def view(self, resizing: bool = False) -> JobView:
+        """The sweep as one malleable job."""
+        running = bool(self.running)
+        tasks = len(self.running) + self.pending_tasks
+        return JobView(
+            job_id=self.array_id,
+            kind=JobKind.MALLEABLE,
+            state=JobState.RUNNING if running else JobState.PENDING,
+            nodes=self.nodes,
+            nodes_requested=len(self.nodes) if running else self.task_nodes,
+            nodes_min=self.task_nodes,
+            nodes_max=max(tasks, 1) * self.task_nodes,
+            submit_time_s=self.submit_time_s,
+            start_time_s=min((t.start_time_s or 0.0) for t in self.running) if running else None,
+            resizing=resizing,
+            name=f"sweep {self.array_id}",
+        )
+
+    def throttle_for(self, nodes: int) -> int:
+        """The throttle that lets the sweep hold about ``nodes`` nodes (at least one task)."""
+        return max(1, nodes // self.task_nodes)
+
+
+def sweeps(jobs: Sequence[SlurmJob]) -> dict[int, Sweep]:
+    """Job arrays tagged malleable, by array id."""
+    groups: dict[int, list[SlurmJob]] = {}
+    for j in jobs:
+        tag = decode(j.comment)
+        if j.array_job_id and tag is not None and tag.kind is JobKind.MALLEABLE:
+            groups.setdefault(j.array_job_id, []).append(j)
+    out = {}
+    for array_id, tasks in groups.items():
+        live = [t for t in tasks if t.model_state in (JobState.PENDING, JobState.RUNNING)]
+        if not live:
+            continue
+        tag = decode(live[0].comment)
+        assert tag is not None
+        pending = sum(
+            array_task_count(t.array_pending) if t.array_pending else 1
+            for t in live
+            if t.model_state is JobState.PENDING
+        )
+        out[array_id] = Sweep(
+            array_id=array_id,
+            tag=tag,
+            running=tuple(t for t in live if t.model_state is JobState.RUNNING),
+            pending_tasks=pending,
+            throttle=next((t.array_throttle for t in live if t.array_throttle), None),
+            submit_time_s=min(t.submit_time_s for t in tasks),
+        )
+    return out
+
+
 def job_view(
     job: SlurmJob,
     resizing: bool = False,
@@ -167,11 +246,15 @@ def snapshot(
     """
     held = held_nodes(jobs)
     progress = progress or {}
+    arrays = sweeps(jobs)
     views = [
         job_view(j, j.job_id in resizing, held.get(j.job_id), progress.get(j.job_id))
         for j in jobs
-        if helper_parent(j.name) is None and j.model_state in (JobState.PENDING, JobState.RUNNING)
+        if helper_parent(j.name) is None
+        and j.model_state in (JobState.PENDING, JobState.RUNNING)
+        and j.array_job_id not in arrays
     ]
+    views += [s.view(s.array_id in resizing) for s in arrays.values()]
     views.sort(key=lambda v: (v.submit_time_s, v.job_id))
     node_views = tuple(NodeView(n.name, n.model_state, n.cpus) for n in nodes)
     return ClusterSnapshot(time.time() if now_s is None else now_s, tuple(views), node_views)
