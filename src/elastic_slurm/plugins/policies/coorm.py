@@ -1,0 +1,321 @@
+"""CooRMv2's scheduling: non-preemptible requests first, then equi-partitioned preemptible nodes.
+
+Pre-allocations and non-preemptible requests are served first; the preemptible nodes left are
+equi-partitioned among malleable applications.
+
+C. Klein, "Cooperative Resource Management for Parallel and Distributed Systems", PhD thesis,
+ENS Lyon, 2012: chapter 6 (CooRMv2), sections 6.3.1 (request types: non-preemptible,
+preemptible, pre-allocation), 6.4 (how rigid, moldable, malleable and evolving applications use
+them), 6.5 (the example RMS: "pre-allocation requests are scheduled using Conservative
+Back-Filling. Next, inside these pre-allocations, non-preemptible requests are scheduled. The
+remaining resources are used to schedule preemptible requests", with "smart" equi-partitioning)
+and appendix A.1 (Algorithm A.3 ``eqSchedule``, Algorithm A.4 the main algorithm).
+
+CooRMv2 sends *views* and lets each application choose its requests; here the applications'
+choices are the thesis' own (section 6.4), made for them, and only their node counts matter:
+
+* a rigid job asks for its size, non-preemptibly; a moldable one for its requested size;
+* a malleable job asks for ``nodes_min`` non-preemptibly and for up to
+  ``nodes_max - nodes_min`` more preemptibly, and takes all its preemptive view offers;
+* an evolving job asks for a pre-allocation of ``nodes_max`` (the "sure execution" of section
+  6.4) and, inside it, for its current size non-preemptibly; its requests are served at once
+  (a release at once, a growth inside the pre-allocation, taking nodes back from malleable
+  jobs when needed: "CooRMv2 mandates that preemptible resources be freed immediately").
+
+Nodes pre-allocated but not used are part of the preemptible pool: that is the point of
+pre-allocations ("resources which are pre-allocated but unused can be filled by malleable
+applications"). The policy needs no evolution profile and degrades to plain conservative
+backfilling when no job is malleable or evolving.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from typing import ClassVar
+
+from elastic_slurm.model.decisions import Decision, Expand, Shrink, Start
+from elastic_slurm.model.request import JobKind
+from elastic_slurm.model.snapshot import ClusterSnapshot, JobView
+from elastic_slurm.model.triggers import Trigger
+from elastic_slurm.plugins.policies.klein_perez import Occupancy, fit, machine_nodes
+from elastic_slurm.plugins.policy import Policy
+
+INFINITY = math.inf
+
+
+def equipartition(requests: Sequence[int], pool: int, *, smart: bool = True) -> list[int]:
+    """Share ``pool`` nodes among applications asking for ``requests`` nodes each.
+
+    Algorithm A.3 of the thesis, for one time interval. ``smart``: each application gets at
+    most an equal share; what an application leaves of its share is shared again among the
+    others, until the pool or the requests run out. A remainder that does not divide goes
+    one node each to the applications first in the list. Not ``smart`` ("strict",
+    section 6.6.4): each gets at most ``pool // k`` (``k`` applications asking), and what one
+    leaves stays idle.
+
+    Returns
+    -------
+    list of int
+        Nodes granted, in the order of ``requests``; never more than asked, and in total never
+        more than ``pool``.
+
+    >>> equipartition([10, 2, 10], 12)
+    [5, 2, 5]
+    >>> equipartition([10, 2, 10], 12, smart=False)
+    [4, 2, 4]
+    >>> equipartition([3, 3], 7)
+    [3, 3]
+    >>> equipartition([5, 5, 5], 4)
+    [2, 1, 1]
+    """
+    grant = [0] * len(requests)
+    active = [i for i, r in enumerate(requests) if r > 0]
+    pool = max(0, pool)
+    if not active:
+        return grant
+    if not smart:
+        share = pool // len(active)
+        for i in active:
+            grant[i] = min(requests[i], share)
+        return grant
+    while pool > 0 and active:
+        share, extra = divmod(pool, len(active))
+        if share == 0:  # fewer nodes than applications: one each, first in the list first
+            for i in active[:extra]:
+                grant[i] += 1
+            break
+        given = 0
+        still = []
+        for i in active:
+            take = min(requests[i] - grant[i], share)
+            grant[i] += take
+            given += take
+            if grant[i] < requests[i]:
+                still.append(i)
+        if given == share * len(active) and extra:
+            # everybody took a full share: the remainder goes one node each, in list order
+            for i in still[:extra]:
+                grant[i] += 1
+                given += 1
+            pool -= given
+            break
+        pool -= given
+        active = still
+    return grant
+
+
+class EquiPartition(Policy):
+    """CooRMv2's RMS with "smart" equi-partitioning (Klein's thesis, sections 6.4-6.5, A.1).
+
+    Each cycle, in submission order (the thesis sorts applications by when they subscribe):
+
+    1. **Non-preemptible view** (Algorithm A.4, lines 1-11). The nodes running jobs hold
+       non-preemptibly (rigid and moldable: their size; malleable: ``nodes_min``; evolving:
+       their pre-allocation ``nodes_max``), each until its estimated end, are taken from the
+       machine. Pending jobs' pre-allocations and non-preemptible requests are then placed by
+       conservative backfilling, in order, with their time limits; those placed now start.
+    2. **Evolving requests** are served at once: releases, and growth inside the
+       pre-allocation (which guarantees the nodes).
+    3. **Preemptible nodes** (Algorithm A.3): the machine minus what is used non-preemptibly
+       now (pre-allocated but unused nodes count as preemptible) is equi-partitioned among
+       the malleable jobs, running or starting now, each asking for ``nodes_max -
+       nodes_min``; every malleable job is shrunk or expanded to ``nodes_min`` plus its part.
+
+    Decisions come in the order to carry them out: shrinks (releases, then malleable jobs
+    giving back preemptible nodes), then starts, evolving growth and malleable growth.
+
+    Choices, where the thesis leaves room:
+
+    * Algorithm A.3 as printed loops ``while ... r(i) >= 0`` (never ends once every request is
+      met) and sets ``v(i) <- max(v_in, v_eq)`` in the uncongested case (every application
+      would see the whole pool); we read ``r(i) > 0`` and ``max(v(i), v_eq)``. Views are
+      moot here: each malleable job takes what it is offered, so only the grants matter,
+      computed by :func:`equipartition` for the present instant (the thesis also partitions
+      the future, for views).
+    * A job that is resizing is left as it is and its nodes count as non-preemptible for the
+      cycle (the snapshot does not say how many it will end with).
+    * With ``preallocate=False`` evolving jobs pre-allocate only their current size (the
+      thesis' "probable execution"): a growth is then served only when nodes are free
+      non-preemptibly (idle or used preemptibly by malleable jobs), and otherwise lapses or
+      waits.
+
+    Parameters
+    ----------
+    config
+        An :class:`EquiPartition.Config`; ``None`` for the defaults.
+    """
+
+    name: ClassVar[str] = "coorm_equipartition"
+
+    @dataclasses.dataclass(frozen=True)
+    class Config:
+        """Options of :class:`EquiPartition`.
+
+        Parameters
+        ----------
+        smart
+            "Smart" equi-partitioning (what one malleable job leaves of its share goes to
+            the others; section 6.5) or "strict" (section 6.6.4's comparison: it stays idle).
+        preallocate
+            Evolving jobs pre-allocate ``nodes_max`` (sure execution) or only their current
+            size (probable execution).
+
+        Raises
+        ------
+        TypeError
+            When an option is not a boolean.
+        """
+
+        smart: bool = True
+        preallocate: bool = True
+
+        def __post_init__(self) -> None:
+            for field in dataclasses.fields(self):
+                value = getattr(self, field.name)
+                if not isinstance(value, bool):
+                    raise TypeError(f"{field.name} must be true or false, got {value!r}")
+
+    def decide(self, snapshot: ClusterSnapshot, trigger: Trigger) -> list[Decision]:
+        """Return this cycle's shrinks, starts and expansions (see the class docstring).
+
+        Ignores the trigger. Every count is at least one; no job goes below ``nodes_min`` or
+        above ``nodes_max``; the nodes started and expanded never exceed the idle nodes plus
+        the nodes the shrinks give back.
+        """
+        config: EquiPartition.Config = self.config
+        now = snapshot.time_s
+        cap = machine_nodes(snapshot)
+        order = sorted(snapshot.jobs, key=lambda j: (j.submit_time_s, j.job_id))
+        running = [j for j in order if j.start_time_s is not None]
+        pending = [j for j in order if j.start_time_s is None]
+
+        # 1. non-preemptible view: what running jobs hold for sure, then CBF for the queue
+        occ = Occupancy(now)
+        just_after = math.nextafter(now, INFINITY)  # a job past its estimate ends "soon"
+        for job in running:
+            end = job.estimated_end_s if job.estimated_end_s is not None else INFINITY
+            occ.add(now, max(end, just_after), self._np_hold(job))
+        starts: list[JobView] = []
+        for job in pending:
+            need = self._np_need(job)
+            if need > cap:
+                continue  # can never start here: reserves nothing
+            duration = job.walltime_at_s(self._np_start(job))
+            step = ((INFINITY if duration is None else max(duration, 0.0)), need)
+            (begin,) = fit((step,), occ, cap, 1.0, now)
+            if begin == INFINITY:
+                continue
+            if begin <= now:
+                starts.append(job)
+            occ.add(begin, begin + step[0], need)
+
+        # 2. evolving requests, and what everybody uses non-preemptibly now
+        releases: list[Shrink] = []
+        growth: list[Decision] = []
+        sizes = {j.job_id: j.size for j in running}
+        requests = {j.job_id: (0 if j.resizing else j.evolving_request) for j in running}
+        np_free = cap - occ.value_at(now)  # for growth without a pre-allocation
+        for job in running:
+            if job.kind is JobKind.EVOLVING and requests[job.job_id] < 0:
+                give = min(-requests[job.job_id], job.size - max(1, job.nodes_min))
+                if give >= 1:
+                    releases.append(Shrink(job.job_id, give, "the application releases nodes"))
+                    sizes[job.job_id] -= give
+                    np_free += give if not config.preallocate else 0
+        for job in running:
+            if job.kind is JobKind.EVOLVING and requests[job.job_id] > 0:
+                want = min(requests[job.job_id], job.nodes_max - job.size)
+                if not config.preallocate:
+                    want = min(want, np_free)
+                if want >= 1:
+                    np_free -= want
+                    why = "inside its pre-allocation" if config.preallocate else "nodes are free"
+                    growth.append(Expand(job.job_id, want, f"the application grows ({why})"))
+                    sizes[job.job_id] += want
+        used = 0  # nodes used non-preemptibly now, after this cycle's decisions
+        malleable: list[JobView] = []
+        for job in running:
+            if job.kind is JobKind.MALLEABLE and not job.resizing:
+                malleable.append(job)
+                used += max(1, job.nodes_min)
+            else:
+                used += sizes[job.job_id]
+        for job in starts:
+            if job.kind is JobKind.MALLEABLE:
+                malleable.append(job)
+                used += max(1, job.nodes_min)
+            else:
+                used += self._np_start(job)
+
+        # 3. equi-partition what is left among the malleable jobs
+        pool = cap - used
+        asks = [max(0, j.nodes_max - max(1, j.nodes_min)) for j in malleable]
+        grants = equipartition(asks, pool, smart=config.smart)
+        kind = "smart" if config.smart else "strict"
+        shrinks: list[Decision] = []
+        grows: list[Decision] = []
+        start_decisions: list[Decision] = []
+        parts = dict(zip((j.job_id for j in malleable), grants, strict=True))
+        # the nodes this cycle can hand out: idle ones and those the shrinks give back
+        avail = len(snapshot.idle_nodes()) + sum(d.count for d in releases)
+        for job in malleable:
+            if job.start_time_s is not None:
+                avail += max(0, job.size - max(1, job.nodes_min) - parts[job.job_id])
+        for job in starts:
+            if job.kind is JobKind.MALLEABLE:
+                size = max(1, job.nodes_min) + parts[job.job_id]
+                why = f"minimum {max(1, job.nodes_min)} + {parts[job.job_id]} preemptible ({kind})"
+            else:
+                size = self._np_start(job)
+                why = "its non-preemptible request fits now (conservative backfilling)"
+            if size > avail:  # only when the snapshot contradicts itself: wait
+                continue
+            avail -= size
+            start_decisions.append(Start(job.job_id, size, why))
+        for job in malleable:
+            if job.start_time_s is None:
+                continue
+            target = max(1, job.nodes_min) + parts[job.job_id]
+            if job.size > target:
+                shrinks.append(
+                    Shrink(
+                        job.job_id, job.size - target, f"{kind} equi-partition: {target} node(s)"
+                    )
+                )
+            elif job.size < target:
+                grows.append(
+                    Expand(
+                        job.job_id, target - job.size, f"{kind} equi-partition: {target} node(s)"
+                    )
+                )
+        return [*releases, *shrinks, *start_decisions, *growth, *grows]
+
+    # ------------------------------------------------------------------ requests
+    def _np_hold(self, job: JobView) -> int:
+        """Nodes a running job holds non-preemptibly (its pre-allocation, for evolving jobs)."""
+        if job.resizing:
+            return job.size
+        if job.kind is JobKind.MALLEABLE:
+            return max(1, job.nodes_min)
+        if job.kind is JobKind.EVOLVING and self.config.preallocate:
+            return max(job.size, job.nodes_max)
+        return job.size
+
+    def _np_need(self, job: JobView) -> int:
+        """Nodes a pending job's pre-allocation or non-preemptible request asks for."""
+        if job.kind is JobKind.MALLEABLE:
+            return max(1, job.nodes_min)
+        if job.kind is JobKind.EVOLVING and self.config.preallocate:
+            return max(job.nodes_requested, job.nodes_max)
+        return self._np_start(job)
+
+    @staticmethod
+    def _np_start(job: JobView) -> int:
+        """The size a non-malleable pending job starts at (malleable: its minimum)."""
+        if job.kind is JobKind.MALLEABLE:
+            return max(1, job.nodes_min)
+        if job.kind is JobKind.MOLDABLE:
+            return min(max(job.nodes_requested, job.nodes_min, 1), max(job.nodes_max, 1))
+        return job.nodes_requested
