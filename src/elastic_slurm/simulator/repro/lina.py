@@ -1,0 +1,542 @@
+"""Lina, Ghafoor and Hines: elastic workloads beat the rigid baseline at every elastic share.
+
+D. H. Lina, S. Ghafoor and T. Hines, "Scheduling of Elastic Message Passing Applications on
+HPC Systems", section 5: x % of a workload's jobs made elastic (section 5.1, half malleable
+and half evolving; :class:`~elastic_slurm.simulator.workload.LinaConversion` with the section
+5.2 parameters), x from 10 to 100, scheduled by their main algorithm with the Default,
+Application and System shrink selections and six candidate priorities (our ``lina_elastic``).
+The rigid baseline is the same policy on the unconverted workload (EASY backfilling), the
+dotted line of their figures.
+
+Their workloads were the first 10,000 jobs of the LLNL Atlas and KIT ForHLR II logs (and
+"shrunk" versions) and a synthetic Downey-model workload (Table 1). The logs are not among our
+traces; the synthetic workload is regenerated from Table 1
+(:func:`~elastic_slurm.simulator.generators.downey.lina_synthetic`), and the finding is checked
+on the traces we have, none of which the paper used: SDSC-SP2, KTH-SP2 and the Lublin model's
+256-node trace (first 10,000 jobs each).
+
+The paper's numbers are mostly in figures; the ones it prints are Table 3 (the largest
+difference between the best and the worst candidate priority, per algorithm and metric) and
+its findings, which are what the checks compare.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from elastic_slurm.plugins.policies.lina import PRIORITIES, SHRINK_SELECTIONS, LinaElastic
+from elastic_slurm.simulator.generators.downey import lina_synthetic
+from elastic_slurm.simulator.replay import load_workload, run
+from elastic_slurm.simulator.repro import Check, Section
+from elastic_slurm.simulator.repro.ghafoor import run_tasks, trace_dir
+from elastic_slurm.simulator.swf import read_swf
+from elastic_slurm.simulator.workload import LinaConversion, Workload
+
+SYNTHETIC = "synthetic"
+TRACES = ("SDSC-SP2-1998-4.2-cln.swf.gz", "KTH-SP2-1996-2.1-cln.swf.gz", "lublin_256.swf.gz")
+METRICS = (("tat", "average turnaround (s)"), ("util", "utilisation"), ("bsld", "bounded slowdown"))
+#: Table 3, Synthetic rows: ``{algorithm: {metric: (best, worst, max difference %, at %)}}``.
+PAPER_TABLE3 = {
+    "application": {
+        "tat": ("gain", "random", 1.51, 60),
+        "util": ("random", "shrinkable", 8.58, 80),
+        "bsld": ("gain", "random", 6.3, 90),
+    },
+    "system": {
+        "tat": ("gain", "remaining", 1.09, 90),
+        "util": ("random", "shrinkable", 3.6, 70),
+        "bsld": ("gain", "shrinkable", 5.7, 90),
+    },
+    "default": {
+        "tat": ("gain", "random", 1.79, 90),
+        "util": ("random", "shrinkable", 3.47, 70),
+        "bsld": ("gain", "remaining", 5.28, 100),
+    },
+}
+#: Largest difference between priorities in Table 3 over every workload (KIT, Default, slowdown).
+PAPER_MAX_DIFFERENCE = 18.05
+TABLE3_TOLERANCE_PP = 3.0
+SEED = 1
+#: The algorithms of the sweeps: the three of the paper, and System with Algorithm 7 as printed.
+ALGORITHMS = (*SHRINK_SELECTIONS, "system-printed")
+
+
+@cache
+def _workload(source: str, jobs: int) -> Workload:
+    if source == SYNTHETIC:
+        return lina_synthetic(jobs=jobs).generate(seed=17)
+    trace = read_swf(trace_dir() / source, max_jobs=jobs + 500, on_error="skip")
+    return load_workload(trace, max_jobs=jobs)
+
+
+def simulate(task: tuple[str, int, int, str, str]) -> dict[str, float]:
+    """One run: ``(workload, jobs, percent elastic, algorithm, priority)`` -> metrics.
+
+    ``algorithm`` is a shrink selection, or ``"system-printed"`` for Algorithm 7 as printed.
+    """
+    source, jobs, percent, algorithm, priority = task
+    printed = algorithm == "system-printed"
+    config = LinaElastic.Config(
+        shrink_selection="system" if printed else algorithm,
+        priority=priority,
+        system_requires_ending_job=printed,
+    )
+    policy = LinaElastic(config)
+    conversion = LinaConversion(elastic_fraction=percent / 100) if percent else None
+    result = run(_workload(source, jobs), policy, conversion=conversion, seed=SEED)
+    m = result.metrics
+    return {
+        "tat": m.avg_turnaround_s,
+        "util": m.utilization,
+        "bsld": m.avg_bounded_slowdown,
+        "wait": m.avg_wait_s,
+        "run": m.avg_run_s,
+        "span": m.makespan_s,
+        "resizes": m.expansions + m.shrinks,
+        "refused": m.requests_refused,
+        "nodes": result.nodes,
+    }
+
+
+def _better(metric: str, value: float, than: float) -> bool:
+    return value > than if metric == "util" else value < than
+
+
+def reproduce(
+    out_dir: Path, *, quick: bool = False, progress: Callable[[str], None] | None = None
+) -> Section:
+    """Run the sweeps, draw the figures into ``out_dir`` and return the report section."""
+    say = progress or (lambda line: None)
+    if quick:
+        jobs = {SYNTHETIC: 300, TRACES[0]: 300}
+        percents: tuple[int, ...] = (20, 100)
+        prio_percents: tuple[int, ...] = (100,)
+    else:
+        jobs = {SYNTHETIC: 10_000, **{t: 10_000 for t in TRACES}}
+        percents = tuple(range(10, 101, 10))
+        prio_percents = (20, 40, 60, 80, 100)
+    workloads = [w for w in jobs if w == SYNTHETIC or (trace_dir() / w).is_file()]
+
+    tasks = []
+    for w in workloads:
+        tasks.append((w, jobs[w], 0, "default", "gain"))
+        tasks += [(w, jobs[w], p, s, "gain") for s in ALGORITHMS for p in percents]
+    n = jobs[SYNTHETIC]
+    for s in SHRINK_SELECTIONS:
+        for prio in PRIORITIES:
+            for p in prio_percents:
+                if (SYNTHETIC, n, p, s, prio) not in tasks:
+                    tasks.append((SYNTHETIC, n, p, s, prio))
+    say(f"lina: {len(tasks)} simulations on {len(workloads)} workload(s)")
+    results: dict[Any, dict[str, float]] = dict(
+        zip(tasks, run_tasks(tasks, simulate, workers=1 if quick else 2, say=say), strict=True)
+    )
+
+    def get(w: str, p: int, s: str = "default", prio: str = "gain") -> dict[str, float]:
+        return results[(w, jobs[w], p, s if p else "default", prio if p else "gain")]
+
+    checks: list[Check] = []
+    for w in workloads:
+        checks += _beats_rigid_checks(w, percents, get)
+    checks.append(_priorities_check(prio_percents, get))
+    table3 = _table3(prio_percents, get)
+    checks += _table3_checks(table3)
+    for w in workloads:
+        checks += _algorithm_checks(w, percents, get)
+
+    figures = [
+        _figure_sweeps(out_dir / "lina_elastic_vs_rigid.png", workloads, percents, get),
+        _figure_priorities(out_dir / "lina_priorities_synthetic.png", prio_percents, get),
+    ]
+    markdown = _markdown(workloads, jobs, percents, prio_percents, get, table3, quick)
+    return Section(
+        "Lina, Ghafoor and Hines: elastic (malleable + evolving) against rigid",
+        markdown,
+        figures=figures,
+        checks=checks,
+    )
+
+
+Getter = Callable[..., dict[str, float]]
+
+
+def _algo(algorithm: str) -> str:
+    return "System (as printed)" if algorithm == "system-printed" else algorithm.capitalize()
+
+
+def _label(workload: str) -> str:
+    if workload == SYNTHETIC:
+        return "Synthetic (Downey, Table 1)"
+    return workload.split("-cln")[0].replace(".swf.gz", "")
+
+
+def _beats_rigid_checks(w: str, percents: Sequence[int], get: Getter) -> list[Check]:
+    rigid = get(w, 0)
+    checks = []
+    for s in ALGORITHMS:
+        counts = {
+            m: sum(_better(m, get(w, p, s)[m], rigid[m]) for p in percents) for m, _ in METRICS
+        }
+        failed = []
+        for m, c in counts.items():
+            if c < len(percents):
+                worse = [str(p) for p in percents if not _better(m, get(w, p, s)[m], rigid[m])]
+                failed.append(f"{m} not better at {', '.join(worse)} %")
+        checks.append(
+            Check(
+                f"{_label(w)}, {_algo(s)} (gain): elastic better than rigid at every "
+                "share (turnaround / utilisation / slowdown)",
+                " / ".join(f"{counts[m]}/{len(percents)}" for m, _ in METRICS),
+                " / ".join(f"{len(percents)}/{len(percents)}" for _ in METRICS),
+                all(c == len(percents) for c in counts.values()),
+                "; ".join(failed) or "strictly better at every share",
+            )
+        )
+    return checks
+
+
+def _priorities_check(percents: Sequence[int], get: Getter) -> Check:
+    rigid = get(SYNTHETIC, 0)
+    combos = [(s, prio, p) for s in SHRINK_SELECTIONS for prio in PRIORITIES for p in percents]
+    good = [c for c in combos if get(SYNTHETIC, c[2], c[0], c[1])["tat"] < rigid["tat"]]
+    bad = sorted(set(combos) - set(good))
+    return Check(
+        f"{_label(SYNTHETIC)}: every algorithm and priority beats rigid on turnaround "
+        f"({', '.join(str(p) for p in percents)} %)",
+        f"{len(good)}/{len(combos)}",
+        f'{len(combos)}/{len(combos)} ("in all cases")',
+        not bad,
+        "; ".join(f"{s}/{prio} at {p} %" for s, prio, p in bad[:5]),
+    )
+
+
+def _table3(
+    percents: Sequence[int], get: Getter
+) -> dict[str, dict[str, tuple[str, str, float, int]]]:
+    """Per algorithm and metric: best and worst priority, largest difference (%) and where.
+
+    The difference at one share is ``|best - worst| / worst``, in %.
+    """
+    out: dict[str, dict[str, tuple[str, str, float, int]]] = {}
+    for s in SHRINK_SELECTIONS:
+        out[s] = {}
+        for m, _ in METRICS:
+            top = ("", "", -1.0, 0)
+            for p in percents:
+                values = {prio: get(SYNTHETIC, p, s, prio)[m] for prio in PRIORITIES}
+                ranked = sorted(values, key=lambda k: values[k], reverse=(m == "util"))
+                best, worst = ranked[0], ranked[-1]
+                diff = 100.0 * abs(values[best] - values[worst]) / abs(values[worst] or 1.0)
+                if diff > top[2]:
+                    top = (best, worst, diff, p)
+            out[s][m] = top
+    return out
+
+
+def _table3_checks(table3: dict[str, dict[str, tuple[str, str, float, int]]]) -> list[Check]:
+    checks = []
+    for s in SHRINK_SELECTIONS:
+        for m, name in METRICS:
+            best, worst, diff, at = table3[s][m]
+            pbest, pworst, pdiff, pat = PAPER_TABLE3[s][m]
+            names = "same best and worst" if (best, worst) == (pbest, pworst) else "other names"
+            checks.append(
+                Check(
+                    f"Table 3, Synthetic, {s.capitalize()}, {name}: largest difference between "
+                    "priorities (best / worst)",
+                    f"{diff:.2f} % at {at} % ({best} / {worst})",
+                    f"{pdiff:.2f} % at {pat} % ({pbest} / {pworst})",
+                    abs(diff - pdiff) <= TABLE3_TOLERANCE_PP,
+                    f"tolerance +-{TABLE3_TOLERANCE_PP:.0f} points; {names}",
+                )
+            )
+    return checks
+
+
+def _ranked(w: str, p: int, metric: str, get: Getter, *, best: bool) -> str:
+    """The paper's algorithm (System read from the text) with the best or worst ``metric``."""
+    values = {s: get(w, p, s)[metric] for s in SHRINK_SELECTIONS}
+    higher_wins = (metric == "util") == best
+    return (
+        max(values, key=values.__getitem__) if higher_wins else min(values, key=values.__getitem__)
+    )
+
+
+def _algorithm_checks(w: str, percents: Sequence[int], get: Getter) -> list[Check]:
+    n = len(percents)
+    util_top = [p for p in percents if _ranked(w, p, "util", get, best=True) == "system"]
+    tat_worst = [p for p in percents if _ranked(w, p, "tat", get, best=False) == "system"]
+    tat_low = [p for p in percents if _ranked(w, p, "tat", get, best=True) == "application"]
+    return [
+        Check(
+            f"{_label(w)}: System has the highest utilisation of the three algorithms",
+            f"{len(util_top)}/{n} shares",
+            "always",
+            len(util_top) == n,
+            "gain priority",
+        ),
+        Check(
+            f"{_label(w)}: System has the worst turnaround of the three algorithms",
+            f"{len(tat_worst)}/{n} shares",
+            "worst (figures for KIT, LLNL, Synthetic)",
+            2 * len(tat_worst) > n,
+            "gain priority",
+        ),
+        Check(
+            f"{_label(w)}: Application has the lowest turnaround of the three algorithms",
+            f"{len(tat_low)}/{n} shares",
+            "in most cases",
+            2 * len(tat_low) > n,
+            "gain priority; Default is within "
+            + f"{_spread(w, percents, get):.1f} % of Application at every share",
+        ),
+    ]
+
+
+def _spread(w: str, percents: Sequence[int], get: Getter) -> float:
+    """Largest turnaround difference between Default and Application, in % of Application."""
+    return max(
+        100.0 * abs(get(w, p, "default")["tat"] / get(w, p, "application")["tat"] - 1.0)
+        for p in percents
+    )
+
+
+def _figure_sweeps(
+    path: Path, workloads: Sequence[str], percents: Sequence[int], get: Getter
+) -> Path:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(11, 2.6 * len(workloads) + 0.4), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(len(workloads), len(METRICS), squeeze=False)
+    for row, w in zip(axes, workloads, strict=True):
+        rigid = get(w, 0)
+        for ax, (m, name) in zip(row, METRICS, strict=True):
+            for s in ALGORITHMS:
+                style = "s--" if s == "system-printed" else "o-"
+                ax.plot(percents, [get(w, p, s)[m] for p in percents], style, ms=3, label=s)
+            ax.axhline(rigid[m], linestyle=":", color="black", label="rigid")
+            ax.set_title(f"{_label(w)}: {name}", fontsize="small")
+            ax.set_xlabel("elastic jobs (%)", fontsize="small")
+        row[0].legend(fontsize="x-small")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    return path
+
+
+def _figure_priorities(path: Path, percents: Sequence[int], get: Getter) -> Path:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(11, 8), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(len(SHRINK_SELECTIONS), len(METRICS), squeeze=False)
+    rigid = get(SYNTHETIC, 0)
+    for row, s in zip(axes, SHRINK_SELECTIONS, strict=True):
+        for ax, (m, name) in zip(row, METRICS, strict=True):
+            for prio in PRIORITIES:
+                values = [get(SYNTHETIC, p, s, prio)[m] for p in percents]
+                ax.plot(percents, values, "o-", ms=3, label=prio)
+            ax.axhline(rigid[m], linestyle=":", color="black", label="rigid")
+            ax.set_title(f"Synthetic, {s.capitalize()}: {name}", fontsize="small")
+            ax.set_xlabel("elastic jobs (%)", fontsize="small")
+        row[0].legend(fontsize="x-small")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    return path
+
+
+def _markdown(
+    workloads: Sequence[str],
+    jobs: dict[str, int],
+    percents: Sequence[int],
+    prio_percents: Sequence[int],
+    get: Getter,
+    table3: dict[str, dict[str, tuple[str, str, float, int]]],
+    quick: bool,
+) -> str:
+    sizes = "; ".join(
+        f"{_label(w)}, first {jobs[w]:,} jobs on {get(w, 0)['nodes']:,.0f} nodes" for w in workloads
+    )
+    lines = [
+        "Policy `lina_elastic` (Algorithms 1-8; section 5.2's t = 5 s and u = 80 %, and x = 90 % "
+        "as the paper gives none); run times known to the scheduler, as in the paper's "
+        "simulator; gain priority unless said. System follows section 4's text (no shrinking "
+        "above u); *System (as printed)* follows Algorithm 7's pseudo-code (no shrinking above "
+        "u only while a job ends within t). Elastic conversion of section 5.1 "
+        f"(`LinaConversion`, seed {SEED}); the rigid baseline is the same policy on the "
+        "unconverted workload (EASY backfilling). Slowdown is the bounded slowdown (10 s "
+        "bound; the paper's plain slowdown explodes on the traces' few-second jobs). One "
+        "conversion seed per point (the paper averages 10 runs).",
+        "",
+        f"Workloads: {sizes}. The paper's LLNL Atlas and KIT ForHLR II logs are not among the "
+        "shared traces; every trace here is one the paper did not use, and the synthetic "
+        "workload is a new draw from its Table 1 parameters.",
+    ]
+    for w in workloads:
+        rigid = get(w, 0)
+        lines += [
+            "",
+            f"**{_label(w)}**: turnaround (s) / utilisation / bounded slowdown; rigid "
+            f"{rigid['tat']:,.0f} / {rigid['util']:.3f} / {rigid['bsld']:.2f}",
+            "",
+            "| % elastic | " + " | ".join(_algo(a) for a in ALGORITHMS) + " |",
+            "|---|" + "---|" * len(ALGORITHMS),
+        ]
+        for p in percents:
+            cells = []
+            for a in ALGORITHMS:
+                r = get(w, p, a)
+                cells.append(f"{r['tat']:,.0f} / {r['util']:.3f} / {r['bsld']:.2f}")
+            lines.append(f"| {p} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "Table 3 (its Synthetic rows) beside ours: the largest difference between the best and "
+        f"the worst priority at any of {', '.join(str(p) for p in prio_percents)} % elastic, "
+        "as `|best - worst| / worst`:",
+        "",
+        "| algorithm | metric | ours: best / worst | ours: difference | paper: best / worst | "
+        "paper: difference |",
+        "|---|---|---|---|---|---|",
+    ]
+    for s in SHRINK_SELECTIONS:
+        for m, name in METRICS:
+            best, worst, diff, at = table3[s][m]
+            pb, pw, pd, pat = PAPER_TABLE3[s][m]
+            lines.append(
+                f"| {s.capitalize()} | {name} | {best} / {worst} | {diff:.2f} % at {at} % | "
+                f"{pb} / {pw} | {pd:.2f} % at {pat} % |"
+            )
+    lines += ["", "What the runs show, and why they differ from the paper where they do:", ""]
+    lines += _findings(workloads, percents, get, table3)
+    if quick:
+        lines += [
+            "",
+            f"Quick mode: {jobs[SYNTHETIC]} jobs of the synthetic workload and of SDSC-SP2, "
+            "two shares, the priorities at one share; the checks are the same but rest on "
+            "much less evidence.",
+        ]
+    return "\n".join(lines)
+
+
+def _findings(
+    workloads: Sequence[str],
+    percents: Sequence[int],
+    get: Getter,
+    table3: dict[str, dict[str, tuple[str, str, float, int]]],
+) -> list[str]:
+    """The discussion, from the numbers (so that it stays true when they change)."""
+
+    def beats(w: str, a: str, m: str) -> bool:
+        rigid = get(w, 0)[m]
+        return all(_better(m, get(w, p, a)[m], rigid) for p in percents)
+
+    out = []
+    good = [a for a in ("default", "application") if all(beats(w, a, "tat") for w in workloads)]
+    if good:
+        top = percents[-1]
+        parts = []
+        for w in workloads:
+            rigid, elastic = get(w, 0), get(w, top, "default")
+            gained = rigid["tat"] - elastic["tat"]
+            if gained > 0:
+                waited = 100.0 * (rigid["wait"] - elastic["wait"]) / gained
+                parts.append(f"{gained:,.0f} s on {_label(w)} ({waited:.0f} % of it waiting)")
+        out.append(
+            f"* **{' and '.join(_algo(a) for a in good)}** lower the average turnaround below "
+            "the rigid baseline at every elastic share on every workload, as the paper finds; "
+            "slowdown too"
+            + (
+                ""
+                if all(beats(w, a, "bsld") for w in workloads for a in good)
+                else " on most workloads"
+            )
+            + ". The gain is shorter waits (shrinking malleable jobs starts queued jobs early) "
+            f"and shorter runs (expansions use the nodes EASY leaves idle): at {top} % elastic "
+            f"Default saves {'; '.join(parts)}."
+        )
+    bad = [w for w in workloads if not beats(w, "system", "bsld")]
+    if bad:
+        printed_ok = [w for w in bad if beats(w, "system-printed", "bsld")]
+        out.append(
+            "* **System, read from the text, loses to rigid on slowdown** on "
+            f"{', '.join(_label(w) for w in bad)}. Idle nodes go to malleable jobs "
+            "(Algorithm 1, line 7), which lifts the utilisation above u = 80 %; from then on "
+            "System shrinks nothing, so a queued job that does not fit waits for jobs to end, "
+            "and the nodes they free are given to expansions again. The paper ranks System "
+            "last on slowdown too, but still better than rigid. "
+            + (
+                f"With Algorithm 7 as printed the loss disappears on {len(printed_ok)} of "
+                f"these {len(bad)} workload(s), and System behaves almost like Default."
+                if printed_ok
+                else "Algorithm 7 as printed does not remove it."
+            )
+        )
+    util_bad = [w for w in workloads if not beats(w, "default", "util")]
+    system_top = [
+        w
+        for w in workloads
+        if all(_ranked(w, p, "util", get, best=True) == "system" for p in percents)
+    ]
+    text = (
+        "* **Utilisation** is node-seconds held over nodes times the schedule span (section "
+        "4.1), and a job holds its nodes while it resizes and while it runs, on more nodes, "
+        "with the parallel overhead of section 3. Below saturation the span is set by the "
+        "last arrivals, so utilisation mostly measures how many node-seconds the jobs burn: "
+        "the more expansion, the higher the figure, without any job finishing sooner. That is "
+        "why elastic shares score higher"
+    )
+    if system_top:
+        text += (
+            ", why System, which expands into nodes it then refuses to take back, scores "
+            f"highest on {', '.join(_label(w) for w in system_top)}"
+        )
+    text += (
+        ", and why the priorities hardly change it (Table 3's utilisation differences of "
+        f"3-9 % are not reproduced: ours are at most "
+        f"{max(table3[s]['util'][2] for s in SHRINK_SELECTIONS):.1f} %)."
+    )
+    for w in util_bad:
+        p = next(p for p in percents if not _better("util", get(w, p)["util"], get(w, 0)["util"]))
+        grew = 100.0 * (get(w, p)["span"] / get(w, 0)["span"] - 1.0)
+        held = 100.0 * (
+            get(w, p)["util"] * get(w, p)["span"] / (get(w, 0)["util"] * get(w, 0)["span"]) - 1.0
+        )
+        fell = 100.0 * (1.0 - get(w, p)["tat"] / get(w, 0)["tat"])
+        text += (
+            f" On {_label(w)}, saturated, the schedule span is set by the work instead. At "
+            f"{p} % elastic the node-seconds change by {held:+.1f} % but the span by "
+            f"{grew:+.1f} %: the last job ends later (we attribute it to EASY reservations "
+            "made with run times that later shrinks lengthen, which delays the wide job at the "
+            "head of the queue). Utilisation, work over span, drops a little below the rigid "
+            f"baseline's while the average turnaround falls by {fell:.0f} %."
+        )
+    out.append(text)
+    names = sorted({(table3[s]["tat"][0], table3[s]["tat"][1]) for s in SHRINK_SELECTIONS})
+    found = ", ".join(f"{b} best and {w} worst" for b, w in names)
+    out.append(
+        "* **Priorities.** Turnaround differs by at most "
+        f"{max(table3[s]['tat'][2] for s in SHRINK_SELECTIONS):.1f} % between priorities "
+        "(the paper: at most 1.8 % on its synthetic workload, "
+        f"{PAPER_MAX_DIFFERENCE} % in slowdown over all its workloads), so, as the paper "
+        "concludes, the choice of victim matters little. "
+        + (
+            "As in the paper, gain is best and random worst for turnaround."
+            if names == [("gain", "random")]
+            else f"Which one is best is not stable: for turnaround we find {found} (by "
+            "algorithm), where the paper finds gain best and random worst."
+        )
+    )
+    out.append(
+        "* **Differences of set-up.** The paper's figures are for LLNL and KIT, which we do "
+        "not have, and its synthetic jobs are not ours (same model and parameters, other "
+        "random numbers); one conversion seed here against ten runs there; the negotiation "
+        "cost of Algorithm 1, line 11 (0.005-0.05 s, negligible against run times) is not "
+        "modelled; evolving request sizes are our choice (up to ``P`` nodes, "
+        "`LinaConversion`), the paper gives none."
+    )
+    return out

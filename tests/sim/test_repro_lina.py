@@ -1,0 +1,75 @@
+"""Lina et al.'s reproduction (quick mode), and LinaElastic in the simulator."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from elastic_slurm.model import JobKind
+from elastic_slurm.plugins.policies.easy_backfill import EasyBackfill
+from elastic_slurm.plugins.policies.lina import PRIORITIES, SHRINK_SELECTIONS, LinaElastic
+from elastic_slurm.simulator import LinaConversion, from_swf, read_swf, run
+from elastic_slurm.simulator.generators.downey import DowneyModel
+from elastic_slurm.simulator.repro import lina
+from elastic_slurm.simulator.repro.ghafoor import trace_dir
+
+KTH = trace_dir() / "KTH-SP2-1996-2.1-cln.swf.gz"
+
+
+def test_quick_reproduction_returns_checks_and_figures(tmp_path: Path) -> None:
+    section = lina.reproduce(tmp_path, quick=True)
+    assert len(section.checks) >= 10 and all(c.ours and c.paper for c in section.checks)
+    assert {f.name for f in section.figures} == {
+        "lina_elastic_vs_rigid.png",
+        "lina_priorities_synthetic.png",
+    }
+    assert all(f.stat().st_size > 10_000 for f in section.figures)
+    assert "Table 3" in section.markdown
+    by_name = {c.what: c for c in section.checks}
+    # every priority of every algorithm beats the rigid turnaround on the synthetic workload
+    priorities = next(c for c in section.checks if "every algorithm and priority" in c.what)
+    assert priorities.agrees, priorities
+    assert any("Table 3, Synthetic, Default" in name for name in by_name)
+
+
+@pytest.mark.skipif(not KTH.is_file(), reason=f"trace not found: {KTH}")
+def test_on_a_rigid_workload_with_time_limits_it_is_easy_backfilling() -> None:
+    # No malleable job: Algorithms 2 and 4 and the expansion do nothing, and Algorithm 3 is
+    # EASY; with the time limits as estimates the schedule is EasyBackfill's, job by job.
+    workload = from_swf(read_swf(KTH, max_jobs=1200), max_jobs=1000)
+    ours = run(workload, LinaElastic(LinaElastic.Config(estimates="walltime")))
+    easy = run(workload, EasyBackfill())
+    assert [(r.job_id, r.start_s) for r in ours.records] == [
+        (r.job_id, r.start_s) for r in easy.records
+    ]
+
+
+@pytest.mark.parametrize("selection", SHRINK_SELECTIONS)
+def test_every_algorithm_and_priority_makes_only_legal_decisions(selection: str) -> None:
+    # The simulator refuses any decision that breaks its rules (PolicyError); a whole run
+    # with malleable and evolving jobs therefore checks the decisions' legality.
+    workload = DowneyModel(jobs=150, nodes=64, size_range=(1, 32), load=0.9).generate(seed=5)
+    conversion = LinaConversion(elastic_fraction=1.0)
+    rigid = run(workload, LinaElastic()).metrics.avg_turnaround_s
+    for priority in PRIORITIES:
+        policy = LinaElastic(LinaElastic.Config(shrink_selection=selection, priority=priority))
+        result = run(workload, policy, conversion=conversion, seed=2)
+        m = result.metrics
+        assert m.jobs == 150 and m.expansions > 0
+        kinds = {r.kind for r in result.records}
+        assert kinds == {JobKind.MALLEABLE, JobKind.EVOLVING}
+        if selection != "system":
+            assert m.avg_turnaround_s < rigid, (priority, m.avg_turnaround_s, rigid)
+    for options in ({"partial_evolving": True}, {"initial_allocation": "first_fit"}):
+        policy = LinaElastic(LinaElastic.Config(shrink_selection=selection, **options))
+        assert run(workload, policy, conversion=conversion, seed=2).metrics.jobs == 150
+
+
+def test_a_run_is_deterministic_with_the_random_priority() -> None:
+    workload = DowneyModel(jobs=120, nodes=64, size_range=(1, 32), load=0.9).generate(seed=6)
+    conversion = LinaConversion(elastic_fraction=0.6)
+    policy = LinaElastic(LinaElastic.Config(priority="random", seed=4))
+    first = run(workload, policy, conversion=conversion, seed=1)
+    again = run(workload, LinaElastic(policy.config), conversion=conversion, seed=1)
+    assert first == again
