@@ -442,6 +442,24 @@ def test_sim_snapshot_behaves_as_the_plain_snapshot() -> None:
         assert plain.pending() == snap.pending()
         assert plain.running() == snap.running()
         assert plain.idle_nodes() == snap.idle_nodes()
+        assert plain.node_count == snap.node_count == len(snap.nodes)
         for job in plain.jobs:
             assert snap.job(job.job_id) == plain.job(job.job_id)
         assert len(snap.idle_nodes()) + sum(j.size for j in snap.running()) == 4
+
+
+def test_an_injected_empty_queue_is_used_and_a_stray_periodic_event_does_not_crash() -> None:
+    class Counting(EventQueue):
+        pops = 0
+
+        def pop_batch(self):  # noqa: ANN202
+            Counting.pops += 1
+            return super().pop_batch()
+
+    queue = Counting()
+    sim = Simulation(FOUR, FCFS(), 4, queue=queue)  # no periodic_s
+    assert sim.queue is queue
+    queue.push(15.0, EventKind.PERIODIC, None)  # e.g. a policy's own wake-up time
+    result = sim.run()
+    assert Counting.pops > 0
+    assert result.records == Simulation(FOUR, FCFS(), 4).run().records

@@ -78,6 +78,7 @@ SNAP = ClusterSnapshot(
 
 def test_snapshot_selections() -> None:
     assert SNAP.idle_nodes() == ("n3", "n5")
+    assert SNAP.node_count == len(SNAP.nodes)
     assert [j.job_id for j in SNAP.pending()] == [2, 4]
     assert [j.job_id for j in SNAP.running()] == [1, 5]
     assert SNAP.job(3).nodes == ("n3",)

@@ -174,6 +174,11 @@ class ClusterSnapshot:
     jobs: tuple[JobView, ...]
     nodes: tuple[NodeView, ...]
 
+    @property
+    def node_count(self) -> int:
+        """How many nodes the cluster has (idle or not), without building their views."""
+        return len(self.nodes)
+
     def idle_nodes(self) -> tuple[str, ...]:
         """Names of nodes that can take a job now."""
         return tuple(n.name for n in self.nodes if n.state is NodeState.IDLE)

@@ -254,6 +254,11 @@ class SimSnapshot(ClusterSnapshot):
             )
         return cache["nodes"]
 
+    @property
+    def node_count(self) -> int:
+        """How many nodes the machine has, without building their views."""
+        return len(self._names)  # type: ignore[attr-defined]
+
     def idle_nodes(self) -> tuple[str, ...]:
         """Names of the idle nodes, in name order."""
         return self._idle  # type: ignore[attr-defined, no-any-return]

@@ -178,7 +178,7 @@ class Simulation:
     ) -> None:
         self.policy = policy
         self.config = config or SimConfig()
-        self.queue = queue or EventQueue()
+        self.queue = queue if queue is not None else EventQueue()  # an empty queue is falsy
         self.cluster = VirtualCluster(jobs, nodes, self.queue)
         self.progress = progress
         self.seed = seed
@@ -231,10 +231,10 @@ class Simulation:
                 cluster.event(priority, payload[0], payload[1], now)
         if cluster.in_flight == 0 and cluster.trigger_kinds:
             self._cycle(now)
-        if tick and (len(queue) or cluster.running):
+        if tick and self.config.periodic_s is not None and (len(queue) or cluster.running):
             # tick on while anything can still happen; pending jobs alone with no other
             # event are stuck, and the run ends with an error instead of ticking for ever
-            queue.push(now + self.config.periodic_s, EventKind.PERIODIC, None)  # type: ignore[operator]
+            queue.push(now + self.config.periodic_s, EventKind.PERIODIC, None)
         if self.progress is not None and cluster.ended >= self._next_report:
             self._next_report = cluster.ended + self._step_every
             self.progress(cluster.ended, self.total)

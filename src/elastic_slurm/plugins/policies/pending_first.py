@@ -185,7 +185,8 @@ class PendingFirst(Policy):
         """
         config: PendingFirst.Config = self.config
         idle = len(snapshot.idle_nodes()) + released
-        pending = sorted(snapshot.pending(), key=lambda j: (j.submit_time_s, j.job_id))
+        pending = snapshot.pending()  # already first come, first served
+        machine = snapshot.node_count
         resizable = [
             j
             for j in sorted(snapshot.running(), key=_start_order)
@@ -199,7 +200,7 @@ class PendingFirst(Policy):
         blocked: JobView | None = None
         for job in pending:
             low, high = _start_range(job)
-            if low > len(snapshot.nodes):
+            if low > machine:
                 continue  # wider than the whole cluster: it can never start, do not wait for it
             if low > capacity:
                 blocked = job
