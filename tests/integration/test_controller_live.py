@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import signal
 import subprocess
 import sys
@@ -11,6 +10,7 @@ from datetime import timedelta
 import pytest
 
 from elastic_slurm import api
+from elastic_slurm.controller.journal import Journal
 from elastic_slurm.model import ElasticRequest, JobKind
 
 from .helpers import all_idle, job_state, scontrol_nodes, wait
@@ -29,7 +29,7 @@ def test_dry_run_decides_but_changes_nothing(slurm, shared_tmp):
         job_name="dry",
     )
     job = api.submit(req, slurm, workdir=shared_tmp, output=str(shared_tmp / "%j.out"))
-    journal = shared_tmp / "journal.jsonl"
+    journal = shared_tmp / "journal.sqlite"
     proc = None
     try:
         wait(lambda: job_state(job) == "RUNNING", 30, "the job to start")
@@ -52,7 +52,7 @@ def test_dry_run_decides_but_changes_nothing(slurm, shared_tmp):
         def decided() -> list[dict]:
             if not journal.exists():
                 return []
-            recs = [json.loads(line) for line in journal.read_text().splitlines()]
+            recs = Journal(journal).records
             return [r for r in recs if r["kind"] == "decision" and r["job_id"] == job]
 
         (first, *_) = wait(decided, 30, "a decision about the job")

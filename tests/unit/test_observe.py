@@ -181,3 +181,31 @@ def test_job_view_keeps_times_and_name() -> None:
     view = job_view(job)
     assert (view.submit_time_s, view.start_time_s, view.name) == (12.5, 13.0, "x y")
     assert view.resizing is False
+
+
+def test_stale_helpers_are_those_no_resize_will_use(tmp_path) -> None:  # noqa: ANN001
+    from elastic_slurm.controller.observe import stale_helpers
+    from elastic_slurm.jobdir import JobDir
+    from elastic_slurm.model.resize_order import AckStatus, ResizeAck, ResizeAction, ResizeOrder
+
+    w = str(tmp_path)
+    run = {"state": "RUNNING", "workdir": w}
+    jobs = [
+        _slurm_job(1, 0.0, nodes=("n1",), start_time_s=1.0, **run),
+        _slurm_job(2, 0.0, nodes=("n2",), start_time_s=1.0, name="expand:1", **run),
+        _slurm_job(3, 0.0, nodes=("n3",), start_time_s=1.0, **run),
+        _slurm_job(4, 0.0, nodes=("n4",), start_time_s=1.0, name="sibling:3", **run),
+        _slurm_job(5, 0.0, nodes=("n5",), start_time_s=1.0, name="sibling:3", **run),
+        _slurm_job(6, 0.0, nodes=("n6",), start_time_s=95.0, name="expand:3", **run),
+        _slurm_job(7, 0.0, start_time_s=1.0, name="expand:3", workdir=w),  # pending: salloc's
+    ]
+    # job 3 grew onto n4 (order 1, done): sibling 4 is in use, sibling 5 is not
+    jobdir = JobDir.for_job(w, 3)
+    jobdir.write_order(ResizeOrder(1, ResizeAction.EXPAND, ("n3", "n4"), 1.0))
+    jobdir.write_ack(ResizeAck(1, AckStatus.DONE, ("n3", "n4"), 2.0, ranks=2))
+    assert stale_helpers(jobs, (), now_s=100.0, min_age_s=30.0) == [2, 5]
+    assert stale_helpers(jobs, (1, 3), now_s=100.0, min_age_s=30.0) == []  # resizing
+    assert stale_helpers(jobs, (), now_s=20.0, min_age_s=30.0) == []  # too young to tell
+    # an order not yet acknowledged: its job's helpers may be in use
+    jobdir.write_order(ResizeOrder(2, ResizeAction.SHRINK, ("n3",), 3.0))
+    assert stale_helpers(jobs, (), now_s=100.0, min_age_s=30.0) == [2]

@@ -6,6 +6,7 @@ import argparse
 import logging
 from pathlib import Path
 
+from elastic_slurm.adapter.capabilities import cached_probe
 from elastic_slurm.adapter.factory import slurm_for
 from elastic_slurm.config import load_site
 from elastic_slurm.controller.daemon import Controller
@@ -27,8 +28,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     r.add_argument(
         "--journal",
         type=Path,
-        default=Path("controller-journal.jsonl"),
-        help="append decisions and outcomes here (JSON lines)",
+        default=Path("controller-journal.sqlite"),
+        help="the SQLite journal of decisions, outcomes and resizes under way; a controller "
+        "restarted on the same journal settles what the previous one left open",
     )
     p.set_defaults(func=run)
 
@@ -41,18 +43,23 @@ def run(args: argparse.Namespace) -> int:
     policy = make_policy(name, options)
     logging.getLogger("elastic_slurm").setLevel(logging.INFO)
     c = site.controller
+    slurm = slurm_for(site)
+    grow_path = cached_probe(slurm.transport, site.name, preference=site.grow_path).grow_path
     controller = Controller(
-        slurm_for(site),
+        slurm,
         policy,
         Journal(args.journal),
+        grow_path=grow_path,
         poll_interval_s=c.poll_interval_s,
         grant_timeout_s=c.grant_timeout_s,
         resize_timeout_s=c.resize_timeout_s,
         min_resize_interval_s=c.min_resize_interval_s,
+        on_overdue=c.on_overdue,
         dry_run=args.dry_run,
     )
     print(
-        f"controller: policy {policy.name}, polling every {c.poll_interval_s:g} s"
+        f"controller: policy {policy.name}, grow path {grow_path}, polling every "
+        f"{c.poll_interval_s:g} s, journal {args.journal}"
         f"{' (dry run)' if args.dry_run else ''}; Ctrl-C to stop",
         flush=True,
     )

@@ -7,9 +7,17 @@ One resize per job at a time, as a small state machine driven by the job's ackno
 * **shrink**: order the job onto the nodes it keeps, wait until it reports the others
   ``vacated``, only then give them back to Slurm, then wait for ``done``.
 
-Nodes are never taken from a job that has not vacated them, so a job that ignores an order
-keeps its nodes and its work; such a resize is reported overdue in the journal and the log
-(what happens next is a site decision; see the controller's configuration).
+A job that does not follow an order within its grace period (its ``--grace-period``, else the
+controller's ``resize_timeout_s``) is reported overdue in the journal and the log, and then
+handled as the site's ``controller.on_overdue`` says (:data:`OVERDUE_ACTIONS`):
+
+* ``keep`` (default): the job keeps its nodes and its work; the order stays open;
+* ``force``: a shrink is carried out in Slurm anyway, and the resize closed as failed: Slurm
+  ends whatever the job still runs on the nodes it gives back (the job may fail);
+* ``requeue``: the job is put back in the queue (``scontrol requeue``); it starts again from
+  its batch script, and from its last checkpoint if it wrote one.
+
+Otherwise nodes are never taken from a job that has not vacated them.
 """
 
 from __future__ import annotations
@@ -20,16 +28,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from elastic_slurm.adapter.backend import GrowPath, SlurmBackend
+from elastic_slurm.adapter.backend import GrowPath, SlurmBackend, helper_parent
 from elastic_slurm.adapter.parse import SlurmJob
-from elastic_slurm.controller.journal import Journal
-from elastic_slurm.errors import ResizeError
+from elastic_slurm.adapter.tags import decode
+from elastic_slurm.controller.journal import Journal, ResizeRow
+from elastic_slurm.errors import ResizeError, SlurmCommandError
 from elastic_slurm.jobdir import JobDir
 from elastic_slurm.model.decisions import Decision, Expand, Shrink, Start
 from elastic_slurm.model.resize_order import AckStatus, ResizeAction, ResizeOrder
 from elastic_slurm.model.snapshot import JobState
 
 log = logging.getLogger(__name__)
+
+#: What may happen to a job that misses the grace period of an order (see the module docstring).
+OVERDUE_ACTIONS = ("keep", "force", "requeue")
 
 
 def choose_keep(nodes: Sequence[str], batch_host: str | None, count: int) -> tuple[str, ...]:
@@ -71,6 +83,7 @@ class Resize:
     reason: str = ""
     phases_s: dict[str, float] = field(default_factory=dict)
     overdue: bool = False
+    grace_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -104,7 +117,15 @@ class Actuator:
     grow_path
         ``merge`` or ``sibling`` (what ``elastic-slurm doctor`` chose for the site).
     resize_timeout_s
-        After how long (seconds) an unanswered order is reported overdue.
+        After how long (seconds) an unanswered order is overdue, for a job that did not give
+        its own grace period at submission.
+    on_overdue
+        One of :data:`OVERDUE_ACTIONS`: what happens to a job once an order is overdue.
+
+    Raises
+    ------
+    ValueError
+        ``on_overdue`` is not one of :data:`OVERDUE_ACTIONS`.
     """
 
     def __init__(
@@ -115,7 +136,11 @@ class Actuator:
         grant_timeout_s: int = 30,
         grow_path: GrowPath = "merge",
         resize_timeout_s: float = 120.0,
+        on_overdue: str = "keep",
     ) -> None:
+        if on_overdue not in OVERDUE_ACTIONS:
+            raise ValueError(f"on_overdue must be one of {OVERDUE_ACTIONS}, got {on_overdue!r}")
+        self.on_overdue = on_overdue
         self.slurm = slurm
         self.journal = journal
         self.grant_timeout_s = grant_timeout_s
@@ -199,21 +224,35 @@ class Actuator:
     def _expand(self, job: SlurmJob, nodes: tuple[str, ...], d: Expand) -> None:
         decided = time.time()
         jobdir = self._jobdir(job)
+        seq = jobdir.last_order_seq() + 1
+        # journaled before Slurm is asked, so a restarted controller knows to look for a grant
+        self.journal.open_resize(
+            ResizeRow(job.job_id, seq, "expand", "granting", nodes, (), decided, d.reason)
+        )
         try:
             grown = self.slurm.grow(
                 job.job_id, d.count, path=self.grow_path, grant_timeout_s=self.grant_timeout_s
             )
         except ResizeError as exc:
             log.warning("job %d: expansion by %d failed: %s", job.job_id, d.count, exc)
+            self.journal.close_resize(job.job_id, seq, "failed")
             self.journal.write(
                 "outcome", job_id=job.job_id, action="expand", ok=False, message=str(exc)
             )
             return
-        seq = jobdir.last_order_seq() + 1
+        self.journal.update_resize(
+            job.job_id,
+            seq,
+            phase="ordering",
+            target=grown.nodes,
+            helper=grown.helper_id,
+            phases_s={"grant": grown.elapsed_s},
+        )
         order = ResizeOrder(
             seq, ResizeAction.EXPAND, grown.nodes, time.time(), phases_s={"grant": grown.elapsed_s}
         )
         jobdir.write_order(order)
+        self.journal.update_resize(job.job_id, seq, phase="awaiting_done")
         self.journal.write(
             "order",
             job_id=job.job_id,
@@ -243,13 +282,18 @@ class Actuator:
             phase="awaiting_done",
             reason=d.reason,
             phases_s={"grant": grown.elapsed_s},
+            grace_s=_grace(job),
         )
 
     def _shrink(self, job: SlurmJob, nodes: tuple[str, ...], d: Shrink) -> None:
         jobdir = self._jobdir(job)
         keep = choose_keep(nodes, job.batch_host, d.count)
         seq = jobdir.last_order_seq() + 1
+        self.journal.open_resize(
+            ResizeRow(job.job_id, seq, "shrink", "ordering", nodes, keep, time.time(), d.reason)
+        )
         jobdir.write_order(ResizeOrder(seq, ResizeAction.SHRINK, keep, time.time()))
+        self.journal.update_resize(job.job_id, seq, phase="awaiting_vacate")
         self.journal.write("order", job_id=job.job_id, seq=seq, action="shrink", nodes=list(keep))
         log.info("job %d: order %d: shrink to %s", job.job_id, seq, ",".join(keep))
         self.in_flight[job.job_id] = Resize(
@@ -262,7 +306,130 @@ class Actuator:
             time.time(),
             phase="awaiting_vacate",
             reason=d.reason,
+            grace_s=_grace(job),
         )
+
+    # ------------------------------------------------------------------ recovery
+    def recover(self, listed: Sequence[SlurmJob]) -> list[str]:
+        """Reconcile what a previous controller left under way with Slurm and the jobs.
+
+        Called once, before the first cycle, with one observation of Slurm (``listed``, every
+        job Slurm knows). For each resize the journal still has open:
+
+        * its job is no longer running: closed as ``job_ended`` (helper allocations of ended
+          jobs are cancelled by the daemon's orphan sweep);
+        * its order reached the job's directory: followed on from where it is, as if the
+          controller had never stopped (a shrink's nodes are given back to Slurm once the job
+          has vacated them; giving back the same nodes twice changes nothing);
+        * an expansion whose order never reached the job: rolled back, so the job stays at the
+          size it runs at: an expander or sibling allocation made for it is cancelled and, if
+          Slurm had already merged the nodes into the job, the job is shrunk back to the nodes
+          it had; closed as ``rolled_back``;
+        * a shrink whose order never reached the job: nothing was done; closed as ``not_sent``.
+
+        Then an order found in a running job's directory with no final acknowledgement and no
+        open resize (a journal lost or replaced) is adopted and followed. No order is sent
+        twice: orders are numbered per job, and the job follows each number once.
+
+        Returns
+        -------
+        list[str]
+            One line per resize handled (also logged, and journaled as ``recovery``).
+        """
+        by_id = {j.job_id: j for j in listed}
+        lines: list[str] = []
+
+        def say(job_id: int, seq: int, message: str) -> None:
+            line = f"job {job_id} resize {seq}: {message}"
+            log.warning("recovery: %s", line)
+            self.journal.write("recovery", job_id=job_id, seq=seq, message=message)
+            lines.append(line)
+
+        for row in self.journal.resizes(open_only=True):
+            job = by_id.get(row.job_id)
+            if job is None or job.model_state is not JobState.RUNNING:
+                self.journal.close_resize(row.job_id, row.seq, "job_ended")
+                say(row.job_id, row.seq, "closed: the job is no longer running")
+                continue
+            jobdir = self._jobdir(job)
+            order = jobdir.read_order(row.seq)
+            if order is not None:
+                self._resume(row, order, jobdir)
+                say(row.job_id, row.seq, f"{row.action} order found in the job; following it")
+            elif row.action == "expand":
+                say(row.job_id, row.seq, self._roll_back_expand(row, listed))
+                self.journal.close_resize(row.job_id, row.seq, "rolled_back")
+            else:
+                self.journal.close_resize(row.job_id, row.seq, "not_sent")
+                say(row.job_id, row.seq, "shrink order was never sent; nothing to undo")
+        known = {(r.job_id, r.seq) for r in self.journal.resizes()}
+        for job in listed:
+            if job.model_state is not JobState.RUNNING or job.job_id in self.in_flight:
+                continue
+            if not job.workdir or helper_parent(job.name) is not None:
+                continue
+            jobdir = self._jobdir(job)
+            seq = jobdir.last_order_seq()
+            if seq == 0 or (job.job_id, seq) in known or jobdir.final_ack(seq) is not None:
+                continue
+            order = jobdir.read_order(seq)
+            if order is None:
+                continue
+            held = tuple(self.slurm.elastic_nodes(job.job_id)) or job.nodes
+            row = ResizeRow(
+                job.job_id, seq, order.action.value, "ordering", held, order.nodes, order.issued_at
+            )
+            self.journal.open_resize(row)
+            self._resume(row, order, jobdir)
+            say(job.job_id, seq, f"unjournaled {order.action.value} order adopted")
+        return lines
+
+    def _resume(self, row: ResizeRow, order: ResizeOrder, jobdir: JobDir) -> None:
+        """Put a journaled resize whose order the job has back under way."""
+        phase = "awaiting_done" if row.action == "expand" else row.phase
+        if phase in ("granting", "ordering"):
+            phase = "awaiting_vacate"
+        self.journal.update_resize(row.job_id, row.seq, phase=phase, target=order.nodes)
+        self.in_flight[row.job_id] = Resize(
+            row.job_id,
+            row.seq,
+            ResizeAction(row.action),
+            row.before,
+            order.nodes,
+            jobdir,
+            row.decided_at,
+            phase=phase,
+            reason=row.reason,
+            phases_s=dict(row.phases_s),
+            overdue=row.overdue,
+        )
+
+    def _roll_back_expand(self, row: ResizeRow, listed: Sequence[SlurmJob]) -> str:
+        """Undo an expansion the job never heard of; say what was done."""
+        before = set(row.before)
+        helpers = [
+            j
+            for j in listed
+            if helper_parent(j.name) == row.job_id
+            and j.model_state in (JobState.PENDING, JobState.RUNNING)
+            and not before & set(j.nodes)
+        ]
+        done = []
+        if helpers:
+            ids = sorted(j.job_id for j in helpers)
+            self.slurm.cancel(*ids)
+            done.append(f"cancelled its unused allocation(s) {ids}")
+        held = tuple(self.slurm.elastic_nodes(row.job_id))
+        extra = [n for n in held if n not in before]
+        if extra:
+            keep = [n for n in held if n in before]
+            try:
+                self.slurm.shrink(row.job_id, keep)
+                done.append(f"gave back {','.join(extra)} merged into it")
+            except ResizeError as exc:
+                done.append(f"could not give back {','.join(extra)}: {exc}")
+        what = "; ".join(done) or "Slurm had granted nothing"
+        return f"expansion stopped before its order was sent: rolled back ({what})"
 
     # ------------------------------------------------------------------ progress
     def poll(self, jobs: Mapping[int, SlurmJob]) -> list[ResizeOutcome]:
@@ -272,6 +439,7 @@ class Actuator:
             outcome = self._advance(r, jobs.get(job_id))
             if outcome is not None:
                 del self.in_flight[job_id]
+                self.journal.close_resize(job_id, r.seq, "done" if outcome.ok else "failed")
                 self.outcomes.append(outcome)
                 finished.append(outcome)
                 self.journal.write(
@@ -305,10 +473,12 @@ class Actuator:
                 log.error("job %d: Slurm did not shrink to %s: %s", r.job_id, r.target, exc)
                 self.journal.write("note", job_id=r.job_id, seq=r.seq, message=str(exc))
                 r.phase = "awaiting_done"  # the job restarts on what it still has, says failed
+                self.journal.update_resize(r.job_id, r.seq, phase=r.phase)
                 return None
             r.phases_s["release"] = time.monotonic() - t0
             log.info("job %d: gave back %s", r.job_id, ",".join(vacated.nodes))
             r.phase = "awaiting_done"
+            self.journal.update_resize(r.job_id, r.seq, phase=r.phase, phases_s=r.phases_s)
             return None
         ack = r.jobdir.final_ack(r.seq)
         if ack is None:
@@ -341,16 +511,42 @@ class Actuator:
             log.error("job %d: could not give back the unused nodes: %s", r.job_id, exc)
             self.journal.write("note", job_id=r.job_id, seq=r.seq, message=str(exc))
 
-    def _check_overdue(self, r: Resize) -> None:
-        if not r.overdue and time.time() - r.decided_at > self.resize_timeout_s:
-            r.overdue = True
-            what = "vacated its nodes" if r.phase == "awaiting_vacate" else "acknowledged"
-            msg = (
-                f"job {r.job_id} has not {what} order {r.seq} ({r.action.value}) after "
-                f"{self.resize_timeout_s:g} s; it keeps its nodes, and the order stays open"
-            )
-            log.warning("%s", msg)
-            self.journal.write("overdue", job_id=r.job_id, seq=r.seq, message=msg)
+    def _check_overdue(self, r: Resize) -> ResizeOutcome | None:
+        grace = r.grace_s if r.grace_s is not None else self.resize_timeout_s
+        if r.overdue or time.time() - r.decided_at <= grace:
+            return None
+        r.overdue = True
+        what = "vacated its nodes" if r.phase == "awaiting_vacate" else "acknowledged"
+        late = f"job {r.job_id} has not {what} order {r.seq} ({r.action.value}) after {grace:g} s"
+        action = self.on_overdue
+        if action == "force" and r.phase != "awaiting_vacate":
+            action = "keep"  # nothing to force: the nodes already moved; the job may yet answer
+        if action == "keep":
+            msg = f"{late}; it keeps its nodes, and the order stays open (on_overdue: keep)"
+        elif action == "force":
+            msg = f"{late}; shrinking it in Slurm anyway (on_overdue: force)"
+        else:
+            msg = f"{late}; requeueing it (on_overdue: requeue)"
+        log.warning("%s", msg)
+        self.journal.write("overdue", job_id=r.job_id, seq=r.seq, action=action, message=msg)
+        self.journal.update_resize(r.job_id, r.seq, overdue=True)
+        if action == "force":
+            try:
+                after = self.slurm.shrink(r.job_id, r.target)
+                return self._close(r, ok=False, after=after, message=msg)
+            except ResizeError as exc:
+                msg = f"forced shrink failed: {exc}"
+                log.error("job %d: %s", r.job_id, msg)
+                self.journal.write("note", job_id=r.job_id, seq=r.seq, message=msg)
+                return None
+        if action == "requeue":
+            try:
+                self.slurm.requeue(r.job_id)
+            except SlurmCommandError as exc:
+                log.error("job %d: requeue failed: %s", r.job_id, exc)
+                self.journal.write("note", job_id=r.job_id, seq=r.seq, message=str(exc))
+                return None
+            return self._close(r, ok=False, after=(), message=msg)
         return None
 
     def _close(
@@ -378,3 +574,9 @@ class Actuator:
             message=message,
             finished_at=time.time(),
         )
+
+
+def _grace(job: SlurmJob) -> float | None:
+    """The grace period (seconds) the job gave at submission, if any."""
+    tag = decode(job.comment)
+    return tag.grace_s if tag is not None else None

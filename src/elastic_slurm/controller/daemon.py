@@ -2,7 +2,9 @@
 
 Each cycle makes one batched observation of Slurm, advances the resizes under way (by reading
 the jobs' acknowledgements), and, when no resize is under way, asks the policy for decisions
-on an immutable snapshot and carries them out. Running the policy only between resizes keeps
+on an immutable snapshot and carries them out. The first cycle first settles what a previous
+controller left under way (:meth:`~elastic_slurm.controller.actuate.Actuator.recover`, from the
+journal). Running the policy only between resizes keeps
 it from deciding twice on nodes that are still moving (for example shrinking a second job for
 a pending job whose nodes are already being freed). Events seen since the last cycle (jobs
 submitted or ended, resizes done) are coalesced into the cycle's trigger.
@@ -26,6 +28,7 @@ from elastic_slurm.controller.observe import (
     job_progress,
     orphan_helpers,
     snapshot,
+    stale_helpers,
     sweeps,
 )
 from elastic_slurm.errors import SlurmCommandError
@@ -60,7 +63,7 @@ class Controller:
         Where decisions and outcomes go.
     poll_interval_s
         Seconds between cycles.
-    grant_timeout_s, resize_timeout_s
+    grant_timeout_s, resize_timeout_s, on_overdue
         See :class:`~elastic_slurm.controller.actuate.Actuator`.
     min_resize_interval_s
         A job that started or finished a resize less than this long ago (seconds) is left
@@ -82,6 +85,7 @@ class Controller:
         resize_timeout_s: float = 120.0,
         min_resize_interval_s: float = 2.0,
         grow_path: GrowPath = "merge",
+        on_overdue: str = "keep",
         dry_run: bool = False,
     ) -> None:
         self.slurm = slurm
@@ -96,9 +100,13 @@ class Controller:
             grant_timeout_s=grant_timeout_s,
             resize_timeout_s=resize_timeout_s,
             grow_path=grow_path,
+            on_overdue=on_overdue,
         )
         self._known: set[int] = set()
         self.last: Cycle | None = None
+        self._recovered = False
+        #: What the first cycle did about resizes a previous controller left open.
+        self.recovery: list[str] = []
 
     def step(self) -> Cycle:
         """Run one cycle and return what it saw and did."""
@@ -110,6 +118,23 @@ class Controller:
             log.warning("cancelling helper allocations %s: their jobs have ended", orphans)
             self.journal.write("note", message=f"cancelled orphan helpers {orphans}")
             self.slurm.cancel(*orphans)
+        stale = (
+            []
+            if self.dry_run
+            else stale_helpers(
+                listed, self.actuator.in_flight, time.time(), self.actuator.grant_timeout_s + 10.0
+            )
+        )
+        if stale:
+            log.warning("cancelling helper allocations %s: no resize uses them", stale)
+            self.journal.write("note", message=f"cancelled stale helpers {stale}")
+            self.slurm.cancel(*stale)
+        if not self._recovered and not self.dry_run:
+            # what a previous controller left under way is settled before anything new
+            self._recovered = True
+            self.recovery = self.actuator.recover(listed)
+            if self.recovery:
+                listed = self.slurm.jobs()
         jobs = {j.job_id: j for j in listed}
         held = held_nodes(listed)
         finished = tuple(self.actuator.poll(jobs))
@@ -121,7 +146,8 @@ class Controller:
         snap = snapshot(list(jobs.values()), nodes, resizing=self._busy(jobs), progress=progress)
         trigger = self._trigger(snap, finished)
         decisions: tuple[Decision, ...] = ()
-        if not self.actuator.in_flight:
+        if all(r.overdue for r in self.actuator.in_flight.values()):
+            # a job that ignores an order is left out (it shows as resizing), not everyone
             decisions = tuple(self.policy.decide(snap, trigger))
             if decisions:
                 log.info(

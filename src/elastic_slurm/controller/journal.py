@@ -1,35 +1,252 @@
-"""An append-only journal of the controller's decisions and their outcomes (JSON lines).
+"""The controller's journal: every decision and outcome, and every resize under way (SQLite).
 
-Each line is one JSON object with ``t`` (seconds since the epoch), ``kind`` (``decision``,
-``order``, ``outcome``, ``note``) and the details. It is flushed line by line, so a crash loses
-at most the line being written.
+Two tables in one SQLite file (Python's ``sqlite3``; WAL mode, each write its own committed
+transaction, ``synchronous=FULL``, so a killed controller loses nothing it had written):
+
+* ``records``: an append-only log. Each record has ``t`` (seconds since the epoch), ``kind``
+  (``decision``, ``order``, ``outcome``, ``overdue``, ``note``, ``recovery``) and its details
+  (a JSON object); :attr:`Journal.records` returns them as flat dicts, in order.
+* ``resizes``: one row per resize attempt, with its job and ``seq``, the number of its order
+  in the job's directory (at most one open row per ``(job_id, seq)``; an attempt that failed
+  or was rolled back before its order was sent leaves its number to the next one). A row is
+  written *before* the controller touches Slurm or the job, updated at each phase, and closed
+  with its outcome. Rows still open when a
+  controller starts are what it must reconcile with Slurm
+  (:meth:`elastic_slurm.controller.actuate.Actuator.recover`).
+
+Phases of a resize (:data:`PHASES`): ``granting`` (an expansion asked Slurm for nodes),
+``ordering`` (the order is being written to the job), ``awaiting_vacate`` (a shrink waits for
+the job to leave the nodes it gives back), ``awaiting_done`` (the job is following the order).
 """
 
 from __future__ import annotations
 
 import json
+import sqlite3
+import threading
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+PHASES = ("granting", "ordering", "awaiting_vacate", "awaiting_done")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS records (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    t REAL NOT NULL,
+    kind TEXT NOT NULL,
+    job_id INTEGER,
+    data TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS records_job ON records (job_id);
+CREATE TABLE IF NOT EXISTS resizes (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    job_id INTEGER NOT NULL,
+    seq INTEGER NOT NULL,
+    action TEXT NOT NULL,
+    phase TEXT NOT NULL,
+    before TEXT NOT NULL,
+    target TEXT NOT NULL,
+    decided_at REAL NOT NULL,
+    reason TEXT NOT NULL,
+    phases_s TEXT NOT NULL,
+    helper INTEGER,
+    overdue INTEGER NOT NULL DEFAULT 0,
+    open INTEGER NOT NULL DEFAULT 1,
+    outcome TEXT NOT NULL DEFAULT '',
+    closed_at REAL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS resizes_open ON resizes (job_id, seq) WHERE open = 1;
+"""
+
+
+@dataclass
+class ResizeRow:
+    """One resize as journaled (nodes as tuples of names, times in seconds since the epoch)."""
+
+    job_id: int
+    seq: int
+    action: str
+    phase: str
+    before: tuple[str, ...]
+    target: tuple[str, ...]
+    decided_at: float
+    reason: str = ""
+    phases_s: dict[str, float] = field(default_factory=dict)
+    helper: int | None = None
+    overdue: bool = False
+    open: bool = True
+    outcome: str = ""
+    closed_at: float | None = None
+
 
 class Journal:
-    """Append records to ``path`` (its directory is created); ``path=None`` keeps them in memory.
+    """The journal in the SQLite file ``path`` (created with its directory); ``None``: in memory.
 
-    ``records`` holds everything written by this process, in order.
+    Safe to use from several threads of one process. Opening an existing file keeps its
+    contents: a restarted controller reads the resizes its predecessor left open.
+
+    Raises
+    ------
+    sqlite3.DatabaseError
+        ``path`` exists but is not an SQLite database (for example an old JSON-lines journal).
     """
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = path
-        self.records: list[dict[str, Any]] = []
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(
+            str(path) if path is not None else ":memory:",
+            check_same_thread=False,
+            isolation_level=None,  # autocommit: every statement is its own transaction
+        )
+        with self._lock:
+            if path is not None:
+                self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.executescript(_SCHEMA)
 
+    def close(self) -> None:
+        """Close the database (writes are already committed)."""
+        with self._lock:
+            self._db.close()
+
+    # ------------------------------------------------------------------ the log
     def write(self, kind: str, **fields: Any) -> dict[str, Any]:
-        """Record one event and return it."""
+        """Append one record and return it (``t``, ``kind`` and ``fields``).
+
+        Values that are not JSON (paths, for example) are stored as strings.
+        """
         record = {"t": time.time(), "kind": kind, **fields}
-        self.records.append(record)
-        if self.path is not None:
-            with open(self.path, "a", encoding="utf-8") as fh:
-                fh.write(json.dumps(record, default=str) + "\n")
+        data = json.dumps(fields, default=str)
+        job_id = fields.get("job_id")
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO records (t, kind, job_id, data) VALUES (?, ?, ?, ?)",
+                (record["t"], kind, job_id if isinstance(job_id, int) else None, data),
+            )
         return record
+
+    @property
+    def records(self) -> list[dict[str, Any]]:
+        """Every record of the journal (this process's and earlier ones'), in order."""
+        with self._lock:
+            rows = self._db.execute("SELECT t, kind, data FROM records ORDER BY id").fetchall()
+        return [{"t": t, "kind": kind, **json.loads(data)} for t, kind, data in rows]
+
+    # ------------------------------------------------------------------ resizes
+    def open_resize(self, row: ResizeRow) -> None:
+        """Record a resize before anything is done for it.
+
+        Raises
+        ------
+        sqlite3.IntegrityError
+            A resize with the same ``(job_id, seq)`` is already open.
+        """
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO resizes (job_id, seq, action, phase, before, target, decided_at,"
+                " reason, phases_s, helper) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    row.job_id,
+                    row.seq,
+                    row.action,
+                    row.phase,
+                    json.dumps(list(row.before)),
+                    json.dumps(list(row.target)),
+                    row.decided_at,
+                    row.reason,
+                    json.dumps(row.phases_s),
+                    row.helper,
+                ),
+            )
+
+    def update_resize(
+        self,
+        job_id: int,
+        seq: int,
+        *,
+        phase: str | None = None,
+        target: Sequence[str] | None = None,
+        phases_s: dict[str, float] | None = None,
+        helper: int | None = None,
+        overdue: bool | None = None,
+    ) -> None:
+        """Change an open resize's phase, target nodes, phase timings, helper or overdue flag.
+
+        Raises
+        ------
+        ValueError
+            ``phase`` is not one of :data:`PHASES`.
+        KeyError
+            No open resize ``(job_id, seq)``.
+        """
+        if phase is not None and phase not in PHASES:
+            raise ValueError(f"unknown resize phase {phase!r}; expected one of {PHASES}")
+        changes: dict[str, Any] = {}
+        if phase is not None:
+            changes["phase"] = phase
+        if target is not None:
+            changes["target"] = json.dumps(list(target))
+        if phases_s is not None:
+            changes["phases_s"] = json.dumps(phases_s)
+        if helper is not None:
+            changes["helper"] = helper
+        if overdue is not None:
+            changes["overdue"] = int(overdue)
+        if not changes:
+            return
+        sets = ", ".join(f"{k} = ?" for k in changes)
+        with self._lock:
+            cur = self._db.execute(
+                f"UPDATE resizes SET {sets} WHERE job_id = ? AND seq = ? AND open = 1",  # noqa: S608
+                (*changes.values(), job_id, seq),
+            )
+        if cur.rowcount != 1:
+            raise KeyError(f"no open resize {seq} of job {job_id} in the journal")
+
+    def close_resize(self, job_id: int, seq: int, outcome: str) -> None:
+        """Close a resize with a one-word outcome (``done``, ``failed``, ``rolled_back``...).
+
+        Closing one that is already closed (or unknown) does nothing.
+        """
+        with self._lock:
+            self._db.execute(
+                "UPDATE resizes SET open = 0, outcome = ?, closed_at = ? "
+                "WHERE job_id = ? AND seq = ? AND open = 1",
+                (outcome, time.time(), job_id, seq),
+            )
+
+    def resizes(self, *, open_only: bool = False) -> list[ResizeRow]:
+        """Journaled resize attempts in the order they were opened (``open_only``: open ones)."""
+        sql = (
+            "SELECT job_id, seq, action, phase, before, target, decided_at, reason, phases_s,"
+            " helper, overdue, open, outcome, closed_at FROM resizes"
+        )
+        if open_only:
+            sql += " WHERE open = 1"
+        with self._lock:
+            rows = self._db.execute(sql + " ORDER BY id").fetchall()
+        return [
+            ResizeRow(
+                job_id=r[0],
+                seq=r[1],
+                action=r[2],
+                phase=r[3],
+                before=tuple(json.loads(r[4])),
+                target=tuple(json.loads(r[5])),
+                decided_at=r[6],
+                reason=r[7],
+                phases_s=json.loads(r[8]),
+                helper=r[9],
+                overdue=bool(r[10]),
+                open=bool(r[11]),
+                outcome=r[12],
+                closed_at=r[13],
+            )
+            for r in rows
+        ]

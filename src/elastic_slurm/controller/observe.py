@@ -53,6 +53,41 @@ def orphan_helpers(jobs: Sequence[SlurmJob]) -> list[int]:
     ]
 
 
+def stale_helpers(
+    jobs: Sequence[SlurmJob], in_flight: Collection[int], now_s: float, min_age_s: float
+) -> list[int]:
+    """Helper allocations of running jobs that no resize will ever use (to be cancelled).
+
+    Such a helper is left when a controller is killed while ``salloc`` waits for a grant: the
+    ``salloc`` outlives it and may be granted after the next controller has settled the
+    journal. A helper is stale when it has been running for at least ``min_age_s`` seconds,
+    its job has no resize under way (``in_flight``, and no unacknowledged order in the job's
+    directory), and it is an expander (merged at once when granted, so never running for
+    long) or a sibling none of whose nodes the job runs on (its last order's nodes).
+    """
+    running = {j.job_id: j for j in jobs if j.model_state is JobState.RUNNING}
+    stale = []
+    for h in jobs:
+        parent = helper_parent(h.name)
+        job = running.get(parent) if parent is not None else None
+        if job is None or parent in in_flight or h.model_state is not JobState.RUNNING:
+            continue
+        if now_s - (h.start_time_s or now_s) < min_age_s:
+            continue
+        used: set[str] = set(job.nodes)
+        if job.workdir:
+            jobdir = JobDir.for_job(job.workdir, job.job_id)
+            seq = jobdir.last_order_seq()
+            if seq:
+                ack = jobdir.final_ack(seq)
+                if ack is None:
+                    continue  # an order is being followed: its nodes are in use
+                used = set(ack.nodes)
+        if not h.name.startswith(SIBLING_PREFIX) or not used & set(h.nodes):
+            stale.append(h.job_id)
+    return stale
+
+
 @dataclass(frozen=True)
 class Progress:
     """What a running elastic job's directory says: its open evolving request and resizes."""

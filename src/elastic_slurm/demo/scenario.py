@@ -228,7 +228,7 @@ class Demo:
         controller = Controller(
             self.slurm,
             policy,
-            Journal(opts.workdir / "journal.jsonl"),
+            Journal(opts.workdir / "journal.sqlite"),
             poll_interval_s=site.controller.poll_interval_s,
             grant_timeout_s=site.controller.grant_timeout_s,
             resize_timeout_s=site.controller.resize_timeout_s,

@@ -1,0 +1,153 @@
+"""The controller killed with SIGKILL in the middle of a grow and of a shrink, then restarted.
+
+Each trial runs the real daemon (``elastic-slurm controller run``) against a malleable heat2d
+job and kills it when its journal shows a resize at a chosen phase, restarts it on the same
+journal, and checks the end state against Slurm itself (``squeue``): the nodes Slurm gives the
+job are the nodes the application says it runs on, no expander or sibling allocation is left
+over, the journal has nothing open, and no order was followed twice.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from elastic_slurm import api
+from elastic_slurm.controller.journal import PHASES, Journal, ResizeRow
+from elastic_slurm.jobdir import JobDir
+from elastic_slurm.model import ElasticRequest, JobKind
+from elastic_slurm.model.resize_order import AckStatus
+from elastic_slurm.resources import example
+
+from .helpers import all_idle, helpers_alive, job_state, slurm_held, squeue_jobs, wait
+
+pytestmark = pytest.mark.slurm
+
+
+def start_controller(journal: Path, log: Path) -> subprocess.Popen:
+    with open(log, "a") as fh:
+        return subprocess.Popen(
+            [sys.executable, "-m", "elastic_slurm", "controller", "run", "--journal", str(journal)],
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+        )
+
+
+def kill_at(proc: subprocess.Popen, journal: Path, action: str, phase: str) -> ResizeRow:
+    """SIGKILL ``proc`` as soon as an open ``action`` resize is at ``phase`` (or later)."""
+    want = PHASES.index(phase)
+
+    def caught() -> ResizeRow | None:
+        if not journal.exists():
+            return None
+        rows = [r for r in Journal(journal).resizes(open_only=True) if r.action == action]
+        return next((r for r in rows if PHASES.index(r.phase) >= want), None)
+
+    deadline = time.monotonic() + 90
+    while (row := caught()) is None:
+        assert proc.poll() is None, "the controller stopped by itself"
+        assert time.monotonic() < deadline, f"no {action} reached {phase} within 90 s"
+        time.sleep(0.01)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+    return row
+
+
+def settled(journal: Path, jobdir: JobDir, job: int, size: int) -> bool:
+    """Nothing open in the journal, the job's last order done, and ``size`` nodes held."""
+    if Journal(journal).resizes(open_only=True):
+        return False
+    seq = jobdir.last_order_seq()
+    ack = jobdir.final_ack(seq) if seq else None
+    return ack is not None and ack.status is AckStatus.DONE and len(slurm_held(job)) == size
+
+
+def consistent(journal: Path, jobdir: JobDir, job: int) -> set[str]:
+    """Check the job against Slurm; return the nodes it runs on."""
+    seq = jobdir.last_order_seq()
+    ack = jobdir.final_ack(seq)
+    assert ack is not None and ack.status is AckStatus.DONE
+    held = slurm_held(job)
+    assert held == set(ack.nodes), f"Slurm gives job {job} {held}, it runs on {ack.nodes}"
+    for helper in helpers_alive(job):  # only siblings whose nodes the job uses
+        (row,) = [r for r in squeue_jobs() if r[0] == helper]
+        assert row[2] == "RUNNING" and row[1].startswith("sibling:"), row
+    assert job_state(job) == "RUNNING"
+    rows = Journal(journal).resizes()
+    assert not [r for r in rows if r.open]
+    done = [(r.job_id, r.seq) for r in rows if r.outcome == "done"]
+    assert len(done) == len(set(done)), f"an order was carried out twice: {done}"
+    for n in range(1, seq + 1):  # every order was followed exactly once, in turn
+        assert jobdir.final_ack(n) is not None, f"order {n} has no final acknowledgement"
+    return held
+
+
+@pytest.mark.parametrize(
+    ("grow_phase", "shrink_phase"),
+    [("granting", "awaiting_vacate"), ("awaiting_done", "awaiting_done")],
+    ids=["mid-grant+mid-vacate", "mid-expand+mid-relaunch"],
+)
+def test_a_killed_controller_resumes_consistent_with_slurm(
+    slurm, shared_tmp, grow_phase, shrink_phase
+):
+    wait(all_idle, 60, "all nodes idle before the test")
+    journal = shared_tmp / f"journal-{grow_phase}.sqlite"
+    log = shared_tmp / f"controller-{grow_phase}.log"
+    req = ElasticRequest(
+        program=(str(example("heat2d.py")), "--n", "256", "--iterations", "100000"),
+        kind=JobKind.MALLEABLE,
+        nodes_min=1,
+        nodes_max=4,
+        nodes_start=2,
+        walltime=timedelta(minutes=10),
+        job_name="recover",
+    )
+    job = api.submit(req, slurm, workdir=shared_tmp, output=str(shared_tmp / "out-%j.txt"))
+    jobdir = JobDir.for_job(shared_tmp, job)
+    rigid = None
+    procs: list[subprocess.Popen] = []
+    try:
+        wait(lambda: any(e["event"] == "launch" for e in jobdir.events()), 60, "the launch")
+        # 1. killed during the expansion to the 2 idle nodes, restarted
+        procs.append(start_controller(journal, log))
+        grow = kill_at(procs[-1], journal, "expand", grow_phase)
+        procs.append(start_controller(journal, log))
+        wait(lambda: settled(journal, jobdir, job, 4), 120, "the job grown to 4 nodes")
+        assert len(consistent(journal, jobdir, job)) == 4
+        notes = [r for r in Journal(journal).records if r["kind"] == "recovery"]
+        assert [n["seq"] for n in notes] == [grow.seq], notes
+        # 2. a rigid job needs 2 nodes: the controller shrinks the malleable job; killed there
+        needs_two = ElasticRequest(
+            program=("/bin/sleep", "300"),
+            kind=JobKind.RIGID,
+            nodes_min=2,
+            nodes_max=2,
+            walltime=timedelta(minutes=10),
+            job_name="rigid",
+        )
+        rigid = api.submit(needs_two, slurm, workdir=shared_tmp, output=str(shared_tmp / "r.out"))
+        shrink = kill_at(procs[-1], journal, "shrink", shrink_phase)
+        procs.append(start_controller(journal, log))
+        wait(lambda: job_state(rigid) == "RUNNING", 120, "the rigid job to start")
+        wait(lambda: settled(journal, jobdir, job, 2), 120, "the job shrunk to 2 nodes")
+        kept = consistent(journal, jobdir, job)
+        assert len(kept) == 2 and not kept & slurm_held(rigid)
+        notes = [r for r in Journal(journal).records if r["kind"] == "recovery"]
+        assert notes[-1]["seq"] == shrink.seq and "following it" in notes[-1]["message"]
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+                proc.wait(timeout=30)
+        slurm.cancel_job(job)
+        if rigid is not None:
+            slurm.cancel(rigid)
+        print(log.read_text()[-4000:] if log.exists() else "")
+    wait(all_idle, 60, "nothing left allocated")
