@@ -24,7 +24,7 @@ from elastic_slurm.adapter.slurm_cli import SlurmCLI
 from elastic_slurm.adapter.tags import decode
 from elastic_slurm.config import load_site
 from elastic_slurm.config.schema import SiteConfig, SSHTransportConfig
-from elastic_slurm.errors import ConfigError, ResizeError
+from elastic_slurm.errors import ConfigError, ResizeError, SlurmCommandError
 from elastic_slurm.model import ElasticRequest, JobKind
 
 from .contract_helpers import (
@@ -320,6 +320,21 @@ def test_cancel(backend, shared_tmp):
         backend.cancel()
     finally:
         backend.cancel(*jobs)
+
+
+def test_requeue(backend, shared_tmp):
+    wait(all_idle, 60, "all nodes idle")
+    job = sbatch_raw("--nodes=1", "--time=5", workdir=shared_tmp)
+    try:
+        wait(lambda: job_state(job) == "RUNNING", 30, "the job to start")
+        backend.requeue(job)
+        # back in the queue (Slurm holds a requeued job's restart for a while): not running
+        assert wait(lambda: job_state(job) in ("PENDING", "REQUEUED") or None, 30, "requeued")
+        with pytest.raises(SlurmCommandError):
+            backend.requeue(UNKNOWN_JOB)
+    finally:
+        backend.cancel(job)
+    wait(all_idle, 30, "all nodes idle")
 
 
 # ---------------------------------------------------------------------------- updates

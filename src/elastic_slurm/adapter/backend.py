@@ -126,6 +126,10 @@ class SlurmBackend(abc.ABC):
         """Cancel jobs (ended ones are fine)."""
 
     @abc.abstractmethod
+    def requeue(self, job_id: int) -> None:
+        """Put a running job back in the queue (``SlurmCommandError`` if Slurm refuses)."""
+
+    @abc.abstractmethod
     def update_nodelist(self, job_id: int, nodes: Sequence[str]) -> None:
         """Set a running job's node list to ``nodes`` (a subset: a shrink)."""
 

@@ -165,6 +165,14 @@ def scancel(*job_ids: int) -> list[str]:
     return ["scancel", *(str(j) for j in job_ids)]
 
 
+def requeue(job_id: int) -> list[str]:
+    """Put a running job back in the queue (``scontrol requeue``).
+
+    It starts again from its batch script when Slurm schedules it.
+    """
+    return ["scontrol", "requeue", str(job_id)]
+
+
 def scontrol_version() -> list[str]:
     """Slurm's version (Debian prints ``slurm-wlm 22.05.8``)."""
     return ["scontrol", "--version"]

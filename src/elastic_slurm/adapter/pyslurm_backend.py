@@ -768,6 +768,22 @@ class PyslurmBackend(SlurmBackend):
         if failed:
             raise failed[0]
 
+    def requeue(self, job_id: int) -> None:
+        """Put a running job back in the queue with ``slurm_requeue(job, 0)``.
+
+        Raises
+        ------
+        SlurmCommandError
+            Slurm refused (for example: the job is not requeueable, or not running).
+        """
+
+        def requeue() -> None:
+            rc = self._ps.slurm_requeue(job_id, 0)
+            if rc:  # some builds return Slurm's error code instead of raising
+                raise ValueError(f"slurm_requeue: {self._ps.slurm_strerror(rc)}")
+
+        self._call(("pyslurm", "slurm_requeue", str(job_id)), requeue)
+
     # ------------------------------------------------------------------ updates
     def _modify(self, job_id: int, **changes: Any) -> None:
         call = (

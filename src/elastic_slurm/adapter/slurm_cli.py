@@ -167,6 +167,10 @@ class SlurmCLI(SlurmBackend):
                 if "Invalid job id" not in exc.stderr and "already completing" not in exc.stderr:
                     raise
 
+    def requeue(self, job_id: int) -> None:
+        """``scontrol requeue JOB`` (transient errors retried)."""
+        self.run(commands.requeue(job_id))
+
     # ------------------------------------------------------------------ updates
     def update_nodelist(self, job_id: int, nodes: Sequence[str]) -> None:
         """``scontrol update JobId=J NodeList=...`` (transient errors retried)."""

@@ -125,13 +125,16 @@ class ControllerConfig(_Frozen):
     this long has passed: it keeps jobs from thrashing, and Slurm's accounting keys a job's
     allocation records by the second, so two size changes within one second would leave one.
     ``address`` is where the controller listens for running jobs (``host:port``); it defaults
-    to a cluster-internal address.
+    to a cluster-internal address. ``on_overdue``: what happens to a job that does not follow
+    an order within its grace period (``keep`` its nodes, ``force`` the shrink in Slurm, or
+    ``requeue`` it; see :mod:`elastic_slurm.controller.actuate`).
     """
 
     poll_interval_s: float = Field(0.5, gt=0)
     resize_timeout_s: float = Field(120.0, gt=0)
     grant_timeout_s: int = Field(30, ge=1)
     min_resize_interval_s: float = Field(2.0, ge=0)
+    on_overdue: Literal["keep", "force", "requeue"] = "keep"
     address: str = Field("127.0.0.1:7717", pattern=r"^[^\s:]+:\d{1,5}$")
     policy: PolicyConfig = PolicyConfig()
 
