@@ -1,7 +1,8 @@
 """Simulator speed and agreement: ours against AccaSim on SDSC-SP2, same trace, same policies.
 
 Runs the full SDSC-SP2 trace (``shared/workloads/SDSC-SP2-1998-4.2-cln.swf.gz``) with EASY
-backfilling and with FCFS in our simulator and in AccaSim 1.1.3 (PyPI), in one run, and prints:
+backfilling and with FCFS in our simulator and in AccaSim 1.1.3 (PyPI), in one run, then Lina
+et al.'s elastic policy (``lina_elastic``, half the jobs elastic) in ours only, and prints:
 
 * jobs per second of each, and the speed ratio (AccaSim's time over ours, both measured from
   reading the trace to the last job's end);
@@ -189,6 +190,12 @@ def main() -> int:
     parser.add_argument(
         "--policies", default="easy_backfill,fcfs", help="comma-separated (easy_backfill, fcfs)"
     )
+    parser.add_argument(
+        "--elastic-fraction",
+        type=float,
+        default=0.5,
+        help="also run lina_elastic with this fraction of jobs elastic (0: skip)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-sim-") as tmp:
         workdir = Path(tmp)
@@ -210,7 +217,28 @@ def main() -> int:
             print(f"  AccaSim: {peer_s:8.2f} s  {count / peer_s:10.0f} jobs/s")
             print(f"  speed ratio (AccaSim time / ours): {peer_s / seconds:.1f}x")
             compare(policy, mine, theirs)
+        if args.elastic_fraction > 0:
+            elastic(path, count, args.elastic_fraction)
     return 0
+
+
+def elastic(path: Path, count: int, fraction: float) -> None:
+    """Lina et al.'s elastic policy on the same trace, ``fraction`` of it made elastic.
+
+    AccaSim has no elastic jobs, so there is no peer: this prints our speed, beside EASY's
+    above, and the policy's effect on the averages against EASY on the rigid trace.
+    """
+    print(f"\n== lina_elastic ({fraction:.0%} of the jobs elastic, Lina et al. section 5.1)")
+    t0 = time.perf_counter()
+    result = run(path, "lina_elastic", nodes=NODES, elastic_fraction=fraction, seed=1)
+    seconds = time.perf_counter() - t0
+    m = result.summary()
+    print(f"  ours:    {seconds:8.2f} s  {count / seconds:10.0f} jobs/s  (no peer)")
+    print(
+        f"  average turnaround {m['avg_turnaround_s']:,.0f} s, wait {m['avg_wait_s']:,.0f} s, "
+        f"bounded slowdown {m['avg_bounded_slowdown']:.2f}, utilisation {m['utilization']:.4f}, "
+        f"{m['expansions']} expansions, {m['shrinks']} shrinks"
+    )
 
 
 if __name__ == "__main__":
