@@ -337,6 +337,27 @@ def test_requeue(backend, shared_tmp):
     wait(all_idle, 30, "all nodes idle")
 
 
+def test_released_nodes_stay_schedulable_after_a_shrink(backend, shared_tmp):
+    # Slurm 22.05 + select/linear: without the reconfigure the backend does after a node-list
+    # shrink, a job started on the released nodes leaves them "busy" for 20-40 s once it ends
+    wait(all_idle, 60, "all nodes idle")
+    first = sbatch_raw("--nodes=4", "--time=5", workdir=shared_tmp)
+    jobs = [first]
+    try:
+        wait(lambda: job_state(first) == "RUNNING", 30, "the 4-node job to start")
+        keep = scontrol_nodes(first)[:2]
+        assert set(backend.shrink(first, keep)) == set(keep)
+        jobs.append(sbatch_raw("--nodes=2", "--time=5", workdir=shared_tmp))
+        wait(lambda: job_state(jobs[-1]) == "RUNNING", 30, "a job on the released nodes")
+        backend.cancel(*jobs)
+        wait(all_idle, 30, "all nodes idle")
+        jobs.append(sbatch_raw("--nodes=4", "--time=5", workdir=shared_tmp))
+        wait(lambda: job_state(jobs[-1]) == "RUNNING", 15, "a 4-node job on the idle cluster")
+    finally:
+        backend.cancel(*jobs)
+    wait(all_idle, 30, "all nodes idle")
+
+
 # ---------------------------------------------------------------------------- updates
 
 

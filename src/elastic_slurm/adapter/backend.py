@@ -126,6 +126,14 @@ class SlurmBackend(abc.ABC):
         """Cancel jobs (ended ones are fine)."""
 
     @abc.abstractmethod
+    def select_type(self) -> str:
+        """The ``SelectType`` of slurmctld, e.g. ``select/linear``."""
+
+    @abc.abstractmethod
+    def reconfigure(self) -> None:
+        """Make slurmctld re-read its configuration (``SlurmCommandError`` without rights)."""
+
+    @abc.abstractmethod
     def requeue(self, job_id: int) -> None:
         """Put a running job back in the queue (``SlurmCommandError`` if Slurm refuses)."""
 
@@ -327,6 +335,7 @@ class SlurmBackend(abc.ABC):
         by_alloc: dict[int, list[str]] = {}
         for node, alloc in held.items():
             by_alloc.setdefault(alloc, []).append(node)
+        updated = False
         try:
             for alloc, nodes in by_alloc.items():
                 kept = [n for n in nodes if n in keep]
@@ -336,14 +345,49 @@ class SlurmBackend(abc.ABC):
                     self.cancel(alloc)
                 else:
                     self.update_nodelist(alloc, kept)
+                    updated = True
         except SlurmCommandError as exc:
             raise ResizeError(f"Slurm refused to shrink job {job_id}: {exc}") from exc
+        if updated:
+            self._after_nodelist_shrink()
         after = self._wait_nodes(job_id, set(keep))
         if set(after) != set(keep):
             raise ResizeError(
                 f"after shrinking job {job_id} to {list(keep)} Slurm reports {list(after)}"
             )
         return after
+
+    #: Whether a node-list shrink needs ``scontrol reconfigure`` after it (None: not yet asked).
+    _shrink_needs_reconfigure: bool | None = None
+
+    def _after_nodelist_shrink(self) -> None:
+        """Work around Slurm 22.05's select/linear after a node-list shrink.
+
+        Seen here (``docs/slurm-findings.md``): once a job is shrunk with a node-list update
+        and another job has run on the released nodes, slurmctld keeps refusing those nodes
+        ("Requested nodes are busy") while ``sinfo`` shows them idle, so every later job (and
+        every expander) waits 20-40 s, until slurmctld rebuilds its state. A reconfigure right
+        after the shrink prevents it. Only Slurm 22.05 with select/linear is treated so (other
+        versions are untested); without operator rights the reconfigure is skipped with a
+        warning.
+        """
+        if self._shrink_needs_reconfigure is None:
+            try:
+                self._shrink_needs_reconfigure = (
+                    self.version()[:2] == (22, 5) and self.select_type() == "select/linear"
+                )
+            except SlurmCommandError as exc:
+                log.warning("cannot tell whether shrinks need a reconfigure: %s", exc)
+                self._shrink_needs_reconfigure = False
+        if self._shrink_needs_reconfigure:
+            try:
+                self.reconfigure()
+            except SlurmCommandError as exc:
+                log.warning(
+                    "scontrol reconfigure after a shrink failed (%s): with Slurm 22.05's "
+                    "select/linear the released nodes may stay unschedulable for a while",
+                    exc,
+                )
 
     def _wait_nodes(self, job_id: int, want: set[str], timeout_s: float = 10.0) -> tuple[str, ...]:
         """The job's nodes once they equal ``want`` (a cancelled sibling takes a moment)."""

@@ -173,6 +173,11 @@ def requeue(job_id: int) -> list[str]:
     return ["scontrol", "requeue", str(job_id)]
 
 
+def reconfigure() -> list[str]:
+    """Make slurmctld re-read its configuration and rebuild its state (operator rights)."""
+    return ["scontrol", "reconfigure"]
+
+
 def scontrol_version() -> list[str]:
     """Slurm's version (Debian prints ``slurm-wlm 22.05.8``)."""
     return ["scontrol", "--version"]

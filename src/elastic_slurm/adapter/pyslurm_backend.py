@@ -768,6 +768,27 @@ class PyslurmBackend(SlurmBackend):
         if failed:
             raise failed[0]
 
+    def select_type(self) -> str:
+        """The ``SelectType`` of slurmctld (``slurm_load_ctl_conf``), e.g. ``select/linear``."""
+        conf = self._call(("pyslurm", "config.get"), lambda: self._ps.config().get())
+        return str(conf.get("select_type", ""))
+
+    def reconfigure(self) -> None:
+        """``slurm_reconfigure()`` (operator rights).
+
+        Raises
+        ------
+        SlurmCommandError
+            Slurm refused (for example: not an operator).
+        """
+
+        def reconfigure() -> None:
+            rc = self._ps.slurm_reconfigure()
+            if rc:
+                raise ValueError(f"slurm_reconfigure: {self._ps.slurm_strerror(rc)}")
+
+        self._call(("pyslurm", "slurm_reconfigure"), reconfigure)
+
     def requeue(self, job_id: int) -> None:
         """Put a running job back in the queue with ``slurm_requeue(job, 0)``.
 

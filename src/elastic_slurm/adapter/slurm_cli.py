@@ -167,6 +167,15 @@ class SlurmCLI(SlurmBackend):
                 if "Invalid job id" not in exc.stderr and "already completing" not in exc.stderr:
                     raise
 
+    def select_type(self) -> str:
+        """The ``SelectType`` of slurmctld (``scontrol show config``), e.g. ``select/linear``."""
+        text = self.run(commands.scontrol_show_config()).stdout
+        return parse.parse_scontrol_config(text).get("SelectType", "")
+
+    def reconfigure(self) -> None:
+        """``scontrol reconfigure`` (operator rights; transient errors retried)."""
+        self.run(commands.reconfigure())
+
     def requeue(self, job_id: int) -> None:
         """``scontrol requeue JOB`` (transient errors retried)."""
         self.run(commands.requeue(job_id))
