@@ -9,6 +9,7 @@ over, the journal has nothing open, and no order was followed twice.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -141,6 +142,17 @@ def test_a_killed_controller_resumes_consistent_with_slurm(
         assert len(kept) == 2 and not kept & slurm_held(rigid)
         notes = [r for r in Journal(journal).records if r["kind"] == "recovery"]
         assert notes[-1]["seq"] == shrink.seq and "following it" in notes[-1]["message"]
+        # the operator's report of the journal: every resize and recovery on the chart
+        res = subprocess.run(
+            [sys.executable, "-m", "elastic_slurm", "report", str(journal), "--json"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        report = json.loads(res.stdout)
+        assert report["recoveries"] == len(notes) == 2 and report["resizes_done"] >= 2
+        assert report["jobs"] == 2 and 0 < report["utilization"] <= 1
+        assert Path(report["figure"]).stat().st_size > 10_000
     finally:
         for proc in procs:
             if proc.poll() is None:

@@ -16,6 +16,7 @@ from elastic_slurm.cli import (
     doctor,
     policies,
     queue,
+    report,
     reproduce,
     resize,
     run,
@@ -53,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     cancel.add_parser(sub)
     simulate.add_parser(sub)
     reproduce.add_parser(sub)
+    report.add_parser(sub)
     return parser
 
 

@@ -105,6 +105,7 @@ class Controller:
         self._known: set[int] = set()
         self.last: Cycle | None = None
         self._recovered = False
+        self._last_sizes: list[tuple[int, str, tuple[str, ...]]] | None = None
         #: What the first cycle did about resizes a previous controller left open.
         self.recovery: list[str] = []
 
@@ -145,6 +146,7 @@ class Controller:
         }
         snap = snapshot(list(jobs.values()), nodes, resizing=self._busy(jobs), progress=progress)
         trigger = self._trigger(snap, finished)
+        self._journal_sizes(snap)
         decisions: tuple[Decision, ...] = ()
         if all(r.overdue for r in self.actuator.in_flight.values()):
             # a job that ignores an order is left out (it shows as resizing), not everyone
@@ -172,6 +174,29 @@ class Controller:
                 )
         self.last = Cycle(snap, trigger, decisions, finished)
         return self.last
+
+    def _journal_sizes(self, snap: ClusterSnapshot) -> None:
+        """Journal a ``sizes`` record whenever a job's state or node list changed.
+
+        The record: ``nodes_total`` (the cluster's nodes) and ``jobs``, one dict per pending or
+        running job (``job_id``, ``name``, ``kind``, ``state``, ``nodes``: the node names it
+        holds, empty while pending). ``elastic-slurm report`` draws jobs and utilisation from
+        these records.
+        """
+        jobs = [
+            {
+                "job_id": j.job_id,
+                "name": j.name,
+                "kind": j.kind.value,
+                "state": j.state.value,
+                "nodes": list(j.nodes) if j.state is JobState.RUNNING else [],
+            }
+            for j in snap.jobs
+        ]
+        key = [(j["job_id"], j["state"], tuple(j["nodes"])) for j in jobs]
+        if key != self._last_sizes:
+            self._last_sizes = key
+            self.journal.write("sizes", nodes_total=snap.node_count, jobs=jobs)
 
     def _apply_to_sweeps(self, decisions: list[Decision], arrays: dict[int, Sweep]) -> None:
         """Grow or shrink elastic sweeps by their throttle (immediate; running tasks go on)."""
