@@ -119,6 +119,19 @@ def test_a_killed_controller_resumes_consistent_with_slurm(
         # 1. killed during the expansion to the 2 idle nodes, restarted
         procs.append(start_controller(journal, log))
         grow = kill_at(procs[-1], journal, "expand", grow_phase)
+        # what the operator sees with the controller down: the resize it left open
+        res = subprocess.run(
+            [sys.executable, "-m", "elastic_slurm", "status", "--journal", str(journal), "--json"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        status = json.loads(res.stdout)
+        left = Journal(journal).resizes(open_only=True)  # as the killed controller left it
+        assert [(r["job_id"], r["seq"], r["phase"]) for r in status["resizes"]] == [
+            (r.job_id, r.seq, r.phase) for r in left
+        ]
+        assert job in [j["job_id"] for j in status["jobs"]] and status["nodes"] == 4
         procs.append(start_controller(journal, log))
         wait(lambda: settled(journal, jobdir, job, 4), 120, "the job grown to 4 nodes")
         assert len(consistent(journal, jobdir, job)) == 4

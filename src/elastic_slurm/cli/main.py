@@ -22,6 +22,7 @@ from elastic_slurm.cli import (
     run,
     show,
     simulate,
+    status,
     submit,
 )
 from elastic_slurm.errors import ElasticSlurmError
@@ -55,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_parser(sub)
     reproduce.add_parser(sub)
     report.add_parser(sub)
+    status.add_parser(sub)
     return parser
 
 

@@ -1,0 +1,123 @@
+"""``elastic-slurm status``: the operator's view of the cluster, its elastic jobs and open resizes.
+
+One ``squeue``/``sinfo`` pair for the jobs and nodes, and the controller's journal
+(:mod:`elastic_slurm.controller.journal`) for the resizes it has under way: their phase, age and
+whether the job is overdue.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from elastic_slurm import jobs
+from elastic_slurm.adapter.factory import slurm_for
+from elastic_slurm.adapter.hostlist import compress
+from elastic_slurm.config import load_site
+from elastic_slurm.model.snapshot import NodeState
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Register the ``status`` subcommand."""
+    p = sub.add_parser(
+        "status", help="nodes, elastic jobs and the controller's resizes under way, as tables"
+    )
+    p.add_argument(
+        "--journal",
+        type=Path,
+        default=Path("controller-journal.sqlite"),
+        help="the controller's journal (its open resizes are listed; skipped if missing)",
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the status."""
+    site = load_site(args.site)
+    slurm = slurm_for(site)
+    nodes = slurm.nodes()
+    idle = [n.name for n in nodes if n.model_state is NodeState.IDLE]
+    found = jobs.queue(slurm)
+    resizes = []
+    if args.journal.is_file():
+        from elastic_slurm.controller.journal import Journal
+
+        journal = Journal(args.journal)
+        try:
+            resizes = journal.resizes(open_only=True)
+        finally:
+            journal.close()
+    elif args.journal != Path("controller-journal.sqlite"):
+        print(f"elastic-slurm: warning: no journal at {args.journal}", file=sys.stderr)
+    now = time.time()
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "site": site.name,
+                    "nodes": len(nodes),
+                    "idle": idle,
+                    "jobs": [j.to_json() for j in found],
+                    "resizes": [
+                        {
+                            "job_id": r.job_id,
+                            "seq": r.seq,
+                            "action": r.action,
+                            "phase": r.phase,
+                            "age_s": now - r.decided_at,
+                            "overdue": r.overdue,
+                            "target": list(r.target),
+                        }
+                        for r in resizes
+                    ],
+                }
+            )
+        )
+        return 0
+    console = Console(width=200)
+    console.print(
+        f"site {site.name}: {len(nodes)} node(s), {len(idle)} idle"
+        f"{' (' + compress(idle) + ')' if idle else ''}; {len(found)} job(s)"
+    )
+    table = Table(box=None, pad_edge=False, title=None)
+    for col in ("JOBID", "NAME", "USER", "STATE", "KIND", "NODES", "RANGE", "RESIZE", "NODELIST"):
+        table.add_column(col, no_wrap=True)
+    for j in found:
+        table.add_row(
+            str(j.job_id),
+            j.name,
+            j.user,
+            j.state,
+            j.kind,
+            str(j.size),
+            f"{j.nodes_min}-{j.nodes_max}",
+            j.resize or "-",
+            compress(j.nodes) if j.nodes else "",
+        )
+    console.print(table)
+    if not resizes:
+        console.print("resizes under way: none" + ("" if args.journal.is_file() else " known"))
+        return 0
+    opened = Table(box=None, pad_edge=False)
+    for col in ("JOBID", "ORDER", "ACTION", "PHASE", "AGE", "OVERDUE", "TARGET"):
+        opened.add_column(col, no_wrap=True)
+    for r in resizes:
+        opened.add_row(
+            str(r.job_id),
+            str(r.seq),
+            r.action,
+            r.phase,
+            f"{now - r.decided_at:.0f} s",
+            "yes" if r.overdue else "no",
+            compress(r.target) if r.target else "-",
+        )
+    console.print(f"resizes under way ({args.journal}):")
+    console.print(opened)
+    return 0
