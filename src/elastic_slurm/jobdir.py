@@ -108,6 +108,13 @@ class JobDir:
         """The ``done`` or ``failed`` acknowledgement of order ``seq``, if written."""
         return self.read_ack(seq, AckStatus.DONE) or self.read_ack(seq, AckStatus.FAILED)
 
+    def open_order(self) -> ResizeOrder | None:
+        """The last order issued, if the job has not yet finished it (no final acknowledgement)."""
+        seq = self.last_order_seq()
+        if seq == 0 or self.final_ack(seq) is not None:
+            return None
+        return self.read_order(seq)
+
     # ------------------------------------------------------------------ evolving requests
     def request_path(self, number: int) -> Path:
         """The file of the application's evolving request ``number``."""

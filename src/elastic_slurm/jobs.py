@@ -58,13 +58,10 @@ def _pending_resize(job: SlurmJob) -> str:
     if not job.workdir:
         return ""
     jobdir = JobDir.for_job(job.workdir, job.job_id)
-    seq = jobdir.last_order_seq()
-    if seq == 0 or jobdir.final_ack(seq) is not None:
-        return ""
-    order = jobdir.read_order(seq)
+    order = jobdir.open_order()
     if order is None:
         return ""
-    vacated = jobdir.read_ack(seq, AckStatus.VACATED) is not None
+    vacated = jobdir.read_ack(order.seq, AckStatus.VACATED) is not None
     step = "giving nodes back" if vacated else "in the application"
     return f"{order.action.value} to {len(order.nodes)} ({step})"
 

@@ -49,6 +49,17 @@ def test_orders_round_trip(jobdir: JobDir) -> None:
     assert json.loads(jobdir.order_path(1).read_text()) == first.to_json()
 
 
+def test_open_order_is_the_last_one_not_yet_finished(jobdir: JobDir) -> None:
+    assert jobdir.open_order() is None
+    first = ResizeOrder(1, ResizeAction.EXPAND, ("n1", "n2"), 1.0)
+    jobdir.write_order(first)
+    assert jobdir.open_order() == first
+    jobdir.write_ack(ResizeAck(1, AckStatus.VACATED, ("n3",), 2.0))
+    assert jobdir.open_order() == first  # vacating is not finishing
+    jobdir.write_ack(ResizeAck(1, AckStatus.FAILED, ("n1",), 3.0))
+    assert jobdir.open_order() is None
+
+
 def test_last_order_seq_ignores_other_files(jobdir: JobDir) -> None:
     orders = jobdir.path / "orders"
     orders.mkdir(parents=True)

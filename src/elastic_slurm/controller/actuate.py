@@ -369,12 +369,10 @@ class Actuator:
             if not job.workdir or helper_parent(job.name) is not None:
                 continue
             jobdir = self._jobdir(job)
-            seq = jobdir.last_order_seq()
-            if seq == 0 or (job.job_id, seq) in known or jobdir.final_ack(seq) is not None:
+            order = jobdir.open_order()
+            if order is None or (job.job_id, order.seq) in known:
                 continue
-            order = jobdir.read_order(seq)
-            if order is None:
-                continue
+            seq = order.seq
             held = tuple(self.slurm.elastic_nodes(job.job_id)) or job.nodes
             row = ResizeRow(
                 job.job_id, seq, order.action.value, "ordering", held, order.nodes, order.issued_at
