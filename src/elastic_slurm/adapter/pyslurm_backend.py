@@ -781,13 +781,7 @@ class PyslurmBackend(SlurmBackend):
         SlurmCommandError
             Slurm refused (for example: not an operator).
         """
-
-        def reconfigure() -> None:
-            rc = self._ps.slurm_reconfigure()
-            if rc:
-                raise ValueError(f"slurm_reconfigure: {self._ps.slurm_strerror(rc)}")
-
-        self._call(("pyslurm", "slurm_reconfigure"), reconfigure)
+        self._call_rc("slurm_reconfigure")
 
     def requeue(self, job_id: int) -> None:
         """Put a running job back in the queue with ``slurm_requeue(job, 0)``.
@@ -797,13 +791,17 @@ class PyslurmBackend(SlurmBackend):
         SlurmCommandError
             Slurm refused (for example: the job is not requeueable, or not running).
         """
+        self._call_rc("slurm_requeue", job_id, 0)
 
-        def requeue() -> None:
-            rc = self._ps.slurm_requeue(job_id, 0)
-            if rc:  # some builds return Slurm's error code instead of raising
-                raise ValueError(f"slurm_requeue: {self._ps.slurm_strerror(rc)}")
+    def _call_rc(self, function: str, *args: int) -> None:
+        """Call a pyslurm function that returns Slurm's error code instead of raising."""
 
-        self._call(("pyslurm", "slurm_requeue", str(job_id)), requeue)
+        def call() -> None:
+            rc = getattr(self._ps, function)(*args)
+            if rc:
+                raise ValueError(f"{function}: {self._ps.slurm_strerror(rc)}")
+
+        self._call(("pyslurm", function, *(str(a) for a in args)), call)
 
     # ------------------------------------------------------------------ updates
     def _modify(self, job_id: int, **changes: Any) -> None:
