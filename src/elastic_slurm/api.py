@@ -7,6 +7,7 @@ not exist, before anything reaches Slurm.
 
 from __future__ import annotations
 
+import secrets
 import sys
 from pathlib import Path
 
@@ -14,6 +15,11 @@ from elastic_slurm.adapter.backend import SlurmBackend
 from elastic_slurm.errors import InvalidRequest
 from elastic_slurm.model.request import ElasticRequest
 from elastic_slurm.model.snapshot import NodeState
+
+#: The environment variable that carries a job's secret (set at submission).
+SECRET_ENV = "ELASTIC_SLURM_JOB_SECRET"
+#: The environment variable that carries the controller's URL, when the job has one.
+CONTROLLER_ENV = "ELASTIC_SLURM_CONTROLLER"
 
 
 def check_program(req: ElasticRequest, workdir: Path, slurm: SlurmBackend) -> None:
@@ -63,6 +69,7 @@ def submit(
     workdir: Path,
     output: str | None = None,
     python: str = sys.executable,
+    controller: str | None = None,
 ) -> int:
     """Validate ``req`` and submit it; return Slurm's job id.
 
@@ -78,6 +85,12 @@ def submit(
         The job's output file pattern (``sbatch --output``).
     python
         The interpreter with elastic-slurm installed, as seen from the nodes.
+    controller
+        The controller's URL (``http://host:port``) the job talks to, or ``None``: the job
+        then follows orders through its job directory only (``elastic-slurm resize``).
+
+    Every job gets a fresh secret (:data:`SECRET_ENV`, 256 random bits) in its environment; it
+    proves to the controller that a message comes from this job (see ``docs/protocol.md``).
 
     Raises
     ------
@@ -88,4 +101,7 @@ def submit(
     """
     check_program(req, workdir, slurm)
     check_size(req, slurm)
-    return slurm.submit(req, python=python, chdir=str(workdir), output=output)
+    env = {SECRET_ENV: secrets.token_urlsafe(32)}
+    if controller:
+        env[CONTROLLER_ENV] = controller
+    return slurm.submit(req, python=python, chdir=str(workdir), output=output, env=env)

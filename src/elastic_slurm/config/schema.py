@@ -124,10 +124,14 @@ class ControllerConfig(_Frozen):
     ``min_resize_interval_s``: a job is not resized again (nor right after it starts) until
     this long has passed: it keeps jobs from thrashing, and Slurm's accounting keys a job's
     allocation records by the second, so two size changes within one second would leave one.
-    ``address`` is where the controller listens for running jobs (``host:port``); it defaults
-    to a cluster-internal address. ``on_overdue``: what happens to a job that does not follow
-    an order within its grace period (``keep`` its nodes, ``force`` the shrink in Slurm, or
-    ``requeue`` it; see :mod:`elastic_slurm.controller.actuate`).
+    ``address`` is where the controller listens for running jobs (``host:port``); by default
+    a cluster-internal address: on the local cluster its bridge, elsewhere the address of this
+    host's name, port 7717 (see :mod:`elastic_slurm.protocol.server`). ``on_overdue``: what
+    happens to a job that does not follow an order or answer an offer within its grace period
+    (``keep`` its nodes, ``force`` the shrink in Slurm, or ``requeue`` it; see
+    :mod:`elastic_slurm.controller.actuate`). ``offer_cooldown_s``: a job that rejected an
+    offer gets no new one for this long. ``operators``: users who may act on any job through
+    the controller (besides each job's own user).
     """
 
     poll_interval_s: float = Field(0.5, gt=0)
@@ -135,7 +139,9 @@ class ControllerConfig(_Frozen):
     grant_timeout_s: int = Field(30, ge=1)
     min_resize_interval_s: float = Field(2.0, ge=0)
     on_overdue: Literal["keep", "force", "requeue"] = "keep"
-    address: str = Field("127.0.0.1:7717", pattern=r"^[^\s:]+:\d{1,5}$")
+    address: str | None = Field(None, pattern=r"^[^\s:]+:\d{1,5}$")
+    offer_cooldown_s: float = Field(30.0, ge=0)
+    operators: tuple[str, ...] = ("root",)
     policy: PolicyConfig = PolicyConfig()
 
 

@@ -32,6 +32,7 @@ from elastic_slurm.adapter.backend import GrowPath, SlurmBackend, helper_parent
 from elastic_slurm.adapter.parse import SlurmJob
 from elastic_slurm.adapter.tags import decode
 from elastic_slurm.controller.journal import Journal, ResizeRow
+from elastic_slurm.controller.starts import Starts
 from elastic_slurm.errors import ResizeError, SlurmCommandError
 from elastic_slurm.jobdir import JobDir
 from elastic_slurm.model.decisions import Decision, Expand, Shrink, Start
@@ -148,7 +149,7 @@ class Actuator:
         self.resize_timeout_s = resize_timeout_s
         self.in_flight: dict[int, Resize] = {}
         self.outcomes: list[ResizeOutcome] = []
-        self._expected_starts: dict[int, int] = {}  # pending job -> size, already journaled
+        self.starts = Starts(slurm, journal)
 
     # ------------------------------------------------------------------ decisions
     def apply(
@@ -169,23 +170,7 @@ class Actuator:
         progress = progress or {}
         for d in decisions:
             if isinstance(d, Start):
-                # Slurm starts queued jobs itself; the policy repeats this every cycle while
-                # the job waits, so only a new expectation is recorded
-                if self._expected_starts.get(d.job_id) != d.nodes:
-                    self._expected_starts[d.job_id] = d.nodes
-                    self.journal.write(
-                        "decision",
-                        decision="Start",
-                        job_id=d.job_id,
-                        count=d.nodes,
-                        reason=d.reason,
-                    )
-                    log.info(
-                        "job %d: start on %d node(s) is Slurm's to do (%s)",
-                        d.job_id,
-                        d.nodes,
-                        d.reason,
-                    )
+                self.starts.apply(d, jobs.get(d.job_id))
                 continue
             self.journal.write(
                 "decision",
