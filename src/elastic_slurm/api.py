@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from elastic_slurm.adapter.backend import SlurmBackend
+from elastic_slurm.adapter.tags import SizedBy, check_sized_by
 from elastic_slurm.errors import InvalidRequest
 from elastic_slurm.model.request import ElasticRequest
 from elastic_slurm.model.snapshot import NodeState
@@ -70,6 +71,8 @@ def submit(
     output: str | None = None,
     python: str = sys.executable,
     controller: str | None = None,
+    sized_by: SizedBy = "slurm",
+    hold: bool = False,
 ) -> int:
     """Validate ``req`` and submit it; return Slurm's job id.
 
@@ -88,6 +91,15 @@ def submit(
     controller
         The controller's URL (``http://host:port``) the job talks to, or ``None``: the job
         then follows orders through its job directory only (``elastic-slurm resize``).
+    sized_by
+        Who chooses a moldable job's start size: ``slurm`` (within ``--nodes=MIN-MAX``, at
+        start) or ``controller``: the job is submitted held and tagged so, and the
+        controller's policy sets its size from its speedup model and releases it (Huang et
+        al.). The job waits, held, until a controller runs.
+    hold
+        Submit the job held for its user (``sbatch --hold``): it waits until the user
+        releases it (``scontrol release``); the controller never does, as the job is not
+        marked as sized by the controller.
 
     Every job gets a fresh secret (:data:`SECRET_ENV`, 256 random bits) in its environment; it
     proves to the controller that a message comes from this job (see ``docs/protocol.md``).
@@ -95,13 +107,23 @@ def submit(
     Raises
     ------
     InvalidRequest
-        Nothing was submitted: the program is missing or the cluster is too small.
+        Nothing was submitted: the program is missing, the cluster is too small, or
+        ``sized_by="controller"`` for a job that is not moldable (or is an array).
     SlurmCommandError
         sbatch refused the job; nothing was queued.
     """
+    sized_by = check_sized_by(req.kind, sized_by, array=req.array is not None)
     check_program(req, workdir, slurm)
     check_size(req, slurm)
     env = {SECRET_ENV: secrets.token_urlsafe(32)}
     if controller:
         env[CONTROLLER_ENV] = controller
-    return slurm.submit(req, python=python, chdir=str(workdir), output=output, env=env)
+    return slurm.submit(
+        req,
+        python=python,
+        chdir=str(workdir),
+        output=output,
+        env=env,
+        hold=hold or sized_by == "controller",
+        sized_by=sized_by,
+    )

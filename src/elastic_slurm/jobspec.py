@@ -11,7 +11,9 @@ Formats (as Slurm's where Slurm has one):
 * ``speedup``: ``amdahl:P`` (parallel fraction ``0 <= P <= 1``), ``downey:A:SIGMA`` (average
   parallelism and variance; Downey's low-variance model for ``SIGMA <= 1``, high-variance
   above; Huang et al. eqs. 2-5), or ``linear``;
-* ``array``: ``0-99``, ``1,3,5-7``, with ``%K`` for at most ``K`` tasks at once.
+* ``array``: ``0-99``, ``1,3,5-7``, with ``%K`` for at most ``K`` tasks at once;
+* ``sized_by``: ``slurm`` or ``controller``, who chooses a moldable job's start size (default:
+  the site's ``controller.sizes_moldable``); ``controller`` only for a moldable job.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from elastic_slurm.adapter.tags import SizedBy, check_sized_by
 from elastic_slurm.errors import ConfigError, InvalidRequest
 from elastic_slurm.model.request import ElasticRequest, JobKind
 from elastic_slurm.model.speedup import SpeedupModel, from_spec, to_spec
@@ -121,7 +124,31 @@ class JobSpec(BaseModel):
     array: str | None = None
     speedup: str | None = None
     grace_period_s: float | None = Field(None, gt=0)
+    sized_by: Literal["slurm", "controller"] | None = None
     env: dict[str, str] = Field(default_factory=dict)
+
+    def sizing(self, site_sizes_moldable: bool = False) -> SizedBy:
+        """Who chooses the job's start size: ``sized_by``, else the site's default.
+
+        The site's default (``controller.sizes_moldable``) applies to moldable jobs that are
+        not arrays; every other job is sized by Slurm (rigid: by its request).
+
+        Parameters
+        ----------
+        site_sizes_moldable
+            The site's ``controller.sizes_moldable``.
+
+        Raises
+        ------
+        InvalidRequest
+            ``sized_by: controller`` for a job that is not moldable, or for an array.
+        """
+        kind = JobKind(self.kind)
+        if self.sized_by is not None:
+            return check_sized_by(kind, self.sized_by, array=self.array is not None)
+        if site_sizes_moldable and kind is JobKind.MOLDABLE and self.array is None:
+            return "controller"
+        return "slurm"
 
     def request(self) -> ElasticRequest:
         """The elastic request this spec describes.
@@ -129,9 +156,12 @@ class JobSpec(BaseModel):
         Raises
         ------
         InvalidRequest
-            An impossible combination; the message says what to change.
+            An impossible combination (``sized_by: controller`` for a job that is not
+            moldable included); the message says what to change.
         """
         kind = JobKind(self.kind)
+        if self.sized_by is not None:
+            check_sized_by(kind, self.sized_by, array=self.array is not None)
         lo, hi = parse_nodes(self.nodes)
         if kind is JobKind.MOLDABLE and lo == hi:
             raise InvalidRequest(

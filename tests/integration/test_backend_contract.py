@@ -366,9 +366,9 @@ def test_set_pending_size(backend, shared_tmp):
     running = None
     try:
         backend.set_pending_size(job, 3)
-        assert scontrol_job(job)["NumNodes"].split("-")[0] == "3"
+        assert scontrol_job(job)["NumNodes"] == "3-3"  # exactly: both ends of the range
         backend.set_pending_size(job, 2)
-        assert scontrol_job(job)["NumNodes"].split("-")[0] == "2"
+        assert scontrol_job(job)["NumNodes"] == "2-2"
         assert backend.job(job).node_count == 2
         assert job_state(job) == "PENDING"
         _idle()
@@ -381,6 +381,70 @@ def test_set_pending_size(backend, shared_tmp):
         backend.cancel(job)
         if running:
             backend.cancel_job(running)
+    wait(all_idle, 30, "all nodes idle")
+
+
+def test_hold_size_and_release(backend, shared_tmp):
+    # a moldable job sized by the controller: submitted held and marked so in its tag; sized
+    # exactly, then released, it starts at that size although more nodes are idle
+    _idle()
+    ours = api.submit(
+        ElasticRequest(
+            program=("/bin/sleep", "300"),
+            kind=JobKind.MOLDABLE,
+            nodes_min=1,
+            nodes_max=4,
+            walltime=timedelta(minutes=10),
+            job_name="sized",
+        ),
+        backend,
+        workdir=shared_tmp,
+        output=str(shared_tmp / "%j.out"),
+        sized_by="controller",
+    )
+    users = api.submit(
+        ElasticRequest(
+            program=("/bin/sleep", "300"),
+            kind=JobKind.MOLDABLE,
+            nodes_min=1,
+            nodes_max=2,
+            walltime=timedelta(minutes=10),
+            job_name="users",
+        ),
+        backend,
+        workdir=shared_tmp,
+        output=str(shared_tmp / "%j.out"),
+        hold=True,
+    )
+    try:
+        for job, comment in (
+            (ours, "elastic-slurm:kind=moldable;min=1;max=4;sized=controller"),
+            (users, "elastic-slurm:kind=moldable;min=1;max=2"),
+        ):
+            fields = scontrol_job(job)
+            assert (fields["JobState"], fields["Reason"], fields["Priority"]) == (
+                "PENDING",
+                "JobHeldUser",
+                "0",
+            )
+            assert fields["Comment"] == comment
+            assert backend.job(job).reason == "JobHeldUser"
+        time.sleep(3)  # a scheduling pass or more: held jobs do not start on idle nodes
+        assert job_state(ours) == job_state(users) == "PENDING"
+        backend.set_pending_size(ours, 2)
+        backend.release(ours)
+        _running(ours)
+        assert scontrol_job(ours)["NumNodes"] == "2" and len(scontrol_nodes(ours)) == 2
+        backend.release(ours)  # releasing a running job changes nothing
+        assert job_state(ours) == "RUNNING" and job_state(users) == "PENDING"
+        assert scontrol_job(users)["Reason"] == "JobHeldUser"
+        with pytest.raises(SlurmCommandError, match="Invalid job id"):
+            backend.release(UNKNOWN_JOB)
+        backend.release(users)
+        _running(users)
+    finally:
+        backend.cancel_job(ours)
+        backend.cancel_job(users)
     wait(all_idle, 30, "all nodes idle")
 
 

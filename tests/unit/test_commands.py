@@ -261,7 +261,8 @@ def test_allocation_refuses_impossible_values(kwargs: dict, message: str) -> Non
 
 
 def test_set_pending_size_and_array_throttle() -> None:
-    assert commands.set_pending_size(7, 3) == ["scontrol", "update", "JobId=7", "NumNodes=3"]
+    # both ends: Slurm 22.05 reads NumNodes=3 on a pending 1-4 job as a new minimum only
+    assert commands.set_pending_size(7, 3) == ["scontrol", "update", "JobId=7", "NumNodes=3-3"]
     assert commands.set_array_throttle(9, 2) == [
         "scontrol",
         "update",

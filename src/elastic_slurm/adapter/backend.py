@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from elastic_slurm.adapter.parse import AllocationRecord, SlurmJob, SlurmNode
+from elastic_slurm.adapter.tags import SizedBy
 from elastic_slurm.adapter.transport.base import Transport
 from elastic_slurm.errors import ResizeError, SlurmCommandError
 from elastic_slurm.model.request import ElasticRequest
@@ -118,8 +119,51 @@ class SlurmBackend(abc.ABC):
         chdir: str | None = None,
         output: str | None = None,
         env: dict[str, str] | None = None,
+        hold: bool = False,
+        sized_by: SizedBy = "slurm",
     ) -> int:
-        """Submit ``req``; return its job id (``SlurmCommandError``: nothing was queued)."""
+        """Submit ``req``; return its job id.
+
+        Parameters
+        ----------
+        req
+            The request.
+        python
+            The interpreter with elastic-slurm installed, as seen from the nodes.
+        chdir, output
+            The job's working directory and output file pattern.
+        env
+            Variables exported in the batch script.
+        hold
+            Submit the job held (as ``sbatch --hold``): pending with reason ``JobHeldUser``
+            until :meth:`release`.
+        sized_by
+            ``controller``: a held moldable job whose start size the controller chooses
+            (written into its elastic tag; see :mod:`.tags`).
+
+        Raises
+        ------
+        InvalidRequest
+            ``sized_by="controller"`` for a job that is not moldable, or an array.
+        ValueError
+            ``sized_by="controller"`` without ``hold``.
+        SlurmCommandError
+            Slurm refused the job; nothing was queued.
+        """
+
+    @abc.abstractmethod
+    def release(self, job_id: int) -> None:
+        """Let a held pending job be scheduled (``scontrol release``).
+
+        Releasing a job that is not held (running, or pending for another reason) changes
+        nothing.
+
+        Raises
+        ------
+        SlurmCommandError
+            Slurm refused: the job is unknown, or the caller may not release it (a job held
+            by an operator can be released only by an operator).
+        """
 
     @abc.abstractmethod
     def cancel(self, *job_ids: int) -> None:
@@ -213,7 +257,10 @@ class SlurmBackend(abc.ABC):
         return ids
 
     def set_pending_size(self, job_id: int, nodes: int) -> None:
-        """Fix a pending (moldable) job's size before it starts.
+        """Fix a pending (moldable) job's size before it starts: exactly ``nodes`` nodes.
+
+        The job's node range becomes ``nodes-nodes`` (``NumNodes=N-N``), so Slurm starts it at
+        that size and no other.
 
         Raises
         ------

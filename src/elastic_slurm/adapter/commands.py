@@ -42,11 +42,14 @@ def sbatch(
     array: str | None = None,
     account: str | None = None,
     qos: str | None = None,
+    hold: bool = False,
 ) -> list[str]:
     """Submit the batch script given on standard input; sbatch prints ``jobid[;cluster]``.
 
-    ``nodes`` is one count (``"2"``) or a range (``"2-4"``, a moldable start). Every option is
-    passed as its own argument, never through a script directive or a shell.
+    ``nodes`` is one count (``"2"``) or a range (``"2-4"``, a moldable start). ``hold``
+    submits the job held (``--hold``: priority 0, reason ``JobHeldUser``) until someone
+    releases it (:func:`release`). Every option is passed as its own argument, never through
+    a script directive or a shell.
     """
     argv = [
         "sbatch",
@@ -70,6 +73,8 @@ def sbatch(
         argv.append(f"--account={account}")
     if qos:
         argv.append(f"--qos={qos}")
+    if hold:
+        argv.append("--hold")
     return argv
 
 
@@ -214,10 +219,20 @@ def scontrol_show_config() -> list[str]:
 
 
 def set_pending_size(job_id: int, nodes: int) -> list[str]:
-    """Fix the node count of a pending (moldable) job before it starts."""
+    """Fix the node count of a pending (moldable) job before it starts.
+
+    Both ends of the range are set (``NumNodes=N-N``): Slurm 22.05 reads ``NumNodes=N`` on a
+    pending job of ``--nodes=1-4`` as a new minimum only (``NumNodes=N-4``, seen here), and
+    would then still start the job at any size up to 4.
+    """
     if nodes < 1:
         raise ValueError(f"a job needs at least one node, got {nodes}")
-    return ["scontrol", "update", f"JobId={job_id}", f"NumNodes={nodes}"]
+    return ["scontrol", "update", f"JobId={job_id}", f"NumNodes={nodes}-{nodes}"]
+
+
+def release(job_id: int) -> list[str]:
+    """Let a held pending job be scheduled (``scontrol release``)."""
+    return ["scontrol", "release", str(job_id)]
 
 
 def set_array_throttle(array_job_id: int, max_running: int) -> list[str]:

@@ -18,7 +18,10 @@ operation                done by      how, or why delegated
 ``steps``                pyslurm      ``JobSteps.load`` (``slurm_get_job_steps``)
 ``submit``               pyslurm      ``JobSubmitDescription.submit``, built from the same
                                       ``sbatch`` options the CLI backend renders
+                                      (``--hold`` is ``priority=0``, as in sbatch: reason
+                                      ``JobHeldUser``)
 ``cancel``               pyslurm      ``slurm_kill_job(job, SIGKILL)``
+``release``              pyslurm      ``Job.release`` (as ``scontrol release``)
 ``update_nodelist``      pyslurm      ``Job.modify`` with ``required_nodes`` (a shrink)
 ``set_array_throttle``   pyslurm      ``Job.modify`` with ``array="<n>"`` (slurmctld reads
                                       an update's array string as the new throttle)
@@ -81,6 +84,7 @@ from elastic_slurm.adapter.backend import SlurmBackend
 from elastic_slurm.adapter.hostlist import compress, expand
 from elastic_slurm.adapter.parse import AllocationRecord, SlurmJob, SlurmNode
 from elastic_slurm.adapter.slurm_cli import SlurmCLI
+from elastic_slurm.adapter.tags import SizedBy
 from elastic_slurm.adapter.transport.base import Transport
 from elastic_slurm.adapter.transport.local import LocalTransport
 from elastic_slurm.errors import ConfigError, SlurmCommandError
@@ -462,12 +466,20 @@ def submit_description(argv: Sequence[str]) -> dict[str, Any]:
     ValueError
         Not an sbatch command, or an option this translation does not know (it would be
         dropped silently otherwise).
+    ``--hold`` becomes ``priority=0``, which is what sbatch sends for it (the job is then
+    held, reason ``JobHeldUser``):
+
+    >>> submit_description(["sbatch", "--nodes=1-4", "--hold"])
+    {'nodes': '1-4', 'priority': 0, 'ntasks': 1}
     """
     if not argv or argv[0] != "sbatch":
         raise ValueError(f"not an sbatch command: {list(argv)[:3]}")
     out: dict[str, Any] = {}
     for arg in argv[1:]:
         if arg == "--parsable":
+            continue
+        if arg == "--hold":
+            out["priority"] = 0
             continue
         key, sep, value = arg.partition("=")
         if not sep or key not in _SBATCH_TO_PYSLURM:
@@ -715,19 +727,24 @@ class PyslurmBackend(SlurmBackend):
         chdir: str | None = None,
         output: str | None = None,
         env: dict[str, str] | None = None,
+        hold: bool = False,
+        sized_by: SizedBy = "slurm",
     ) -> int:
         """Submit ``req`` with ``JobSubmitDescription.submit``; return its job id.
 
         The description carries the same options and script as the CLI backend's ``sbatch``,
         and the same environment: this process's plus the transport's, as sbatch exports it,
-        with the variables sbatch adds (:func:`sbatch_env`).
+        with the variables sbatch adds (:func:`sbatch_env`). ``hold`` and ``sized_by`` as in
+        :meth:`SlurmBackend.submit` (a held job is submitted with priority 0).
 
         Raises
         ------
+        InvalidRequest, ValueError
+            ``sized_by`` does not fit the job or ``hold`` (:func:`render.sbatch_argv`).
         SlurmCommandError
             Slurm (or pyslurm's own checks) refused the job; nothing was queued.
         """
-        argv = render.sbatch_argv(req, output=output, chdir=chdir)
+        argv = render.sbatch_argv(req, output=output, chdir=chdir, hold=hold, sized_by=sized_by)
         script = render.batch_script(req, python=python, env=env)
         options = submit_description(argv)
         environment = {**os.environ, **self.transport.env, **sbatch_env(options)}
@@ -767,6 +784,19 @@ class PyslurmBackend(SlurmBackend):
                 failed.append(exc)
         if failed:
             raise failed[0]
+
+    def release(self, job_id: int) -> None:
+        """Let a held pending job be scheduled, with ``Job.release`` (as ``scontrol release``).
+
+        Raises
+        ------
+        SlurmCommandError
+            Unknown job, or not allowed (transient errors are retried first).
+        """
+        self._call(
+            ("pyslurm", "Job.release", f"JobId={job_id}"),
+            lambda: self._ps.Job(job_id).release(),
+        )
 
     def select_type(self) -> str:
         """The ``SelectType`` of slurmctld (``slurm_load_ctl_conf``), e.g. ``select/linear``."""

@@ -13,7 +13,7 @@ import shlex
 from collections.abc import Mapping
 
 from elastic_slurm.adapter import commands
-from elastic_slurm.adapter.tags import ElasticTag
+from elastic_slurm.adapter.tags import ElasticTag, SizedBy, check_sized_by
 from elastic_slurm.model.request import ElasticRequest, JobKind
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -68,13 +68,41 @@ def sbatch_argv(
     *,
     output: str | None = None,
     chdir: str | None = None,
+    hold: bool = False,
+    sized_by: SizedBy = "slurm",
 ) -> list[str]:
     """The ``sbatch`` command for ``req``.
 
     Rigid jobs ask for their size; moldable jobs for their range (Slurm picks the size at
     start); malleable and evolving jobs for their start size, and carry their range in the
     elastic tag so the controller can resize them.
+
+    Parameters
+    ----------
+    req
+        The request.
+    output, chdir
+        ``sbatch --output`` and ``--chdir``.
+    hold
+        Submit the job held (``--hold``): it waits until it is released.
+    sized_by
+        ``controller``: a moldable job whose start size the controller chooses (Huang et al.'s
+        HPCaaS setting); the tag says so, which is what lets the controller release it. Such
+        a job must be submitted held, else Slurm would start it at a size of its own.
+
+    Raises
+    ------
+    InvalidRequest
+        ``sized_by="controller"`` for a job that is not moldable, or for an array.
+    ValueError
+        ``sized_by="controller"`` without ``hold``.
     """
+    sized_by = check_sized_by(req.kind, sized_by, array=req.array is not None)
+    if sized_by == "controller" and not hold:
+        raise ValueError(
+            "a job sized by the controller must be submitted held (hold=True): Slurm would "
+            "otherwise start it at a size of its own"
+        )
     if req.kind is JobKind.MOLDABLE:
         nodes = _nodes_range(req)
     else:
@@ -82,7 +110,12 @@ def sbatch_argv(
     from elastic_slurm.jobspec import speedup_spec  # the user-facing text form of the model
 
     tag = ElasticTag(
-        req.kind, req.nodes_min, req.nodes_max, speedup_spec(req.speedup), req.grace_period_s
+        req.kind,
+        req.nodes_min,
+        req.nodes_max,
+        speedup_spec(req.speedup),
+        req.grace_period_s,
+        sized_by,
     ).encode()
     return commands.sbatch(
         nodes=nodes,
@@ -100,4 +133,5 @@ def sbatch_argv(
         ),
         account=req.account,
         qos=req.qos,
+        hold=hold,
     )

@@ -23,6 +23,7 @@ from tenacity import (
 from elastic_slurm.adapter import commands, parse, render
 from elastic_slurm.adapter.backend import SlurmBackend
 from elastic_slurm.adapter.parse import SlurmJob, SlurmNode
+from elastic_slurm.adapter.tags import SizedBy
 from elastic_slurm.adapter.transport.base import Completed, Transport
 from elastic_slurm.errors import ResizeError, SlurmCommandError
 from elastic_slurm.model.request import ElasticRequest
@@ -143,20 +144,44 @@ class SlurmCLI(SlurmBackend):
         chdir: str | None = None,
         output: str | None = None,
         env: dict[str, str] | None = None,
+        hold: bool = False,
+        sized_by: SizedBy = "slurm",
     ) -> int:
-        """Submit ``req`` and return its job id.
+        """Submit ``req`` with ``sbatch`` (``--hold`` if ``hold``) and return its job id.
+
+        See :meth:`SlurmBackend.submit` for the parameters.
+
+        Raises
+        ------
+        InvalidRequest, ValueError
+            ``sized_by`` does not fit the job or ``hold`` (:func:`render.sbatch_argv`).
+        SlurmCommandError
+            sbatch refused the job (its message is quoted); nothing was queued.
+        """
+        argv = render.sbatch_argv(req, output=output, chdir=chdir, hold=hold, sized_by=sized_by)
+        script = render.batch_script(req, python=python, env=env)
+        res = self.run(argv, input_text=script, retry=False)
+        job_id = parse.parse_sbatch_parsable(res.stdout)
+        log.info(
+            "submitted %s job %d%s: %s",
+            req.kind.value,
+            job_id,
+            " (held for the controller to size)"
+            if sized_by == "controller"
+            else (" (held)" if hold else ""),
+            " ".join(req.program),
+        )
+        return job_id
+
+    def release(self, job_id: int) -> None:
+        """``scontrol release JOB`` (transient errors retried; see :meth:`SlurmBackend.release`).
 
         Raises
         ------
         SlurmCommandError
-            sbatch refused the job (its message is quoted); nothing was queued.
+            Unknown job, or not allowed.
         """
-        argv = render.sbatch_argv(req, output=output, chdir=chdir)
-        script = render.batch_script(req, python=python, env=env)
-        res = self.run(argv, input_text=script, retry=False)
-        job_id = parse.parse_sbatch_parsable(res.stdout)
-        log.info("submitted %s job %d: %s", req.kind.value, job_id, " ".join(req.program))
-        return job_id
+        self.run(commands.release(job_id))
 
     def cancel(self, *job_ids: int) -> None:
         """Cancel jobs (already ended ones are fine)."""

@@ -3,15 +3,62 @@
 elastic-slurm keeps no registry of its own: the kind and the range are written into the job's
 ``--comment`` at submission (``elastic-slurm:kind=malleable;min=2;max=4``) and read back from
 Slurm by the controller, so any observer of Slurm (a restarted controller, ``squeue``) sees them.
+
+A moldable job whose start size the controller chooses (Huang et al.'s HPCaaS setting: the
+scheduler, not the user or Slurm, picks the size from the job's speedup model) is submitted held
+and tagged ``sized=controller``; that mark, and nothing else, lets the controller release a
+held job (a job its user held is never released).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal, get_args
 
+from elastic_slurm.errors import InvalidRequest
 from elastic_slurm.model.request import JobKind
 
 PREFIX = "elastic-slurm:"
+
+#: Who chooses a moldable job's start size: Slurm (within ``--nodes=MIN-MAX``) or the
+#: controller's policy (the job is submitted held until then).
+SizedBy = Literal["slurm", "controller"]
+SIZED_BY: tuple[str, ...] = get_args(SizedBy)
+
+
+def check_sized_by(kind: JobKind, sized_by: str, *, array: bool = False) -> SizedBy:
+    """Check who is to size a job of ``kind``; return ``sized_by`` as a :data:`SizedBy`.
+
+    Only a moldable job, and not a job array, can be sized by the controller: the other kinds
+    have their size from the user (rigid) or start at their start size and are resized while
+    they run (malleable, evolving).
+
+    >>> check_sized_by(JobKind.MOLDABLE, "controller")
+    'controller'
+
+    Raises
+    ------
+    InvalidRequest
+        ``sized_by`` is not one of :data:`SIZED_BY`, or ``controller`` for another kind than
+        moldable or for an array.
+    """
+    if sized_by not in SIZED_BY:
+        raise InvalidRequest(
+            f"sized by {sized_by!r}: choose one of {', '.join(SIZED_BY)} (who picks a moldable "
+            "job's start size)"
+        )
+    if sized_by == "controller" and kind is not JobKind.MOLDABLE:
+        raise InvalidRequest(
+            f"a {kind.value} job cannot be sized by the controller: only a moldable job's start "
+            "size is chosen before it starts (use --kind moldable --nodes MIN-MAX, or "
+            "--sized-by slurm)"
+        )
+    if sized_by == "controller" and array:
+        raise InvalidRequest(
+            "a job array cannot be sized by the controller: each task would wait held; submit "
+            "the tasks as separate moldable jobs, or use --sized-by slurm"
+        )
+    return "controller" if sized_by == "controller" else "slurm"
 
 
 @dataclass(frozen=True)
@@ -19,7 +66,9 @@ class ElasticTag:
     """A job's kind and node range (nodes), and optionally its speedup model and grace period.
 
     ``speedup`` is the text form of :func:`elastic_slurm.jobspec.parse_speedup`
-    (``amdahl:0.95``); ``grace_s`` is in seconds.
+    (``amdahl:0.95``); ``grace_s`` is in seconds. ``sized_by`` is ``controller`` for a
+    moldable job submitted held for the controller to size and release (written
+    ``sized=controller``; ``slurm``, the default, is not written).
     """
 
     kind: JobKind
@@ -27,6 +76,7 @@ class ElasticTag:
     nodes_max: int
     speedup: str | None = None
     grace_s: float | None = None
+    sized_by: SizedBy = "slurm"
 
     def encode(self) -> str:
         """The comment text.
@@ -35,12 +85,16 @@ class ElasticTag:
         'elastic-slurm:kind=malleable;min=2;max=4'
         >>> ElasticTag(JobKind.MOLDABLE, 2, 8, "amdahl:0.9", 60.0).encode()
         'elastic-slurm:kind=moldable;min=2;max=8;speedup=amdahl:0.9;grace=60'
+        >>> ElasticTag(JobKind.MOLDABLE, 1, 4, sized_by="controller").encode()
+        'elastic-slurm:kind=moldable;min=1;max=4;sized=controller'
         """
         text = f"{PREFIX}kind={self.kind.value};min={self.nodes_min};max={self.nodes_max}"
         if self.speedup:
             text += f";speedup={self.speedup}"
         if self.grace_s is not None:
             text += f";grace={self.grace_s:g}"
+        if self.sized_by == "controller":
+            text += ";sized=controller"
         return text
 
 
@@ -52,6 +106,10 @@ def decode(comment: str | None) -> ElasticTag | None:
     ('malleable', 2, 4, None, 30.0)
     >>> decode("a user's own comment") is None
     True
+    >>> decode("elastic-slurm:kind=moldable;min=1;max=4;sized=controller").sized_by
+    'controller'
+
+    A tag that marks another kind than moldable, or an unknown ``sized`` value, is malformed.
     """
     if not comment or not comment.startswith(PREFIX):
         return None
@@ -64,8 +122,13 @@ def decode(comment: str | None) -> ElasticTag | None:
             int(fields["max"]),
             fields.get("speedup") or None,
             grace,
+            "controller" if fields.get("sized") == "controller" else "slurm",
         )
     except (KeyError, ValueError):
+        return None
+    if fields.get("sized", "slurm") not in SIZED_BY:
+        return None
+    if tag.sized_by == "controller" and tag.kind is not JobKind.MOLDABLE:
         return None
     if not 1 <= tag.nodes_min <= tag.nodes_max:
         return None

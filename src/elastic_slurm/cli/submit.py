@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from elastic_slurm import api
 from elastic_slurm.adapter.factory import slurm_for
 from elastic_slurm.config import load_site
 from elastic_slurm.jobspec import load_spec
+from elastic_slurm.protocol.address import default_address
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -39,6 +41,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         type=float,
         dest="grace_period_s",
         help="seconds the job has to follow a shrink order",
+    )
+    p.add_argument(
+        "--sized-by",
+        choices=["slurm", "controller"],
+        help="who chooses a moldable job's start size: slurm (at start, within MIN-MAX) or "
+        "controller (submitted held; the controller's policy sizes it from --speedup and "
+        "releases it); default: the site's controller.sizes_moldable",
     )
     p.add_argument("--parsable", action="store_true", help="print only the job id")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -72,10 +81,12 @@ def run(args: argparse.Namespace) -> int:
         "array": args.array,
         "speedup": args.speedup,
         "grace_period_s": args.grace_period_s,
+        "sized_by": args.sized_by,
     }
     site = load_site(args.site)
     spec = load_spec(job_file, overrides)
     req = spec.request()
+    sized_by = spec.sizing(site.controller.sizes_moldable)
     req = replace(  # the site's defaults where the user gave none
         req,
         partition=req.partition or site.partition,
@@ -84,7 +95,14 @@ def run(args: argparse.Namespace) -> int:
     )
     base = job_file.parent if job_file else Path.cwd()
     workdir = (base / spec.workdir).resolve() if spec.workdir else Path.cwd().resolve()
-    job_id = api.submit(req, slurm_for(site), workdir=workdir, output=spec.output)
+    job_id = api.submit(
+        req,
+        slurm_for(site),
+        workdir=workdir,
+        output=spec.output,
+        sized_by=sized_by,
+        controller=f"http://{default_address(site)}",  # where the site's controller listens
+    )
     if args.json:
         print(
             json.dumps(
@@ -92,6 +110,7 @@ def run(args: argparse.Namespace) -> int:
                     "job_id": job_id,
                     "kind": req.kind.value,
                     "nodes": [req.nodes_min, req.nodes_max],
+                    "sized_by": sized_by,
                     "workdir": str(workdir),
                 }
             )
@@ -100,4 +119,9 @@ def run(args: argparse.Namespace) -> int:
         print(job_id)
     else:
         print(f"Submitted batch job {job_id}")
+        if sized_by == "controller":
+            print(
+                f"job {job_id} waits held until the controller chooses its size and releases it",
+                file=sys.stderr,
+            )
     return 0

@@ -126,12 +126,14 @@ class ControllerConfig(_Frozen):
     allocation records by the second, so two size changes within one second would leave one.
     ``address`` is where the controller listens for running jobs (``host:port``); by default
     a cluster-internal address: on the local cluster its bridge, elsewhere the address of this
-    host's name, port 7717 (see :mod:`elastic_slurm.protocol.server`). ``on_overdue``: what
+    host's name, port 7717 (see :mod:`elastic_slurm.protocol.address`). ``on_overdue``: what
     happens to a job that does not follow an order or answer an offer within its grace period
     (``keep`` its nodes, ``force`` the shrink in Slurm, or ``requeue`` it; see
     :mod:`elastic_slurm.controller.actuate`). ``offer_cooldown_s``: a job that rejected an
     offer gets no new one for this long. ``operators``: users who may act on any job through
-    the controller (besides each job's own user).
+    the controller (besides each job's own user). ``sizes_moldable``: moldable jobs are
+    submitted held and the controller's policy chooses their start size, then releases them
+    (Huang et al.), unless the user says ``--sized-by slurm``; off: Slurm picks the size.
     """
 
     poll_interval_s: float = Field(0.5, gt=0)
@@ -142,6 +144,7 @@ class ControllerConfig(_Frozen):
     address: str | None = Field(None, pattern=r"^[^\s:]+:\d{1,5}$")
     offer_cooldown_s: float = Field(30.0, ge=0)
     operators: tuple[str, ...] = ("root",)
+    sizes_moldable: bool = False
     policy: PolicyConfig = PolicyConfig()
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from elastic_slurm.adapter.backend import SIBLING_PREFIX, helper_parent
 from elastic_slurm.adapter.parse import SlurmJob, SlurmNode, array_task_count
 from elastic_slurm.adapter.tags import ElasticTag, decode
+from elastic_slurm.controller.starts import awaits_controller as awaits
 from elastic_slurm.jobdir import JobDir
 from elastic_slurm.model.request import JobKind
 from elastic_slurm.model.resize_order import AckStatus, ResizeAction
@@ -228,6 +229,8 @@ def job_view(
         kind, lo, hi = JobKind.RIGID, size, size
     else:
         kind, lo, hi = tag.kind, tag.nodes_min, tag.nodes_max
+        if tag.sized_by == "controller" and state is JobState.PENDING and not awaits(job):
+            lo = hi = job.node_count  # sized and released: Slurm starts it at that size
     return JobView(
         job_id=job.job_id,
         kind=kind,
@@ -259,6 +262,19 @@ def _speedup(spec: str | None) -> SpeedupModel | None:
         return None  # a tag written by hand: the policy does without a model
 
 
+def _held_by_someone(job: SlurmJob) -> bool:
+    """A pending job its user or an operator holds: it starts only when they release it.
+
+    Jobs held for the controller to size (:func:`~.starts.awaits_controller`) are not: the
+    policy decides their start.
+    """
+    return (
+        job.model_state is JobState.PENDING
+        and job.reason in ("JobHeldUser", "JobHeldAdmin")
+        and not awaits(job)
+    )
+
+
 def snapshot(
     jobs: Sequence[SlurmJob],
     nodes: Sequence[SlurmNode],
@@ -267,6 +283,9 @@ def snapshot(
     progress: Mapping[int, Progress] | None = None,
 ) -> ClusterSnapshot:
     """The snapshot of a poll: pending and running jobs, and every node.
+
+    Jobs held by their user or an operator are left out (no policy may plan nodes for a job
+    that cannot start); jobs held for the controller to size are in.
 
     Parameters
     ----------
@@ -288,6 +307,7 @@ def snapshot(
         if helper_parent(j.name) is None
         and j.model_state in (JobState.PENDING, JobState.RUNNING)
         and j.array_job_id not in arrays
+        and not _held_by_someone(j)
     ]
     views += [s.view(s.array_id in resizing) for s in arrays.values()]
     views.sort(key=lambda v: (v.submit_time_s, v.job_id))

@@ -114,8 +114,10 @@ class JobEvent:
     job_id
         The job it is about.
     what
-        ``"expand"`` or ``"shrink"`` (a resize that succeeded), ``"failed"`` (one that did
-        not), ``"overdue"`` or ``"recovery"`` (notes).
+        ``"expand"`` or ``"shrink"`` (a resize that succeeded), ``"start"`` (a moldable job
+        sized and released), ``"declined"`` (an offer the job rejected or let lapse),
+        ``"failed"`` (a resize that did not happen otherwise), ``"overdue"`` or ``"recovery"``
+        (notes).
     action
         The resize's action (``"expand"``, ``"shrink"``) when the record names one, else ``""``.
     seconds
@@ -230,7 +232,10 @@ def job_events(records: Sequence[Record]) -> list[JobEvent]:
         action = str(r.get("action") or "")
         if kind == "outcome":
             ok = bool(r.get("ok", False))
-            what = action if ok and action in ("expand", "shrink") else "failed"
+            if ok and action in ("expand", "shrink", "start"):
+                what = action
+            else:
+                what = "declined" if r.get("declined") else "failed"
         else:
             what = str(kind)
         nodes = r.get("nodes")
@@ -338,14 +343,19 @@ def summary(records: Sequence[Record]) -> dict[str, Any]:
     -------
     dict
         ``records`` (how many), ``jobs`` (distinct jobs in ``sizes`` records),
-        ``resizes_done`` and ``resizes_failed`` (``outcome`` records with ``ok`` true or not),
+        ``resizes_done`` and ``resizes_failed`` (expand/shrink ``outcome`` records with ``ok``
+        true or not; a declined offer counts as failed),
         ``overdue`` and ``recoveries`` (notes), ``span_s`` (seconds from the first record to
         the last), ``utilization`` (:func:`average_utilisation`, ``None`` without a ``sizes``
         record), ``start`` and ``end`` (the first and last record's ``t``, seconds since the
         epoch, ``None`` for an empty journal).
     """
     times = _times(records)
-    outcomes = [r for r in records if r.get("kind") == "outcome"]
+    outcomes = [  # start outcomes (moldable sizing) are not resizes
+        r
+        for r in records
+        if r.get("kind") == "outcome" and r.get("action") in ("expand", "shrink", None)
+    ]
     jobs = {
         int(j["job_id"]) for r in records if r.get("kind") == "sizes" for j in r.get("jobs") or []
     }
@@ -399,6 +409,8 @@ def _time_unit(span_s: float) -> tuple[float, str]:
 _MARKERS = {
     "expand": ("^", "tab:green", "expand"),
     "shrink": ("v", "tab:orange", "shrink"),
+    "start": (">", "tab:cyan", "sized start"),
+    "declined": ("o", "tab:olive", "declined offer"),
     "failed": ("X", "tab:red", "failed resize"),
     "overdue": ("D", "tab:purple", "overdue"),
     "recovery": ("s", "tab:gray", "recovery"),
