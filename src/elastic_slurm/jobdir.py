@@ -3,6 +3,10 @@
 Layout of ``<workdir>/.elastic-slurm/job-<id>/``::
 
     orders/000001.json            written by the controller (ResizeOrder)
+    offers/000001.json            written by the controller (Offer), before an order
+    offers/000001.answer.json     the job's answer (Answer), through the controller's server
+    secret                        the job's secret (mode 0600), written by its launcher
+    registered.json               the job registered with the controller (it negotiates)
     requests/000001.json          an evolving application asks for nodes (or gives some back)
     acks/000001.vacated.json      written by the job's launcher (shrink: nodes left)
     acks/000001.done.json         written by the job (or ``.failed.json``)
@@ -12,7 +16,9 @@ Layout of ``<workdir>/.elastic-slurm/job-<id>/``::
 
 Every file is written to a temporary name and renamed, so a reader never sees half a file. The
 directory lives with the job (its working directory), so it works wherever the job's files
-are shared between nodes, and it needs no server.
+are shared between nodes. A job submitted with a controller URL talks to the controller's
+server (:mod:`elastic_slurm.protocol`), which reads and writes these same files on its behalf;
+one without talks through the files directly.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from elastic_slurm.model.offer import Answer, Offer
 from elastic_slurm.model.resize_order import AckStatus, ResizeAck, ResizeOrder
 
 SUBDIR = ".elastic-slurm"
@@ -90,6 +97,84 @@ class JobDir:
         seqs = [int(p.stem) for p in orders.glob("*.json") if p.stem.isdigit()]
         return max(seqs, default=0)
 
+    # ------------------------------------------------------------------ offers
+    def offer_path(self, number: int) -> Path:
+        """The file of offer ``number``."""
+        return self.path / "offers" / f"{number:06d}.json"
+
+    def write_offer(self, offer: Offer) -> None:
+        """Publish (or rewrite, e.g. withdrawn) an offer."""
+        write_json_atomic(self.offer_path(offer.number), offer.model_dump(mode="json"))
+
+    def read_offer(self, number: int) -> Offer | None:
+        """Offer ``number`` if it was made."""
+        data = _read_json(self.offer_path(number))
+        return Offer.model_validate(data) if data is not None else None
+
+    def last_offer_number(self) -> int:
+        """The highest offer number made so far (0 if none)."""
+        offers = self.path / "offers"
+        if not offers.is_dir():
+            return 0
+        numbers = [int(p.stem) for p in offers.glob("*.json") if p.stem.isdigit()]
+        return max(numbers, default=0)
+
+    def open_offer(self) -> Offer | None:
+        """The last offer made, if it is neither withdrawn nor answered."""
+        number = self.last_offer_number()
+        offer = self.read_offer(number) if number else None
+        if offer is None or offer.withdrawn or self.read_answer(number) is not None:
+            return None
+        return offer
+
+    def answer_offer_path(self, number: int) -> Path:
+        """The file of the job's answer to offer ``number``."""
+        return self.path / "offers" / f"{number:06d}.answer.json"
+
+    def write_answer(self, answer: Answer) -> None:
+        """Record the job's answer to an offer."""
+        write_json_atomic(self.answer_offer_path(answer.number), answer.model_dump(mode="json"))
+
+    def read_answer(self, number: int) -> Answer | None:
+        """The job's answer to offer ``number``, if it answered."""
+        data = _read_json(self.answer_offer_path(number))
+        return Answer.model_validate(data) if data is not None else None
+
+    # ------------------------------------------------------------------ secret, registration
+    @property
+    def secret_path(self) -> Path:
+        """The job's secret, readable by its user (and the controller, running as root)."""
+        return self.path / "secret"
+
+    def write_secret(self, secret: str) -> None:
+        """Store the job's secret, mode 0600 from the start (never world-readable)."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        tmp = self.path / f".secret.{os.getpid()}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(secret)
+        os.replace(tmp, self.secret_path)
+
+    def read_secret(self) -> str | None:
+        """The job's secret, if its launcher stored one."""
+        try:
+            return self.secret_path.read_text().strip() or None
+        except FileNotFoundError:
+            return None
+
+    @property
+    def registration_path(self) -> Path:
+        """Written by the controller's server when the job registers."""
+        return self.path / "registered.json"
+
+    def write_registration(self, data: dict[str, Any]) -> None:
+        """Record that the job registered (who, when, on which hosts)."""
+        write_json_atomic(self.registration_path, data)
+
+    def registration(self) -> dict[str, Any] | None:
+        """The job's registration, if it registered (then the controller negotiates)."""
+        return _read_json(self.registration_path)
+
     # ------------------------------------------------------------------ acks
     def ack_path(self, seq: int, status: AckStatus) -> Path:
         """The file of the ``status`` acknowledgement of order ``seq``."""
@@ -143,6 +228,10 @@ class JobDir:
                 "at": time.time(),
             },
         )
+
+    def request_answer(self, number: int) -> dict[str, Any] | None:
+        """The controller's answer to evolving request ``number``, once it answered."""
+        return _read_json(self.answer_path(number))
 
     def requests(self) -> list[dict[str, Any]]:
         """Every evolving request written so far, in order."""

@@ -21,10 +21,12 @@ from pathlib import Path
 import pytest
 
 from elastic_slurm import api
+from elastic_slurm.config import load_site
 from elastic_slurm.controller.journal import PHASES, Journal, ResizeRow
 from elastic_slurm.jobdir import JobDir
 from elastic_slurm.model import ElasticRequest, JobKind
 from elastic_slurm.model.resize_order import AckStatus
+from elastic_slurm.protocol.address import default_address
 from elastic_slurm.resources import example
 
 from .helpers import all_idle, helpers_alive, job_state, slurm_held, squeue_jobs, wait
@@ -91,12 +93,16 @@ def consistent(journal: Path, jobdir: JobDir, job: int) -> set[str]:
 
 
 @pytest.mark.parametrize(
-    ("grow_phase", "shrink_phase"),
-    [("granting", "awaiting_vacate"), ("awaiting_done", "awaiting_done")],
-    ids=["mid-grant+mid-vacate", "mid-expand+mid-relaunch"],
+    ("grow_phase", "shrink_phase", "negotiates"),
+    [
+        ("granting", "awaiting_vacate", False),
+        ("awaiting_done", "awaiting_done", False),
+        ("offered", "offered", True),
+    ],
+    ids=["mid-grant+mid-vacate", "mid-expand+mid-relaunch", "negotiating:mid-offer"],
 )
 def test_a_killed_controller_resumes_consistent_with_slurm(
-    slurm, shared_tmp, grow_phase, shrink_phase
+    slurm, shared_tmp, grow_phase, shrink_phase, negotiates
 ):
     wait(all_idle, 60, "all nodes idle before the test")
     journal = shared_tmp / f"journal-{grow_phase}.sqlite"
@@ -110,7 +116,12 @@ def test_a_killed_controller_resumes_consistent_with_slurm(
         walltime=timedelta(minutes=10),
         job_name="recover",
     )
-    job = api.submit(req, slurm, workdir=shared_tmp, output=str(shared_tmp / "out-%j.txt"))
+    # a negotiating job talks to the daemon's HTTP server (which dies with it: the job's
+    # messages then go to its directory, and the restarted daemon serves it again)
+    url = f"http://{default_address(load_site())}" if negotiates else None
+    job = api.submit(
+        req, slurm, workdir=shared_tmp, output=str(shared_tmp / "out-%j.txt"), controller=url
+    )
     jobdir = JobDir.for_job(shared_tmp, job)
     rigid = None
     procs: list[subprocess.Popen] = []
@@ -154,7 +165,16 @@ def test_a_killed_controller_resumes_consistent_with_slurm(
         kept = consistent(journal, jobdir, job)
         assert len(kept) == 2 and not kept & slurm_held(rigid)
         notes = [r for r in Journal(journal).records if r["kind"] == "recovery"]
-        assert notes[-1]["seq"] == shrink.seq and "following it" in notes[-1]["message"]
+        assert notes[-1]["seq"] == shrink.seq
+        assert any(w in notes[-1]["message"] for w in ("following it", "awaiting the answer"))
+        offers = [r for r in Journal(journal).records if r["kind"] == "offer"]
+        if negotiates:  # both resizes were offered, and the job accepted each
+            assert {o["action"] for o in offers} == {"expand", "shrink"}
+            answers = [r["answer"] for r in Journal(journal).records if r["kind"] == "answer"]
+            assert answers and set(answers) == {"accept"}
+            assert jobdir.registration() is not None
+        else:
+            assert offers == []
         # the operator's report of the journal: every resize and recovery on the chart
         res = subprocess.run(
             [sys.executable, "-m", "elastic_slurm", "report", str(journal), "--json"],

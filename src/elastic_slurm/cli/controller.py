@@ -12,6 +12,8 @@ from elastic_slurm.config import load_site
 from elastic_slurm.controller.daemon import Controller
 from elastic_slurm.controller.journal import Journal
 from elastic_slurm.plugins.registry import make_policy
+from elastic_slurm.protocol.address import default_address, site_munge_socket
+from elastic_slurm.protocol.server import serve
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -24,6 +26,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         "--dry-run",
         action="store_true",
         help="print the decisions; change nothing in Slurm or in any job",
+    )
+    r.add_argument(
+        "--listen",
+        metavar="HOST:PORT",
+        help="where running jobs reach the controller (default: the site config's "
+        "controller.address, else a cluster-internal address)",
     )
     r.add_argument(
         "--journal",
@@ -55,11 +63,21 @@ def run(args: argparse.Namespace) -> int:
         resize_timeout_s=c.resize_timeout_s,
         min_resize_interval_s=c.min_resize_interval_s,
         on_overdue=c.on_overdue,
+        offer_cooldown_s=c.offer_cooldown_s,
         dry_run=args.dry_run,
     )
+    server = None
+    if not args.dry_run:
+        server = serve(
+            slurm,
+            args.listen or default_address(site),
+            operators=c.operators,
+            munge_socket=site_munge_socket(site),
+        )
     print(
         f"controller: policy {policy.name}, grow path {grow_path}, polling every "
         f"{c.poll_interval_s:g} s, journal {args.journal}"
+        f"{f', jobs talk to {server.url}' if server else ''}"
         f"{' (dry run)' if args.dry_run else ''}; Ctrl-C to stop",
         flush=True,
     )
@@ -72,4 +90,7 @@ def run(args: argparse.Namespace) -> int:
                 f"controller: stopped with resizes of jobs {open_resizes} under way; their "
                 "jobs keep the nodes they have"
             )
+    finally:
+        if server is not None:
+            server.stop()
     return 0

@@ -12,6 +12,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -38,6 +39,33 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.set_defaults(func=run)
 
 
+def negotiations(records: list[dict[str, Any]]) -> dict[tuple[int, int], str]:
+    """The state of each resize's negotiation, by ``(job_id, seq)``, from journal records.
+
+    >>> negotiations([
+    ...     {"kind": "offer", "job_id": 7, "seq": 1, "number": 1, "action": "shrink",
+    ...      "count": 2, "final": False},
+    ...     {"kind": "answer", "job_id": 7, "seq": 1, "number": 1, "answer": "counter",
+    ...      "count": 1},
+    ...     {"kind": "offer", "job_id": 7, "seq": 1, "number": 2, "action": "shrink",
+    ...      "count": 1, "final": True},
+    ... ])
+    {(7, 1): 'final offer 2: shrink 1, awaiting answer'}
+    """
+    out: dict[tuple[int, int], str] = {}
+    for r in records:
+        key = (r.get("job_id"), r.get("seq"))
+        if r.get("kind") == "offer":
+            final = "final " if r.get("final") else ""
+            out[key] = (  # type: ignore[index]
+                f"{final}offer {r['number']}: {r['action']} {r['count']}, awaiting answer"
+            )
+        elif r.get("kind") == "answer" and key in out:
+            count = f" {r['count']}" if r.get("count") else ""
+            out[key] = out[key].replace("awaiting answer", f"answered {r['answer']}{count}")  # type: ignore[index]
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
     """Print the status."""
     site = load_site(args.site)
@@ -46,12 +74,14 @@ def run(args: argparse.Namespace) -> int:
     idle = [n.name for n in nodes if n.model_state is NodeState.IDLE]
     found = jobs.queue(slurm)
     resizes = []
+    talks: dict[tuple[int, int], str] = {}
     if args.journal.is_file():
         from elastic_slurm.controller.journal import Journal
 
         journal = Journal(args.journal)
         try:
             resizes = journal.resizes(open_only=True)
+            talks = negotiations(journal.records)
         finally:
             journal.close()
     elif args.journal != Path("controller-journal.sqlite"):
@@ -74,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
                             "age_s": now - r.decided_at,
                             "overdue": r.overdue,
                             "target": list(r.target),
+                            "negotiation": talks.get((r.job_id, r.seq), ""),
                         }
                         for r in resizes
                     ],
@@ -106,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
         console.print("resizes under way: none" + ("" if args.journal.is_file() else " known"))
         return 0
     opened = Table(box=None, pad_edge=False)
-    for col in ("JOBID", "ORDER", "ACTION", "PHASE", "AGE", "OVERDUE", "TARGET"):
+    for col in ("JOBID", "ORDER", "ACTION", "PHASE", "AGE", "OVERDUE", "TARGET", "NEGOTIATION"):
         opened.add_column(col, no_wrap=True)
     for r in resizes:
         opened.add_row(
@@ -117,6 +148,7 @@ def run(args: argparse.Namespace) -> int:
             f"{now - r.decided_at:.0f} s",
             "yes" if r.overdue else "no",
             compress(r.target) if r.target else "-",
+            talks.get((r.job_id, r.seq), "-"),
         )
     console.print(f"resizes under way ({args.journal}):")
     console.print(opened)

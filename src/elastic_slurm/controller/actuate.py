@@ -18,6 +18,16 @@ handled as the site's ``controller.on_overdue`` says (:data:`OVERDUE_ACTIONS`):
   its batch script, and from its last checkpoint if it wrote one.
 
 Otherwise nodes are never taken from a job that has not vacated them.
+
+A job that registered with the controller's server (:mod:`elastic_slurm.protocol`) is
+*offered* each resize before it is ordered (phase ``offered``; Ghafoor's negotiation): an
+expansion's hosts are granted first and offered, a shrink is offered as "give back k nodes".
+The job accepts (the order follows), rejects (nothing changes; granted hosts go back to
+Slurm), or counters with another count, which the controller answers with a *final* offer
+(:func:`~elastic_slurm.model.offer.final_count`). An offer left unanswered past the grace
+period is handled by ``on_overdue`` too: ``keep`` withdraws it, ``force`` orders and carries
+out a shrink anyway, ``requeue`` requeues the job. A job that declined (rejected or let an
+offer lapse) is not offered anything for ``offer_cooldown_s`` (the daemon's business).
 """
 
 from __future__ import annotations
@@ -36,6 +46,7 @@ from elastic_slurm.controller.starts import Starts
 from elastic_slurm.errors import ResizeError, SlurmCommandError
 from elastic_slurm.jobdir import JobDir
 from elastic_slurm.model.decisions import Decision, Expand, Shrink, Start
+from elastic_slurm.model.offer import AnswerKind, Offer, final_count
 from elastic_slurm.model.resize_order import AckStatus, ResizeAction, ResizeOrder
 from elastic_slurm.model.snapshot import JobState
 
@@ -85,6 +96,12 @@ class Resize:
     phases_s: dict[str, float] = field(default_factory=dict)
     overdue: bool = False
     grace_s: float | None = None
+    offer: Offer | None = None  # the offer standing (phase ``offered``)
+    since: float = 0.0  # when the current wait (answer, vacate, done) began
+
+    def __post_init__(self) -> None:
+        if not self.since:
+            self.since = self.decided_at
 
 
 @dataclass(frozen=True)
@@ -102,6 +119,7 @@ class ResizeOutcome:
     phases_s: dict[str, float]
     message: str = ""
     finished_at: float = 0.0
+    declined: bool = False  # the job rejected the offer or let it lapse
 
 
 class Actuator:
@@ -233,30 +251,15 @@ class Actuator:
             helper=grown.helper_id,
             phases_s={"grant": grown.elapsed_s},
         )
-        order = ResizeOrder(
-            seq, ResizeAction.EXPAND, grown.nodes, time.time(), phases_s={"grant": grown.elapsed_s}
-        )
-        jobdir.write_order(order)
-        self.journal.update_resize(job.job_id, seq, phase="awaiting_done")
-        self.journal.write(
-            "order",
-            job_id=job.job_id,
-            seq=seq,
-            action="expand",
-            nodes=list(grown.nodes),
-            path=grown.path,
-            helper=grown.helper_id,
-        )
         log.info(
-            "job %d: grew by %s (%s %d, %.2f s); order %d sent",
+            "job %d: granted %s (%s %d, %.2f s)",
             job.job_id,
             ",".join(grown.added),
             grown.path,
             grown.helper_id,
             grown.elapsed_s,
-            seq,
         )
-        self.in_flight[job.job_id] = Resize(
+        r = Resize(
             job.job_id,
             seq,
             ResizeAction.EXPAND,
@@ -264,24 +267,35 @@ class Actuator:
             grown.nodes,
             jobdir,
             decided,
-            phase="awaiting_done",
+            phase="ordering",
             reason=d.reason,
             phases_s={"grant": grown.elapsed_s},
             grace_s=_grace(job),
         )
+        self.in_flight[job.job_id] = r
+        if self._negotiates(jobdir):
+            self._offer(r, len(grown.added), tuple(grown.added), final=False)
+        else:
+            self._send_order(r)
 
     def _shrink(self, job: SlurmJob, nodes: tuple[str, ...], d: Shrink) -> None:
         jobdir = self._jobdir(job)
         keep = choose_keep(nodes, job.batch_host, d.count)
         seq = jobdir.last_order_seq() + 1
+        negotiate = self._negotiates(jobdir)
         self.journal.open_resize(
-            ResizeRow(job.job_id, seq, "shrink", "ordering", nodes, keep, time.time(), d.reason)
+            ResizeRow(
+                job.job_id,
+                seq,
+                "shrink",
+                "offered" if negotiate else "ordering",
+                nodes,
+                keep,
+                time.time(),
+                d.reason,
+            )
         )
-        jobdir.write_order(ResizeOrder(seq, ResizeAction.SHRINK, keep, time.time()))
-        self.journal.update_resize(job.job_id, seq, phase="awaiting_vacate")
-        self.journal.write("order", job_id=job.job_id, seq=seq, action="shrink", nodes=list(keep))
-        log.info("job %d: order %d: shrink to %s", job.job_id, seq, ",".join(keep))
-        self.in_flight[job.job_id] = Resize(
+        r = Resize(
             job.job_id,
             seq,
             ResizeAction.SHRINK,
@@ -289,10 +303,138 @@ class Actuator:
             keep,
             jobdir,
             time.time(),
-            phase="awaiting_vacate",
+            phase="ordering",
             reason=d.reason,
             grace_s=_grace(job),
         )
+        self.in_flight[job.job_id] = r
+        if negotiate:
+            self._offer(r, d.count, tuple(n for n in nodes if n not in keep), final=False)
+        else:
+            self._send_order(r)
+
+    # ------------------------------------------------------------------ negotiation
+    @staticmethod
+    def _negotiates(jobdir: JobDir) -> bool:
+        """Whether the job registered with the controller's server (it answers offers)."""
+        return jobdir.registration() is not None
+
+    def _grace_of(self, r: Resize) -> float:
+        return r.grace_s if r.grace_s is not None else self.resize_timeout_s
+
+    def _offer(self, r: Resize, count: int, hosts: tuple[str, ...], *, final: bool) -> None:
+        """Offer resize ``r`` to its job: ``count`` nodes (``hosts``), awaiting an answer."""
+        now = time.time()
+        offer = Offer(
+            number=r.jobdir.last_offer_number() + 1,
+            seq=r.seq,
+            action=r.action.value,
+            count=count,
+            hosts=hosts,
+            final=final,
+            issued_at=now,
+            deadline_at=now + self._grace_of(r),
+            reason=r.reason,
+        )
+        r.jobdir.write_offer(offer)
+        r.offer, r.since, r.phase = offer, now, "offered"
+        self.journal.update_resize(r.job_id, r.seq, phase="offered", target=r.target)
+        self.journal.write(
+            "offer",
+            job_id=r.job_id,
+            seq=r.seq,
+            number=offer.number,
+            action=offer.action,
+            count=count,
+            hosts=list(hosts),
+            final=final,
+        )
+        log.info(
+            "job %d: %soffer %d: %s %d node(s) (%s)",
+            r.job_id,
+            "final " if final else "",
+            offer.number,
+            offer.action,
+            count,
+            ",".join(hosts),
+        )
+
+    def _withdraw(self, r: Resize, why: str) -> None:
+        """Withdraw the standing offer (a late answer is then refused)."""
+        if r.offer is not None and not r.offer.withdrawn:
+            r.jobdir.write_offer(r.offer.model_copy(update={"withdrawn": why}))
+
+    def _send_order(self, r: Resize) -> None:
+        """Order the job onto ``r.target`` (after an accepted offer, or without negotiation)."""
+        now = time.time()
+        if r.action is ResizeAction.SHRINK:
+            r.jobdir.write_order(ResizeOrder(r.seq, ResizeAction.SHRINK, r.target, now))
+            r.phase = "awaiting_vacate"
+            log.info("job %d: order %d: shrink to %s", r.job_id, r.seq, ",".join(r.target))
+        else:
+            r.jobdir.write_order(
+                ResizeOrder(r.seq, ResizeAction.EXPAND, r.target, now, phases_s=dict(r.phases_s))
+            )
+            r.phase = "awaiting_done"
+            log.info("job %d: order %d: expand to %s", r.job_id, r.seq, ",".join(r.target))
+        r.since = now
+        self.journal.update_resize(r.job_id, r.seq, phase=r.phase, target=r.target)
+        self.journal.write(
+            "order", job_id=r.job_id, seq=r.seq, action=r.action.value, nodes=list(r.target)
+        )
+
+    def _follow_offer(self, r: Resize) -> ResizeOutcome | None:
+        """Act on the job's answer to the standing offer, if it answered."""
+        offer = r.offer
+        assert offer is not None
+        answer = r.jobdir.read_answer(offer.number)
+        if answer is None:
+            return self._check_overdue(r)
+        self.journal.write(
+            "answer",
+            job_id=r.job_id,
+            seq=r.seq,
+            number=offer.number,
+            answer=answer.answer.value,
+            count=answer.count,
+            reason=answer.reason,
+        )
+        log.info(
+            "job %d: answered offer %d: %s%s%s",
+            r.job_id,
+            offer.number,
+            answer.answer.value,
+            f" {answer.count}" if answer.count else "",
+            f" ({answer.reason})" if answer.reason else "",
+        )
+        if answer.answer is AnswerKind.ACCEPT:
+            self._send_order(r)
+            return None
+        if answer.answer is AnswerKind.COUNTER and not offer.final:
+            count = final_count(offer, int(answer.count or 0))
+            hosts = offer.hosts[:count]
+            if count < offer.count:
+                if r.action is ResizeAction.EXPAND:
+                    keep = tuple(n for n in r.target if n in r.before or n in hosts)
+                    try:
+                        self.slurm.shrink(r.job_id, keep)
+                    except ResizeError as exc:
+                        return self._decline(r, f"could not give back the hosts not wanted: {exc}")
+                    r.target = keep
+                else:
+                    r.target = tuple(n for n in r.before if n not in hosts)
+            self._offer(r, count, hosts, final=True)
+            return None
+        why = answer.reason or "no reason given"
+        return self._decline(r, f"job {r.job_id} rejected offer {offer.number} ({why})")
+
+    def _decline(self, r: Resize, message: str) -> ResizeOutcome:
+        """Close a resize the job did not take: the offer withdrawn, granted hosts given back."""
+        self._withdraw(r, message)
+        if r.action is ResizeAction.EXPAND:
+            self._give_back(r, r.before)
+        log.info("job %d: %s; it keeps its size", r.job_id, message)
+        return self._close(r, ok=False, after=r.before, message=message, declined=True)
 
     # ------------------------------------------------------------------ recovery
     def recover(self, listed: Sequence[SlurmJob]) -> list[str]:
@@ -303,6 +445,8 @@ class Actuator:
 
         * its job is no longer running: closed as ``job_ended`` (helper allocations of ended
           jobs are cancelled by the daemon's orphan sweep);
+        * it was offered and the offer still stands: the answer is awaited (and acted on) as if
+          the controller had never stopped;
         * its order reached the job's directory: followed on from where it is, as if the
           controller had never stopped (a shrink's nodes are given back to Slurm once the job
           has vacated them; giving back the same nodes twice changes nothing);
@@ -338,10 +482,32 @@ class Actuator:
                 continue
             jobdir = self._jobdir(job)
             order = jobdir.read_order(row.seq)
+            offer = _standing_offer(jobdir, row.seq)
             if order is not None:
                 self._resume(row, order, jobdir)
                 say(row.job_id, row.seq, f"{row.action} order found in the job; following it")
+            elif row.phase == "offered" and offer is not None:
+                self.in_flight[row.job_id] = Resize(
+                    row.job_id,
+                    row.seq,
+                    ResizeAction(row.action),
+                    row.before,
+                    row.target,
+                    jobdir,
+                    row.decided_at,
+                    phase="offered",
+                    reason=row.reason,
+                    phases_s=dict(row.phases_s),
+                    overdue=row.overdue,
+                    grace_s=_grace(job),
+                    offer=offer,
+                    since=offer.issued_at,
+                )
+                say(row.job_id, row.seq, f"offer {offer.number} stands; awaiting the answer")
             elif row.action == "expand":
+                if offer is not None:
+                    why = "the controller restarted before the job answered"
+                    jobdir.write_offer(offer.model_copy(update={"withdrawn": why}))
                 say(row.job_id, row.seq, self._roll_back_expand(row, listed))
                 self.journal.close_resize(row.job_id, row.seq, "rolled_back")
             else:
@@ -436,12 +602,16 @@ class Actuator:
                     strategy=outcome.strategy,
                     phases_s=outcome.phases_s,
                     message=outcome.message,
+                    declined=outcome.declined,
                 )
         return finished
 
     def _advance(self, r: Resize, job: SlurmJob | None) -> ResizeOutcome | None:
         if job is None or job.model_state is not JobState.RUNNING:
+            self._withdraw(r, "the job ended")
             return self._close(r, ok=False, after=(), message="the job ended during the resize")
+        if r.phase == "offered":
+            return self._follow_offer(r)
         if r.phase == "awaiting_vacate":
             failed = r.jobdir.read_ack(r.seq, AckStatus.FAILED)
             if failed is not None:
@@ -495,16 +665,29 @@ class Actuator:
             self.journal.write("note", job_id=r.job_id, seq=r.seq, message=str(exc))
 
     def _check_overdue(self, r: Resize) -> ResizeOutcome | None:
-        grace = r.grace_s if r.grace_s is not None else self.resize_timeout_s
-        if r.overdue or time.time() - r.decided_at <= grace:
+        grace = self._grace_of(r)
+        if r.overdue or time.time() - r.since <= grace:
             return None
         r.overdue = True
-        what = "vacated its nodes" if r.phase == "awaiting_vacate" else "acknowledged"
-        late = f"job {r.job_id} has not {what} order {r.seq} ({r.action.value}) after {grace:g} s"
+        offered = r.phase == "offered"
+        if offered:
+            assert r.offer is not None
+            late = (
+                f"job {r.job_id} has not answered offer {r.offer.number} ({r.action.value} "
+                f"{r.offer.count}) after {grace:g} s"
+            )
+        else:
+            what = "vacated its nodes" if r.phase == "awaiting_vacate" else "acknowledged"
+            late = (
+                f"job {r.job_id} has not {what} order {r.seq} ({r.action.value}) after {grace:g} s"
+            )
         action = self.on_overdue
-        if action == "force" and r.phase != "awaiting_vacate":
+        forceable = r.action is ResizeAction.SHRINK and (offered or r.phase == "awaiting_vacate")
+        if action == "force" and not forceable:
             action = "keep"  # nothing to force: the nodes already moved; the job may yet answer
-        if action == "keep":
+        if action == "keep" and offered:
+            msg = f"{late}; offer withdrawn, it keeps its size (on_overdue: keep)"
+        elif action == "keep":
             msg = f"{late}; it keeps its nodes, and the order stays open (on_overdue: keep)"
         elif action == "force":
             msg = f"{late}; shrinking it in Slurm anyway (on_overdue: force)"
@@ -513,6 +696,18 @@ class Actuator:
         log.warning("%s", msg)
         self.journal.write("overdue", job_id=r.job_id, seq=r.seq, action=action, message=msg)
         self.journal.update_resize(r.job_id, r.seq, overdue=True)
+        if offered and action == "keep":
+            self._withdraw(r, msg)
+            if r.action is ResizeAction.EXPAND:
+                self._give_back(r, r.before)
+            return self._close(r, ok=False, after=r.before, message=msg, declined=True)
+        if offered and action == "force":
+            self._withdraw(r, msg)
+            self._send_order(r)  # the job, if it wakes up, finds where it runs now
+        if offered and action == "requeue":
+            self._withdraw(r, msg)
+            if r.action is ResizeAction.EXPAND:
+                self._give_back(r, r.before)
         if action == "force":
             try:
                 after = self.slurm.shrink(r.job_id, r.target)
@@ -542,6 +737,7 @@ class Actuator:
         phases: Mapping[str, float] | None = None,
         at: float | None = None,
         message: str = "",
+        declined: bool = False,
     ) -> ResizeOutcome:
         end = at if at is not None else time.time()
         return ResizeOutcome(
@@ -556,7 +752,17 @@ class Actuator:
             phases_s={**r.phases_s, **dict(phases or {})},
             message=message,
             finished_at=time.time(),
+            declined=declined,
         )
+
+
+def _standing_offer(jobdir: JobDir, seq: int) -> Offer | None:
+    """The job's last offer if it is for order ``seq`` and not withdrawn (answered or not)."""
+    number = jobdir.last_offer_number()
+    offer = jobdir.read_offer(number) if number else None
+    if offer is None or offer.seq != seq or offer.withdrawn:
+        return None
+    return offer
 
 
 def _grace(job: SlurmJob) -> float | None:

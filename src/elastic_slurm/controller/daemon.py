@@ -70,6 +70,8 @@ class Controller:
         alone by the policy for now (shown to it as resizing).
     grow_path
         ``merge`` or ``sibling`` (see :mod:`elastic_slurm.adapter.capabilities`).
+    offer_cooldown_s
+        A job that rejected an offer, or let one lapse, is left alone this long (seconds).
     dry_run
         Decide and log, but change nothing in Slurm or in any job.
     """
@@ -86,6 +88,7 @@ class Controller:
         min_resize_interval_s: float = 2.0,
         grow_path: GrowPath = "merge",
         on_overdue: str = "keep",
+        offer_cooldown_s: float = 30.0,
         dry_run: bool = False,
     ) -> None:
         self.slurm = slurm
@@ -94,6 +97,7 @@ class Controller:
         self.poll_interval_s = poll_interval_s
         self.dry_run = dry_run
         self.min_resize_interval_s = min_resize_interval_s
+        self.offer_cooldown_s = offer_cooldown_s
         self.actuator = Actuator(
             slurm,
             self.journal,
@@ -251,6 +255,11 @@ class Controller:
         recent = {o.job_id: o.finished_at for o in self.actuator.outcomes}
         busy = set(self.actuator.in_flight)
         busy |= {j for j, t in recent.items() if now - t < self.min_resize_interval_s}
+        busy |= {
+            o.job_id
+            for o in self.actuator.outcomes
+            if o.declined and now - o.finished_at < self.offer_cooldown_s
+        }
         for job_id, job in jobs.items():
             last = max(job.start_time_s or 0.0, recent.get(job_id, 0.0))
             if now - last < self.min_resize_interval_s:

@@ -4,7 +4,8 @@ Two tables in one SQLite file (Python's ``sqlite3``; WAL mode, each write its ow
 transaction, ``synchronous=FULL``, so a killed controller loses nothing it had written):
 
 * ``records``: an append-only log. Each record has ``t`` (seconds since the epoch), ``kind``
-  (``decision``, ``order``, ``outcome``, ``overdue``, ``note``, ``recovery``) and its details
+  (``decision``, ``offer``, ``answer``, ``order``, ``outcome``, ``overdue``, ``note``,
+  ``recovery``, ``sizes``) and its details
   (a JSON object); :attr:`Journal.records` returns them as flat dicts, in order.
 * ``resizes``: one row per resize attempt, with its job and ``seq``, the number of its order
   in the job's directory (at most one open row per ``(job_id, seq)``; an attempt that failed
@@ -15,8 +16,9 @@ transaction, ``synchronous=FULL``, so a killed controller loses nothing it had w
   (:meth:`elastic_slurm.controller.actuate.Actuator.recover`).
 
 Phases of a resize (:data:`PHASES`): ``granting`` (an expansion asked Slurm for nodes),
-``ordering`` (the order is being written to the job), ``awaiting_vacate`` (a shrink waits for
-the job to leave the nodes it gives back), ``awaiting_done`` (the job is following the order).
+``offered`` (the resize was offered to a job that negotiates; no order yet), ``ordering``
+(the order is being written to the job), ``awaiting_vacate`` (a shrink waits for the job to
+leave the nodes it gives back), ``awaiting_done`` (the job is following the order).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-PHASES = ("granting", "ordering", "awaiting_vacate", "awaiting_done")
+PHASES = ("granting", "offered", "ordering", "awaiting_vacate", "awaiting_done")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS records (

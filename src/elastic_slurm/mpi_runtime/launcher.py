@@ -35,6 +35,7 @@ from elastic_slurm.adapter.transport.local import LocalTransport
 from elastic_slurm.errors import ElasticSlurmError
 from elastic_slurm.jobdir import JobDir
 from elastic_slurm.model.resize_order import AckStatus, ResizeAck
+from elastic_slurm.mpi_runtime.channel import channel_for
 from elastic_slurm.mpi_runtime.preflight import check_hosts
 from elastic_slurm.mpi_runtime.slurm_env import resized_env
 from elastic_slurm.waiting import DeadlineExceeded, wait_for
@@ -165,6 +166,11 @@ class Launcher:
         )
         path = envvars.get_str("JOB_DIR", None, self.env)
         self.jobdir = JobDir(Path(path)) if path else JobDir.for_job(os.getcwd(), self.job_id)
+        secret = envvars.get_str("JOB_SECRET", None, self.env)
+        if secret and self.jobdir.read_secret() != secret:
+            # what the controller checks messages against (mode 0600: only the job's user)
+            self.jobdir.write_secret(secret)
+        self.channel = channel_for(self.jobdir, self.env)
         self.host = os.uname().nodename
         self.cpus_per_node = max(1, int(self.env.get("SLURM_CPUS_ON_NODE", "1")))
 
@@ -274,7 +280,7 @@ class Launcher:
             except DeadlineExceeded as exc:
                 self._fail(seq, nodes, f"steps still run on the leaving nodes: {exc}")
                 return tuple(nodes)
-            self.jobdir.write_ack(
+            self.channel.ack(
                 ResizeAck(
                     seq, AckStatus.VACATED, tuple(leaving), time.time(), strategy="restart", ranks=0
                 )
@@ -328,7 +334,7 @@ class Launcher:
 
     def _fail(self, seq: int, nodes: Sequence[str], reason: str) -> None:
         log.error("order %d failed: %s", seq, reason)
-        self.jobdir.write_ack(
+        self.channel.ack(
             ResizeAck(
                 seq, AckStatus.FAILED, tuple(nodes), time.time(), strategy="restart", reason=reason
             )

@@ -49,7 +49,9 @@ from mpi4py import MPI
 
 from elastic_slurm import envvars
 from elastic_slurm.jobdir import JobDir, write_json_atomic
+from elastic_slurm.model.offer import Answer, AnswerKind, Offer
 from elastic_slurm.model.resize_order import AckStatus, ResizeAck, ResizeOrder
+from elastic_slurm.mpi_runtime.channel import FileChannel, channel_for
 from elastic_slurm.mpi_runtime.checkpoint import load_rows, load_state, save_rows, save_state
 from elastic_slurm.mpi_runtime.data import (
     Block,
@@ -61,6 +63,7 @@ from elastic_slurm.mpi_runtime.data import (
 from elastic_slurm.mpi_runtime.distribution import BlockRows
 from elastic_slurm.mpi_runtime.probe import SPAWN, choose_join
 from elastic_slurm.mpi_runtime.redistribute import redistribute_rows
+from elastic_slurm.protocol.client import RefusedError
 
 log = logging.getLogger("elastic_slurm.mpi_runtime")
 
@@ -142,6 +145,7 @@ class ElasticComm:
         comm: MPI.Intracomm,
         *,
         jobdir: JobDir | None,
+        channel: FileChannel | None = None,
         launch: int = 0,
         launch_host: str | None = None,
         ntasks_per_node: int = 1,
@@ -149,6 +153,8 @@ class ElasticComm:
     ) -> None:
         self.comm = comm
         self.jobdir = jobdir
+        self.channel = channel if channel is not None or jobdir is None else FileChannel(jobdir)
+        self._offer_hook: Callable[[Offer], Answer | None] | None = None
         self.launch = launch
         self.launch_host = launch_host
         self.ntasks_per_node = ntasks_per_node
@@ -267,11 +273,51 @@ class ElasticComm:
             raise ValueError("ask for at least one node more or fewer")
         if self.jobdir is None:
             raise RuntimeError("evolving requests need the elastic launcher (elastic-slurm run)")
+        assert self.channel is not None
         number = 0
         if self.rank == 0:  # numbered after every request of the job, across restarts
-            number = len(self.jobdir.requests()) + 1
-            self.jobdir.write_request(number, delta, self.size)
+            number = self.channel.request(delta, self.size)
         return number
+
+    def on_offer(self, hook: Callable[[Offer], Answer | None]) -> None:
+        """Decide about the controller's offers yourself (default: accept every offer).
+
+        ``hook(offer)`` runs on rank 0 at a resize point when an offer (expand with
+        ``offer.hosts``, or shrink by ``offer.count``) awaits an answer; it returns an
+        :class:`~elastic_slurm.model.offer.Answer` (accept, reject, or counter with another
+        count; a counter to a ``final`` offer counts as a reject), or ``None`` to accept. Offers
+        come only to jobs that talk to a controller (submitted with its URL).
+        """
+        self._offer_hook = hook
+
+    def _answer(self, offer: Offer) -> None:
+        """Answer ``offer`` on rank 0 (the order, if any, comes at a later resize point)."""
+        assert self.channel is not None
+        answer = self._offer_hook(offer) if self._offer_hook is not None else None
+        if answer is None:
+            answer = Answer(number=offer.number, answer=AnswerKind.ACCEPT)
+        if answer.number != offer.number:
+            answer = answer.model_copy(update={"number": offer.number})
+        if offer.final and answer.answer is AnswerKind.COUNTER:
+            answer = Answer(
+                number=offer.number, answer=AnswerKind.REJECT, reason="countered a final offer"
+            )
+        try:
+            self.channel.answer(answer)
+        except RefusedError as exc:  # withdrawn or superseded meanwhile: nothing to do
+            log.info("offer %d: %s", offer.number, exc)
+            return
+        if self.jobdir is not None:
+            self.jobdir.log_event(
+                "offer",
+                number=offer.number,
+                action=offer.action,
+                count=offer.count,
+                hosts=list(offer.hosts),
+                final=offer.final,
+                answer=answer.answer.value,
+                answer_count=answer.count,
+            )
 
     # ------------------------------------------------------------------ resize point
     def resize_point(self) -> bool:
@@ -288,14 +334,15 @@ class ElasticComm:
         ResizeExit
             The resize is done by restarting: data and state are saved; let it end the process.
         """
-        if self.jobdir is None:
+        if self.jobdir is None or self.channel is None:
             return False
         order_json = None
         if self.rank == 0:
-            order_path = self.jobdir.order_path(self.next_seq)
-            if order_path.exists():
-                order = self.jobdir.read_order(self.next_seq)
-                order_json = order.to_json() if order else None
+            got = self.channel.next(self.next_seq)
+            if isinstance(got, Offer):
+                self._answer(got)
+            elif got is not None:
+                order_json = got.to_json()
         order_json = self.comm.bcast(order_json, root=0)
         if order_json is None:
             return False
@@ -355,7 +402,8 @@ class ElasticComm:
         reason = "; ".join(f"{h}: {why}" for h, why in sorted(bad.items()))
         _say(self.comm, f"order {order.seq}: refused, added node(s) cannot run the job: {reason}")
         if self.rank == 0:
-            self.jobdir.write_ack(
+            assert self.channel is not None
+            self.channel.ack(
                 ResizeAck(
                     order.seq,
                     AckStatus.FAILED,
@@ -558,7 +606,8 @@ class ElasticComm:
         hosts = self.hosts()
         if self.rank == 0:
             nodes = tuple(dict.fromkeys(hosts))
-            self.jobdir.write_ack(
+            assert self.channel is not None
+            self.channel.ack(
                 ResizeAck(
                     seq,
                     AckStatus.DONE,
@@ -600,9 +649,11 @@ def init() -> ElasticComm:
         A restart found a damaged checkpoint (the message names the file).
     """
     job_dir = envvars.get_str("JOB_DIR")
+    jobdir = JobDir(Path(job_dir)) if job_dir else None
     ec = ElasticComm(
         MPI.COMM_WORLD,
-        jobdir=JobDir(Path(job_dir)) if job_dir else None,
+        jobdir=jobdir,
+        channel=channel_for(jobdir) if jobdir is not None else None,
         launch=envvars.get_int("LAUNCH", 0),
         launch_host=envvars.get_str("LAUNCH_HOST"),
         ntasks_per_node=envvars.get_int("NTASKS_PER_NODE", 1),
@@ -612,6 +663,11 @@ def init() -> ElasticComm:
     if parent != MPI.COMM_NULL:
         ec._join_parent(parent)
         return ec
+    if ec.channel is not None:
+        # each generation registers again (a restart is a new set of processes)
+        hosts = list(dict.fromkeys(ec.hosts()))
+        if ec.rank == 0:
+            ec.channel.register(ec.size, hosts)
     if ec.jobdir is not None and ec.launch > 0:
         manifest = None
         if ec.rank == 0:

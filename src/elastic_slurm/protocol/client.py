@@ -1,0 +1,162 @@
+"""The job's side of the protocol: an HTTP client (requests) with retries (tenacity).
+
+A connection error or a 5xx answer is retried with backoff for up to ``retry_s`` seconds (a
+controller being restarted comes back); a 4xx answer is final and raised as
+:class:`RefusedError` with the controller's reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import requests
+from tenacity import (
+    retry,
+    retry_if_exception_type,
+    stop_after_delay,
+    wait_exponential,
+)
+
+from elastic_slurm.errors import ElasticSlurmError
+from elastic_slurm.model.offer import Answer, Offer
+from elastic_slurm.model.resize_order import ResizeAck, ResizeOrder
+from elastic_slurm.protocol.identity import make_credential
+
+PREFIX = "/v1"
+
+
+class RefusedError(ElasticSlurmError):
+    """The controller refused the message (``status``: its HTTP status)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"controller refused ({status}): {message}")
+        self.status = status
+        self.reason = message
+
+
+class _Unavailable(Exception):
+    """A retryable failure (no answer, or a 5xx)."""
+
+
+class ControllerClient:
+    """Talks to the controller on behalf of job ``job_id``.
+
+    Parameters
+    ----------
+    url
+        The controller's base URL (``http://host:port``).
+    job_id
+        The Slurm job id.
+    secret
+        The job's secret (given at submission).
+    timeout_s
+        Seconds per HTTP request.
+    retry_s
+        For how long (seconds) an unreachable controller is retried before giving up.
+    munge_socket
+        The MUNGE socket for credentials (``None``: found from slurm.conf).
+    credential
+        Makes the identity credential sent with each message that changes something
+        (default: a fresh MUNGE credential from
+        :func:`~elastic_slurm.protocol.identity.make_credential`).
+    """
+
+    def __init__(
+        self,
+        url: str,
+        job_id: int,
+        secret: str,
+        *,
+        timeout_s: float = 5.0,
+        retry_s: float = 5.0,
+        munge_socket: str | None = None,
+        credential: Callable[[], str] | None = None,
+    ) -> None:
+        self.url = url.rstrip("/")
+        self.job_id = job_id
+        self.secret = secret
+        self.timeout_s = timeout_s
+        self.retry_s = retry_s
+        self.munge_socket = munge_socket
+        self.credential = credential or (lambda: make_credential(munge_socket))
+        self._session = requests.Session()
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        changes: bool,
+        retry_s: float | None = None,
+    ) -> dict[str, Any]:
+        """One message; ``ConnectionError`` once ``retry_s`` (default :attr:`retry_s`) is over."""
+
+        @retry(
+            retry=retry_if_exception_type(_Unavailable),
+            wait=wait_exponential(multiplier=0.2, max=3.0),
+            stop=stop_after_delay(self.retry_s if retry_s is None else retry_s),
+            reraise=True,
+        )
+        def once() -> dict[str, Any]:
+            headers = {"Authorization": f"Bearer {self.secret}"}
+            if changes:  # a fresh credential each try: MUNGE refuses a replayed one
+                headers["X-Munge-Credential"] = self.credential()
+            try:
+                r = self._session.request(
+                    method,
+                    f"{self.url}{PREFIX}/jobs/{self.job_id}{path}",
+                    json=body,
+                    headers=headers,
+                    timeout=self.timeout_s,
+                )
+            except requests.RequestException as exc:
+                raise _Unavailable(f"controller at {self.url} unreachable: {exc}") from exc
+            if r.status_code >= 500:
+                raise _Unavailable(f"controller error {r.status_code}: {r.text[:200]}")
+            try:
+                data = r.json()
+            except ValueError:
+                data = {"error": r.text[:200]}
+            if r.status_code >= 400:
+                raise RefusedError(r.status_code, str(data.get("error", data)))
+            return data
+
+        try:
+            return once()
+        except _Unavailable as exc:
+            raise ConnectionError(str(exc)) from exc
+
+    def register(self, ranks: int, hosts: list[str], retry_s: float = 3.0) -> dict[str, Any]:
+        """Register the job: its resizes are offered to it from now on."""
+        body = {"ranks": ranks, "hosts": hosts}
+        return self._call("POST", "/register", body, changes=True, retry_s=retry_s)
+
+    def next(self, seq: int, retry_s: float = 0.0) -> Offer | ResizeOrder | None:
+        """The open offer, else order ``seq`` if it was issued, else ``None``."""
+        data = self._call("GET", f"/next?seq={seq}", changes=False, retry_s=retry_s)
+        if "offer" in data:
+            return Offer.model_validate(data["offer"])
+        if "order" in data:
+            return ResizeOrder.from_json(data["order"])
+        return None
+
+    def answer(self, answer: Answer) -> None:
+        """Answer an offer (raises :class:`RefusedError` 409 if it no longer stands)."""
+        body = answer.model_dump(mode="json", exclude={"number", "at"})
+        self._call("POST", f"/offers/{answer.number}/answer", body, changes=True)
+
+    def ack(self, ack: ResizeAck) -> None:
+        """Acknowledge an order (``vacated``: the hosts released; ``done``; ``failed``)."""
+        self._call("POST", "/acks", ack.to_json(), changes=True)
+
+    def request(self, delta: int, ranks: int) -> int:
+        """An evolving request: ``delta`` nodes more (or fewer); returns its number."""
+        data = self._call("POST", "/requests", {"delta": delta, "ranks": ranks}, changes=True)
+        return int(data["number"])
+
+    def request_answer(self, number: int) -> dict[str, Any] | None:
+        """The controller's answer to evolving request ``number``, once it answered."""
+        data = self._call("GET", f"/requests/{number}", changes=False)
+        return data.get("answer")

@@ -1,0 +1,215 @@
+"""The controller-job protocol on the real cluster: offers, answers, deadlines and security.
+
+A real malleable MPI job (``apps/negotiator.py``) talks to the controller's HTTP server on the
+cluster's bridge; its answers come from a script. Slurm (``squeue``) is the judge of sizes; the
+job's own log and the journal show the negotiation. Security is checked with real MUNGE
+credentials and a real second Unix user.
+"""
+
+from __future__ import annotations
+
+import json
+import pwd
+import subprocess
+import time
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from elastic_slurm import api
+from elastic_slurm.config import load_site
+from elastic_slurm.controller.actuate import Actuator, ResizeOutcome
+from elastic_slurm.controller.journal import Journal
+from elastic_slurm.jobdir import JobDir
+from elastic_slurm.model import ElasticRequest, JobKind
+from elastic_slurm.model.decisions import Decision, Expand, Shrink
+from elastic_slurm.protocol.address import default_address, site_munge_socket
+from elastic_slurm.protocol.client import ControllerClient, RefusedError
+from elastic_slurm.protocol.identity import make_credential
+from elastic_slurm.protocol.server import ProtocolServer, serve
+
+from .helpers import all_idle, job_state, slurm_held, wait
+
+pytestmark = pytest.mark.slurm
+
+APP = Path(__file__).parent / "apps" / "negotiator.py"
+OTHER_USER = "esother"
+
+
+@pytest.fixture()
+def server(slurm) -> Iterator[ProtocolServer]:
+    site = load_site()
+    host = default_address(site).rsplit(":", 1)[0]  # the cluster's bridge
+    srv = serve(slurm, f"{host}:0", operators=("root",), munge_socket=site_munge_socket(site))
+    yield srv
+    srv.stop()
+
+
+def submit(slurm, srv, tmp: Path, script: str, deaf_after: int, nodes: int) -> int:
+    req = ElasticRequest(
+        program=(
+            str(APP),
+            "--script",
+            script,
+            "--deaf-after",
+            str(deaf_after),
+            "--stop-file",
+            str(tmp / "STOP"),
+        ),
+        kind=JobKind.MALLEABLE,
+        nodes_min=1,
+        nodes_max=4,
+        nodes_start=nodes,
+        walltime=timedelta(minutes=6),
+        job_name="negotiator",
+        grace_period_s=6.0,
+    )
+    return api.submit(req, slurm, workdir=tmp, output=str(tmp / "neg-%j.out"), controller=srv.url)
+
+
+def run(actuator: Actuator, slurm, decision: Decision, timeout_s: float = 60) -> ResizeOutcome:
+    """Apply one decision and poll until its resize is closed; return the outcome."""
+    actuator.apply([decision], {j.job_id: j for j in slurm.jobs()})
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        done = actuator.poll({j.job_id: j for j in slurm.jobs()})
+        if done:
+            return done[0]
+        time.sleep(0.3)
+    raise AssertionError(f"{decision} not closed within {timeout_s} s")
+
+
+def test_offers_counter_offers_rejections_and_a_lapsed_offer(slurm, shared_tmp, server):
+    wait(all_idle, 60, "all nodes idle before the test")
+    job = submit(slurm, server, shared_tmp, "counter:1,accept,reject,accept", 2, nodes=3)
+    jobdir = JobDir.for_job(shared_tmp, job)
+    journal = Journal()
+    actuator = Actuator(slurm, journal, resize_timeout_s=600.0, on_overdue="keep")
+    try:
+        wait(lambda: job_state(job) == "RUNNING", 30, "the job to start")
+        wait(jobdir.registration, 60, "the job to register with the controller")
+        assert len(slurm_held(job)) == 3
+
+        # offered "give back 2", the job counters 1, the final offer of 1 is accepted
+        shrunk = run(actuator, slurm, Shrink(job, 2, "test"))
+        assert shrunk.ok and len(shrunk.after) == 2
+        assert slurm_held(job) == set(shrunk.after)
+        offers = [
+            (r["number"], r["count"], r["final"]) for r in journal.records if r["kind"] == "offer"
+        ]
+        assert offers == [(1, 2, False), (2, 1, True)]
+        answers = [r["answer"] for r in journal.records if r["kind"] == "answer"]
+        assert answers == ["counter", "accept"]
+        time.sleep(2.1)  # Slurm's accounting keys sizes by the second
+
+        # rejected: nothing changes in Slurm
+        before = slurm_held(job)
+        rejected = run(actuator, slurm, Shrink(job, 1, "test"))
+        assert not rejected.ok and rejected.declined and "rejected offer 3" in rejected.message
+        assert slurm_held(job) == before and jobdir.read_order(2) is None
+
+        # an expansion: hosts granted first, offered, accepted, then ordered
+        grown = run(actuator, slurm, Expand(job, 1, "test"))
+        assert grown.ok and len(grown.after) == 3 and slurm_held(job) == set(grown.after)
+        (expand_offer,) = [r for r in journal.records if r["kind"] == "offer" and r["number"] == 4]
+        assert expand_offer["action"] == "expand" and len(expand_offer["hosts"]) == 1
+        assert expand_offer["hosts"][0] in grown.after and expand_offer["hosts"][0] not in before
+        time.sleep(2.1)
+
+        # the job goes deaf: the offer lapses after its 6 s grace, it keeps its nodes
+        t0 = time.monotonic()
+        lapsed = run(actuator, slurm, Shrink(job, 1, "test"), timeout_s=30)
+        assert time.monotonic() - t0 >= 6.0
+        assert not lapsed.ok and lapsed.declined and "has not answered offer 5" in lapsed.message
+        assert "offer withdrawn" in lapsed.message
+        assert len(slurm_held(job)) == 3
+        offer5 = jobdir.read_offer(5)
+        assert offer5 is not None and "has not answered" in offer5.withdrawn
+        (late,) = [r for r in journal.records if r["kind"] == "overdue"]
+        assert late["action"] == "keep"
+
+        # what the job itself saw and answered, from its own log
+        seen = [(e["number"], e["answer"]) for e in jobdir.events() if e["event"] == "offer"]
+        assert seen == [(1, "counter"), (2, "accept"), (3, "reject"), (4, "accept")]
+        assert all(not r.open for r in journal.resizes())
+        (shared_tmp / "STOP").touch()
+        wait(lambda: job_state(job) == "COMPLETED" or None, 60, "the job to end")
+        out = (shared_tmp / f"neg-{job}.out").read_text()
+        last = json.loads([ln for ln in out.splitlines() if ln.startswith("{")][-1])
+        assert last == {"done": True, "ranks": 3, "sum_ok": True}
+    finally:
+        (shared_tmp / "STOP").touch()
+        slurm.cancel_job(job)
+    wait(all_idle, 30, "nothing left allocated")
+
+
+def _ensure_user(name: str) -> int:
+    try:
+        return pwd.getpwnam(name).pw_uid
+    except KeyError:
+        subprocess.run(
+            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
+            check=True,
+        )
+        return pwd.getpwnam(name).pw_uid
+
+
+def test_wrong_secret_and_another_users_messages_are_refused(slurm, shared_tmp, server):
+    wait(all_idle, 60, "all nodes idle before the test")
+    job = submit(slurm, server, shared_tmp, "", 0, nodes=1)
+    jobdir = JobDir.for_job(shared_tmp, job)
+    socket = site_munge_socket(load_site())
+    try:
+        wait(jobdir.registration, 60, "the job to register with the controller")
+        secret = jobdir.read_secret()
+        assert secret and jobdir.secret_path.stat().st_mode & 0o777 == 0o600
+
+        def as_root(s: str) -> ControllerClient:
+            return ControllerClient(server.url, job, s, retry_s=0, munge_socket=socket)
+
+        with pytest.raises(RefusedError) as info:
+            as_root("not-the-secret").request(1, 1)
+        assert info.value.status == 401 and f"wrong secret for job {job}" in info.value.reason
+        with pytest.raises(RefusedError) as info:  # and no answer tells anything about it
+            as_root("not-the-secret").next(1)
+        assert info.value.status == 401
+
+        # a real MUNGE credential can be used once: a replay is refused
+        cred = make_credential(socket)
+        replay = ControllerClient(
+            server.url, job, secret, retry_s=0, munge_socket=socket, credential=lambda: cred
+        )
+        replay.register(1, ["n1"])
+        with pytest.raises(RefusedError) as info:
+            replay.register(1, ["n1"])
+        assert info.value.status == 403 and "MUNGE credential refused" in info.value.reason
+
+        # another Unix user, with the job's secret, is refused: the job is root's in Slurm.
+        # The credential is made by that user (``munge -n`` run as them); who carries it does
+        # not matter, which is the point of MUNGE.
+        _ensure_user(OTHER_USER)
+        made = subprocess.run(
+            ["runuser", "-u", OTHER_USER, "--", "munge", "-n", "--socket", str(socket)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        )
+        other = ControllerClient(
+            server.url, job, secret, retry_s=0, credential=lambda: made.stdout.strip()
+        )
+        with pytest.raises(RefusedError) as info:
+            other.request(1, 1)
+        assert info.value.status == 403
+        assert f"user {OTHER_USER} may not act on job {job}: it belongs to root" in str(info.value)
+        assert jobdir.requests() == []  # nothing of theirs reached the job
+
+        # the job's own user (root here) is served
+        assert as_root(secret).request(1, 1) == 1
+        assert [r["delta"] for r in jobdir.requests()] == [1]
+    finally:
+        (shared_tmp / "STOP").touch()
+        slurm.cancel_job(job)
+    wait(all_idle, 30, "nothing left allocated")
