@@ -30,7 +30,7 @@ from elastic_slurm.protocol.client import ControllerClient, RefusedError
 from elastic_slurm.protocol.identity import make_credential
 from elastic_slurm.protocol.server import ProtocolServer, serve
 
-from .helpers import all_idle, job_state, slurm_held, wait
+from .helpers import all_idle, job_state, scontrol_job, slurm_held, wait
 
 pytestmark = pytest.mark.slurm
 
@@ -47,7 +47,9 @@ def server(slurm) -> Iterator[ProtocolServer]:
     srv.stop()
 
 
-def submit(slurm, srv, tmp: Path, script: str, deaf_after: int, nodes: int) -> int:
+def submit(
+    slurm, srv, tmp: Path, script: str, deaf_after: int, nodes: int, deaf: bool = False
+) -> int:
     req = ElasticRequest(
         program=(
             str(APP),
@@ -57,6 +59,7 @@ def submit(slurm, srv, tmp: Path, script: str, deaf_after: int, nodes: int) -> i
             str(deaf_after),
             "--stop-file",
             str(tmp / "STOP"),
+            *(["--deaf"] if deaf else []),
         ),
         kind=JobKind.MALLEABLE,
         nodes_min=1,
@@ -209,6 +212,38 @@ def test_wrong_secret_and_another_users_messages_are_refused(slurm, shared_tmp, 
         # the job's own user (root here) is served
         assert as_root(secret).request(1, 1) == 1
         assert [r["delta"] for r in jobdir.requests()] == [1]
+    finally:
+        (shared_tmp / "STOP").touch()
+        slurm.cancel_job(job)
+    wait(all_idle, 30, "nothing left allocated")
+
+
+@pytest.mark.parametrize("on_overdue", ["force", "requeue"])
+def test_an_unanswered_shrink_offer_is_forced_or_requeued(slurm, shared_tmp, server, on_overdue):
+    wait(all_idle, 60, "all nodes idle before the test")
+    job = submit(slurm, server, shared_tmp, "", 0, nodes=2, deaf=True)
+    jobdir = JobDir.for_job(shared_tmp, job)
+    journal = Journal()
+    actuator = Actuator(slurm, journal, resize_timeout_s=600.0, on_overdue=on_overdue)
+    try:
+        wait(jobdir.registration, 60, "the job to register with the controller")
+        batch_host = scontrol_job(job)["BatchHost"]
+        t0 = time.monotonic()
+        outcome = run(actuator, slurm, Shrink(job, 1, "test"), timeout_s=30)
+        assert time.monotonic() - t0 >= 6.0  # its grace period
+        assert not outcome.ok and "has not answered offer 1 (shrink 1) after 6 s" in outcome.message
+        (late,) = [r for r in journal.records if r["kind"] == "overdue"]
+        assert late["action"] == on_overdue
+        offer = jobdir.read_offer(1)
+        assert offer is not None and "has not answered" in offer.withdrawn
+        if on_overdue == "force":
+            # the order was written (the job finds where it runs if it wakes up) and Slurm
+            # took the node back anyway
+            assert jobdir.read_order(1) is not None
+            assert slurm_held(job) <= {batch_host} and outcome.after == (batch_host,)
+        else:
+            assert jobdir.read_order(1) is None
+            wait(lambda: job_state(job) in ("PENDING", "REQUEUED") or None, 30, "requeued")
     finally:
         (shared_tmp / "STOP").touch()
         slurm.cancel_job(job)

@@ -288,7 +288,7 @@ class Actuator:
                 job.job_id,
                 seq,
                 "shrink",
-                "offered" if negotiate else "ordering",
+                "ordering",
                 nodes,
                 keep,
                 time.time(),
@@ -337,8 +337,6 @@ class Actuator:
             reason=r.reason,
         )
         r.jobdir.write_offer(offer)
-        r.offer, r.since, r.phase = offer, now, "offered"
-        self.journal.update_resize(r.job_id, r.seq, phase="offered", target=r.target)
         self.journal.write(
             "offer",
             job_id=r.job_id,
@@ -349,6 +347,8 @@ class Actuator:
             hosts=list(hosts),
             final=final,
         )
+        r.offer, r.since, r.phase = offer, now, "offered"
+        self.journal.update_resize(r.job_id, r.seq, phase="offered", target=r.target)
         log.info(
             "job %d: %soffer %d: %s %d node(s) (%s)",
             r.job_id,
@@ -486,7 +486,7 @@ class Actuator:
             if order is not None:
                 self._resume(row, order, jobdir)
                 say(row.job_id, row.seq, f"{row.action} order found in the job; following it")
-            elif row.phase == "offered" and offer is not None:
+            elif offer is not None:  # offered (or killed just after writing the offer)
                 self.in_flight[row.job_id] = Resize(
                     row.job_id,
                     row.seq,
@@ -505,9 +505,6 @@ class Actuator:
                 )
                 say(row.job_id, row.seq, f"offer {offer.number} stands; awaiting the answer")
             elif row.action == "expand":
-                if offer is not None:
-                    why = "the controller restarted before the job answered"
-                    jobdir.write_offer(offer.model_copy(update={"withdrawn": why}))
                 say(row.job_id, row.seq, self._roll_back_expand(row, listed))
                 self.journal.close_resize(row.job_id, row.seq, "rolled_back")
             else:

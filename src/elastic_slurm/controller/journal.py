@@ -15,10 +15,10 @@ transaction, ``synchronous=FULL``, so a killed controller loses nothing it had w
   controller starts are what it must reconcile with Slurm
   (:meth:`elastic_slurm.controller.actuate.Actuator.recover`).
 
-Phases of a resize (:data:`PHASES`): ``granting`` (an expansion asked Slurm for nodes),
-``offered`` (the resize was offered to a job that negotiates; no order yet), ``ordering``
-(the order is being written to the job), ``awaiting_vacate`` (a shrink waits for the job to
-leave the nodes it gives back), ``awaiting_done`` (the job is following the order).
+Phases of a resize (:data:`PHASES`), in order: ``granting`` (an expansion asked Slurm for
+nodes), ``ordering`` (the offer or order is being written to the job), ``offered`` (the resize
+was offered to a job that negotiates; no order yet), ``awaiting_vacate`` (a shrink waits for
+the job to leave the nodes it gives back), ``awaiting_done`` (the job is following the order).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-PHASES = ("granting", "offered", "ordering", "awaiting_vacate", "awaiting_done")
+PHASES = ("granting", "ordering", "offered", "awaiting_vacate", "awaiting_done")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS records (

@@ -26,6 +26,7 @@ def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--script", default="")
     p.add_argument("--deaf-after", type=int, default=0)
+    p.add_argument("--deaf", action="store_true", help="never reach a resize point")
     p.add_argument("--stop-file", required=True)
     p.add_argument("--limit-s", type=float, default=240.0)
     args = p.parse_args()
@@ -52,7 +53,7 @@ def main() -> int:
         print(json.dumps({"generation": ec.generation, "ranks": ec.size}), flush=True)
     while not os.path.exists(args.stop_file) and time.time() - ec.state["t0"] < args.limit_s:
         time.sleep(0.2)
-        if args.deaf_after and ec.next_seq > args.deaf_after:
+        if args.deaf or (args.deaf_after and ec.next_seq > args.deaf_after):
             continue  # deaf from now on: never reaches a resize point again
         ec.resize_point()
     total = ec.comm.allreduce(int(data.local.sum()))
