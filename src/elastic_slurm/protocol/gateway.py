@@ -32,6 +32,10 @@ from elastic_slurm.protocol.identity import IdentityError, credential_user, same
 
 log = logging.getLogger(__name__)
 
+#: How long (seconds) Slurm's answer about a job is reused: a job polls at every resize
+#: point, and asking Slurm each time would load slurmctld; an ended job is noticed this late.
+RECORD_TTL_S = 30.0
+
 
 class ProtocolError(Exception):
     """A refused message: ``status`` is the HTTP status, ``args[0]`` the reason."""
@@ -78,19 +82,24 @@ class Gateway:
         self.operators = frozenset(operators)
         self.munge_socket = munge_socket
         self.verify = verify
-        self._records: dict[int, JobRecord] = {}
+        self._records: dict[int, tuple[JobRecord, float]] = {}  # job -> (record, when)
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ authentication
     def _record(self, job_id: int) -> JobRecord:
-        rec = self._records.get(job_id)
+        """Slurm's record of the job, asked again once it is :data:`RECORD_TTL_S` old."""
+        now = time.monotonic()
+        cached = self._records.get(job_id)
+        if cached is not None and now - cached[1] < RECORD_TTL_S:
+            return cached[0]
+        rec = self.lookup(job_id)
         if rec is None:
-            rec = self.lookup(job_id)
-            if rec is None:
-                raise ProtocolError(404, f"Slurm has no job {job_id}")
-            if not rec.running:
-                raise ProtocolError(409, f"job {job_id} is not running")
-            self._records[job_id] = rec  # user and working directory never change
+            self._records.pop(job_id, None)
+            raise ProtocolError(404, f"Slurm has no job {job_id}")
+        if not rec.running:
+            self._records.pop(job_id, None)
+            raise ProtocolError(409, f"job {job_id} is not running")
+        self._records[job_id] = (rec, now)
         return rec
 
     def authenticate(
