@@ -187,7 +187,8 @@ def test_wrong_secret_and_another_users_messages_are_refused(slurm, shared_tmp, 
         replay.register(1, ["n1"])
         with pytest.raises(RefusedError) as info:
             replay.register(1, ["n1"])
-        assert info.value.status == 403 and "MUNGE credential refused" in info.value.reason
+        assert info.value.status == 403
+        assert "MUNGE credential refused: Replayed credential" in info.value.reason
 
         # another Unix user, with the job's secret, is refused: the job is root's in Slurm.
         # The credential is made by that user (``munge -n`` run as them); who carries it does

@@ -43,8 +43,21 @@ def munge_socket() -> str | None:
     return m.group(1) if m else None
 
 
-def _socket_args(socket: str | None) -> list[str]:
-    return ["--socket", socket] if socket else []
+def _run(argv: list[str], socket: str | None, timeout_s: float, stdin: str | None = None) -> str:
+    """Run a MUNGE command on ``socket``; its stdout, or :class:`IdentityError` with why."""
+    argv = [*argv, *(["--socket", socket] if socket else [])]
+    try:
+        out = subprocess.run(
+            argv, input=stdin, capture_output=True, text=True, timeout=timeout_s, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise IdentityError(f"cannot run {argv[0]}: {exc}") from exc
+    if out.returncode != 0:
+        what = "MUNGE credential refused" if argv[0] == "unmunge" else f"{argv[0]} failed"
+        status = re.search(r"STATUS:\s*(.+)", out.stdout)  # e.g. "Replayed credential (15)"
+        why = status.group(1).strip() if status else out.stderr.strip() or out.stdout.strip()
+        raise IdentityError(f"{what}: {why}")
+    return out.stdout
 
 
 def make_credential(socket: str | None = None, timeout_s: float = 10.0) -> str:
@@ -55,20 +68,7 @@ def make_credential(socket: str | None = None, timeout_s: float = 10.0) -> str:
     IdentityError
         ``munge`` is missing or failed (the message has its error).
     """
-    socket = socket or munge_socket()
-    try:
-        out = subprocess.run(
-            ["munge", "-n", *_socket_args(socket)],
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise IdentityError(f"cannot make a MUNGE credential: {exc}") from exc
-    if out.returncode != 0:
-        raise IdentityError(f"munge -n failed: {out.stderr.strip()}")
-    return out.stdout.strip()
+    return _run(["munge", "-n"], socket or munge_socket(), timeout_s).strip()
 
 
 def credential_user(credential: str, socket: str | None = None, timeout_s: float = 10.0) -> str:
@@ -80,22 +80,11 @@ def credential_user(credential: str, socket: str | None = None, timeout_s: float
         The credential is invalid, expired, replayed, or from another MUNGE key, or its UID
         has no user name here.
     """
-    try:
-        out = subprocess.run(
-            ["unmunge", "--numeric", "--keys=UID", "--output=/dev/null", *_socket_args(socket)],
-            input=credential,
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise IdentityError(f"cannot check the MUNGE credential: {exc}") from exc
-    if out.returncode != 0:
-        raise IdentityError(f"MUNGE credential refused: {out.stderr.strip() or out.stdout}")
-    m = re.search(r"UID:\s*(\d+)", out.stdout)
+    argv = ["unmunge", "--keys=STATUS,UID", "--output=/dev/null"]
+    out = _run(argv, socket, timeout_s, stdin=credential)
+    m = re.search(r"UID:.*\((\d+)\)", out)  # "UID: alice (1000)"
     if m is None:
-        raise IdentityError(f"unmunge gave no UID: {out.stdout!r}")
+        raise IdentityError(f"unmunge gave no UID: {out!r}")
     uid = int(m.group(1))
     try:
         return pwd.getpwuid(uid).pw_name
