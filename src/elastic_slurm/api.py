@@ -55,11 +55,13 @@ def check_size(req: ElasticRequest, slurm: SlurmBackend) -> None:
     InvalidRequest
         ``nodes_min`` (or a rigid size) exceeds the usable nodes of the cluster.
     """
-    usable = [n for n in slurm.nodes() if n.model_state is not NodeState.UNAVAILABLE]
+    nodes = slurm.nodes()
+    usable = [n for n in nodes if n.model_state is not NodeState.UNAVAILABLE]
     if req.nodes_min > len(usable):
+        unusable = ", ".join(f"{n.name} {n.state}" for n in nodes if n not in usable)
         raise InvalidRequest(
             f"the job needs at least {req.nodes_min} node(s) but the cluster has {len(usable)} "
-            "usable node(s): ask for fewer nodes"
+            f"usable node(s) (not usable: {unusable or 'none'}): ask for fewer nodes"
         )
 
 

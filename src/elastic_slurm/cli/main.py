@@ -24,6 +24,7 @@ from elastic_slurm.cli import (
     simulate,
     status,
     submit,
+    validate,
 )
 from elastic_slurm.errors import ElasticSlurmError
 
@@ -57,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     reproduce.add_parser(sub)
     report.add_parser(sub)
     status.add_parser(sub)
+    validate.add_parser(sub)
     return parser
 
 
