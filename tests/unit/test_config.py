@@ -259,7 +259,7 @@ def test_unknown_site_lists_known_sites() -> None:
         load_site("nosuch")
     assert str(info.value) == (
         f"no site config named 'nosuch' in {', '.join(map(str, site_config_dirs()))}; "
-        "known sites: example-site, local; "
+        "known sites: example-site, local, local-forky, local-trixie; "
         "or pass a path to a YAML file"
     )
 
@@ -286,7 +286,8 @@ def test_site_dir_env_adds_a_directory(tmp_path: Path, monkeypatch: pytest.Monke
     )
     assert load_site("local").source == str(SHIPPED)  # the shipped sites are still found
     with pytest.raises(
-        ConfigError, match=r"known sites: example-site, local, mysite; or pass a path"
+        ConfigError,
+        match=r"known sites: example-site, local, local-forky, local-trixie, mysite; or pass",
     ):
         load_site("nosuch")
 

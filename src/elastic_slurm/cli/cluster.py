@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 
-from elastic_slurm.cluster.local import LocalCluster
+from elastic_slurm.cluster.chroot import FLAVOURS
+from elastic_slurm.cluster.flavoured import make_cluster
 from elastic_slurm.config import load_site
+from elastic_slurm.config.schema import SiteConfig
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -18,7 +20,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         "its own hostname and network namespace on a private bridge.",
     )
     csub = p.add_subparsers(
-        dest="cluster_cmd", required=True, metavar="{up,down,status,reconfigure}"
+        dest="cluster_cmd", required=True, metavar="{up,down,status,reconfigure,matrix}"
     )
     up = csub.add_parser("up", help="install what is missing and start the cluster")
     up.add_argument("--nodes", "-N", type=int, default=None, help="number of nodes (default 4)")
@@ -41,12 +43,58 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     )
     status = csub.add_parser("status", help="show whether the cluster runs")
     status.add_argument("--json", action="store_true", help="print one JSON object")
+    matrix = csub.add_parser(
+        "matrix",
+        help="run a small integration set (submit, shrink, grow, array) on each flavour",
+        description="For each flavour: bring its cluster up if it is not (chroot flavours "
+        "only; the bookworm cluster must be up already and is used under "
+        "/tmp/elastic-slurm-cluster.lock), run the checks, take up'd clusters down again, "
+        "and print a flavour x check table. Exit status 1 if a check failed.",
+    )
+    matrix.add_argument(
+        "--flavours",
+        default="trixie,forky",
+        help="comma-separated flavours (default trixie,forky; add bookworm to include the "
+        "host cluster)",
+    )
+    matrix.add_argument(
+        "--keep-up", action="store_true", help="leave clusters the matrix started running"
+    )
+    for sp in (up, down, reconf, status):
+        sp.add_argument(
+            "--flavour",
+            choices=list(FLAVOURS),
+            default=None,
+            help="bookworm: this machine's Slurm 22.05 (default); trixie (Slurm 24.11) or forky "
+            "(Slurm 26.05): the same cluster in a Debian chroot (site config local-FLAVOUR)",
+        )
     p.set_defaults(func=run)
 
 
+def site_for(site: str | None, flavour: str | None) -> SiteConfig:
+    """The site config of ``--site``/``--flavour``: ``local-FLAVOUR`` unless a site is named.
+
+    Raises
+    ------
+    SystemExit
+        The named site's flavour is not ``flavour``.
+    """
+    if flavour is None or (flavour == "bookworm" and site is None):
+        return load_site(site)
+    cfg = load_site(site or f"local-{flavour}")
+    have = cfg.local_cluster.flavour if cfg.local_cluster else None
+    if have != flavour:
+        raise SystemExit(
+            f"error: site {cfg.name!r} ({cfg.source}) has flavour {have!r}, not {flavour!r}"
+        )
+    return cfg
+
+
 def run(args: argparse.Namespace) -> int:
-    """Carry out ``cluster up|down|status``."""
-    cluster = LocalCluster(load_site(args.site), progress=print)
+    """Carry out ``cluster up|down|status|reconfigure|matrix``."""
+    if args.cluster_cmd == "matrix":
+        return run_matrix(args)
+    cluster = make_cluster(site_for(args.site, getattr(args, "flavour", None)), progress=print)
     if args.cluster_cmd == "up":
         if args.nodes is not None and args.nodes < 1:
             raise SystemExit(f"error: --nodes must be at least 1, got {args.nodes}")
@@ -80,3 +128,45 @@ def run(args: argparse.Namespace) -> int:
         print(st.sinfo, end="")
         print(f"SLURM_CONF={st.slurm_conf}")
     return 0 if st.up else 1
+
+
+def run_matrix(args: argparse.Namespace) -> int:
+    """``cluster matrix``: the checks of :mod:`elastic_slurm.cluster.matrix` per flavour."""
+    import fcntl
+    import time
+    from contextlib import ExitStack
+
+    from elastic_slurm.cluster import chroot, matrix
+
+    results: list[matrix.CheckResult] = []
+    for name in [f.strip() for f in args.flavours.split(",") if f.strip()]:
+        fl = chroot.flavour(name)
+        cluster = make_cluster(site_for(None, name), progress=print)
+        skip = None
+        if fl.in_chroot and not chroot.is_built(chroot.chroot_dir(name, cluster.cfg.chroots_dir)):
+            skip = f"its chroot is not built (elastic-slurm cluster up --flavour {name})"
+        elif not fl.in_chroot and not cluster.status().up:
+            skip = "the bookworm cluster is not up (the matrix never starts it)"
+        if skip:
+            print(f"{name}: skipped: {skip}")
+            results += [matrix.CheckResult(name, c, None, 0.0, skip) for c in matrix.CHECKS]
+            continue
+        with ExitStack() as stack:
+            if not fl.in_chroot:
+                lock = stack.enter_context(open("/tmp/elastic-slurm-cluster.lock", "a"))
+                fcntl.flock(lock, fcntl.LOCK_EX)
+            started = False
+            if not cluster.status().up:
+                t0 = time.monotonic()
+                cluster.up()
+                started = True
+                print(f"{name}: cluster up in {time.monotonic() - t0:.1f} s")
+            try:
+                results += matrix.run_checks(name, cluster)
+            finally:
+                if started and not args.keep_up:
+                    t0 = time.monotonic()
+                    cluster.down()
+                    print(f"{name}: cluster down in {time.monotonic() - t0:.1f} s")
+    print(matrix.table(results))
+    return 1 if any(r.ok is False for r in results) else 0

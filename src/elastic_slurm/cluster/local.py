@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from elastic_slurm.adapter.parse import parse_scontrol_config
+from elastic_slurm.adapter.transport.base import Transport
 from elastic_slurm.adapter.transport.local import LocalTransport
 from elastic_slurm.cluster import hosts, processes
 from elastic_slurm.cluster.layout import Layout
@@ -140,8 +141,12 @@ class LocalCluster:
             )
         self.site = site
         self.cfg = site.local_cluster
-        self.transport = LocalTransport(default_timeout_s=60)
+        #: runs this machine's commands (``ip``, apt, MariaDB's tools)
+        self.host_transport = LocalTransport(default_timeout_s=60)
+        #: runs Slurm's commands (the same as ``host_transport`` here)
+        self.transport: Transport = self.host_transport
         self.progress = progress or (lambda line: log.info("%s", line))
+        self.hosts_file = HOSTS_FILE
 
     # ----------------------------------------------------------------- state
     def layout(self, nodes: int | None = None) -> Layout:
@@ -236,9 +241,7 @@ class LocalCluster:
                 return self.status()
             self.progress("cluster state is incomplete: taking it down to start afresh")
             self.down()
-        installed = ensure_packages(self.transport, self.cfg.packages)
-        if installed:
-            self.progress(f"installed {' '.join(installed)}")
+        self._ensure_software()
         state = ClusterState(nodes=nodes)
         self._save(layout, state)
         try:
@@ -263,6 +266,12 @@ class LocalCluster:
             raise
         self.progress(f"cluster up: {nodes} nodes, SLURM_CONF={layout.slurm_conf}")
         return self.status()
+
+    def _ensure_software(self) -> None:
+        """Install the Debian packages the cluster needs that are missing."""
+        installed = ensure_packages(self.transport, self.cfg.packages)
+        if installed:
+            self.progress(f"installed {' '.join(installed)}")
 
     def reconfigure(
         self, *, permit_job_expansion: bool | None = None, job_submit_lua: bool | None = None
@@ -338,7 +347,7 @@ class LocalCluster:
         self.progress(f"wrote {layout.slurm_conf}")
 
     def _network(self, layout: Layout, state: ClusterState) -> None:
-        net = Network(self.transport, self.cfg.network.bridge, layout.bridge_address)
+        net = Network(self.host_transport, self.cfg.network.bridge, layout.bridge_address)
         state.bridge = self.cfg.network.bridge
         self._save(layout, state)
         net.create_bridge()
@@ -352,8 +361,10 @@ class LocalCluster:
         self._save(layout, state)
         bridge = self.cfg.network.bridge
         hosts.write_in_place(
-            HOSTS_FILE,
-            hosts.with_block(HOSTS_FILE.read_text(), bridge, hosts.render_block(bridge, entries)),
+            self.hosts_file,
+            hosts.with_block(
+                self.hosts_file.read_text(), bridge, hosts.render_block(bridge, entries)
+            ),
         )
         self.progress(
             f"network: bridge {self.cfg.network.bridge} {layout.bridge_address}, "
@@ -370,22 +381,37 @@ class LocalCluster:
         host: HostNet | None = None,
         user: str | None = None,
     ) -> DaemonRecord:
-        env = {**os.environ, **self.slurm_env}
-        for var in [v for v in env if v.startswith(("SLURM_", "PMI", "OMPI_"))]:
-            if var != "SLURM_CONF":
-                del env[var]
         rec = processes.start_daemon(
             name,
             argv,
             layout.logs / f"{name.replace('@', '-')}.out",
-            preexec_fn=enter_host(host.netns_path, host.hostname) if host else None,
-            env=env,
-            user=user,
-            group=user,
+            **self._spawn_options(host, user),
         )
         state.daemons.append(rec)
         self._save(layout, state)
         return rec
+
+    def _spawn_options(self, host: HostNet | None, user: str | None) -> dict[str, Any]:
+        """Keyword arguments of :func:`processes.start_daemon` for a daemon on ``host``.
+
+        The daemon gets this process's environment without job variables (``SLURM_*`` other
+        than ``SLURM_CONF``, ``PMI*``, ``OMPI_*``), runs in ``host``'s namespaces (``None``:
+        this machine's) and as ``user`` (``None``: root).
+        """
+        env = {**os.environ, **self.slurm_env}
+        for var in [v for v in env if v.startswith(("SLURM_", "PMI", "OMPI_"))]:
+            if var != "SLURM_CONF":
+                del env[var]
+        return {
+            "preexec_fn": enter_host(host.netns_path, host.hostname) if host else None,
+            "env": env,
+            "user": user,
+            "group": user,
+        }
+
+    def _chown_munge(self, path: Path) -> None:
+        """Give ``path`` to the munge user."""
+        shutil.chown(path, "munge", "munge")
 
     def _wait(self, rec: DaemonRecord, check: Callable[[], object], what: str) -> None:
         def ready() -> object:
@@ -402,11 +428,11 @@ class LocalCluster:
         key = layout.munge_dir / "munge.key"
         for d, mode in ((layout.munge_dir, 0o700), (layout.munge_socket_dir, 0o755)):
             d.mkdir(parents=True, exist_ok=True)
-            shutil.chown(d, "munge", "munge")
+            self._chown_munge(d)
             os.chmod(d, mode)
         if not key.exists():
             key.write_bytes(secrets.token_bytes(1024))
-        shutil.chown(key, "munge", "munge")
+        self._chown_munge(key)
         os.chmod(key, 0o400)
         rec = self._start(
             layout,
@@ -575,7 +601,7 @@ class LocalCluster:
         if killed:
             done.append(f"needed SIGKILL: {', '.join(killed)}")
         net = Network(
-            self.transport, state.bridge or self.cfg.network.bridge, layout.bridge_address
+            self.host_transport, state.bridge or self.cfg.network.bridge, layout.bridge_address
         )
         hostnets = {h.netns: h for h in (layout.head, *layout.node_hosts)}
         for ns, veth in zip(state.netns, state.veths, strict=False):
@@ -586,7 +612,8 @@ class LocalCluster:
         done.append("removed network namespaces and bridge")
         if state.hosts_block:
             hosts.write_in_place(
-                HOSTS_FILE, hosts.remove_block(HOSTS_FILE.read_text(), self.cfg.network.bridge)
+                self.hosts_file,
+                hosts.remove_block(self.hosts_file.read_text(), self.cfg.network.bridge),
             )
         if state.slurm_conf_link:
             link = Path(state.slurm_conf_link)

@@ -4,7 +4,8 @@ The settings are the working ones of SLURM-FACTS.md: one slurmd per node with pe
 PID, log and ``TmpFS`` paths (``%n``), ``proctrack/linuxproc``, ``task/none``,
 ``select/linear`` (whole nodes; ``cons_tres`` double-books nodes merged into a job),
 ``sched/backfill`` with ``permit_job_expansion``, ``MpiDefault=pmix``, and
-accounting through slurmdbd (without it Slurm 22.05 allows only one resize per job). Daemons run
+accounting through slurmdbd (without it Slurm 22.05 allows only one resize per job; the
+chroot flavours, Slurm 24.11 and later, may run without: ``accounting: none``). Daemons run
 in the foreground and log to standard error, which the cluster sends to one file per daemon.
 """
 
@@ -63,11 +64,17 @@ def render_slurm_conf(
         "SlurmdParameters=config_overrides",
         "MpiDefault=pmix",
         *(["JobSubmitPlugins=lua"] if job_submit_lua else []),
-        "AccountingStorageType=accounting_storage/slurmdbd",
-        f"AccountingStorageHost={head.hostname}",
-        f"AccountingStoragePort={cfg.slurmdbd_port}",
-        # with slurmdbd this names the munge socket of connections to it
-        f"AccountingStoragePass={layout.munge_socket}",
+        *(
+            [
+                "AccountingStorageType=accounting_storage/slurmdbd",
+                f"AccountingStorageHost={head.hostname}",
+                f"AccountingStoragePort={cfg.slurmdbd_port}",
+                # with slurmdbd this names the munge socket of connections to it
+                f"AccountingStoragePass={layout.munge_socket}",
+            ]
+            if cfg.accounting == "slurmdbd"
+            else ["AccountingStorageType=accounting_storage/none"]
+        ),
         "ReturnToService=2",
         "SlurmctldTimeout=30",
         "SlurmdTimeout=60",
@@ -110,4 +117,17 @@ def render_slurmdbd_conf(layout: Layout, db_password: str) -> str:
             "StorageLoc=slurm_acct_db",
             "",
         ]
+    )
+
+
+def render_cgroup_conf() -> str:
+    """The text of ``cgroup.conf`` for the chroot flavours (Slurm 24.11 and later).
+
+    Their slurmd initialises a cgroup plugin even with ``proctrack/linuxproc`` and
+    ``task/none``, and fails on cgroup v1 and hybrid hosts; ``CgroupPlugin=disabled`` turns
+    it off (SLURM-FACTS.md). Slurm reads the file from ``slurm.conf``'s directory.
+    """
+    return (
+        "# Written by `elastic-slurm cluster up`; removed by `elastic-slurm cluster down`.\n"
+        "CgroupPlugin=disabled\n"
     )

@@ -63,7 +63,7 @@ class LocalClusterConfig(_Frozen):
     state_dir: Path = Path("/var/lib/elastic-slurm/local")
     run_dir: Path = Path("/run/elastic-slurm/local")
 
-    @field_validator("state_dir", "run_dir")
+    @field_validator("state_dir", "run_dir", "chroots_dir")
     @classmethod
     def _absolute(cls, value: Path) -> Path:
         if not value.is_absolute():
@@ -91,6 +91,14 @@ class LocalClusterConfig(_Frozen):
     network: NetworkConfig = NetworkConfig()
     scheduler: SchedulerConfig = SchedulerConfig()
     start_timeout_s: float = Field(60.0, gt=0)
+    #: ``bookworm``: this machine's own Slurm 22.05; ``trixie`` (Slurm 24.11) and ``forky``
+    #: (Slurm 26.05): the same cluster inside a Debian chroot under ``chroots_dir`` (built once
+    #: by ``cluster up``). A flavour needs its own state/run dirs, ports and network.
+    flavour: Literal["bookworm", "trixie", "forky"] = "bookworm"
+    chroots_dir: Path = Path("/var/lib/elastic-slurm/chroots")
+    #: ``slurmdbd``: accounting in MariaDB (Slurm 22.05 resizes a job only once without it);
+    #: ``none``: no accounting daemon (enough for Slurm 24.11 and later).
+    accounting: Literal["slurmdbd", "none"] = "slurmdbd"
 
     @model_validator(mode="after")
     def _fits(self) -> LocalClusterConfig:
