@@ -175,10 +175,29 @@ class Launcher:
         self.cpus_per_node = max(1, int(self.env.get("SLURM_CPUS_ON_NODE", "1")))
 
     def current_nodes(self) -> tuple[str, ...]:
-        """The job's nodes as Slurm reports them now (siblings' included), batch host first."""
-        held = self.slurm.elastic_nodes(self.job_id)
-        if not held:
-            raise ElasticSlurmError(f"Slurm no longer reports job {self.job_id} as running")
+        """The job's nodes as Slurm reports them now (siblings' included), batch host first.
+
+        Right after a node-list shrink the controller makes slurmctld reconfigure (a Slurm
+        22.05 workaround, docs/slurm-findings.md), and for a moment the job may not be listed
+        (seen once in CI); so an empty answer is asked again for up to 10 s.
+
+        Raises
+        ------
+        ElasticSlurmError
+            Slurm still does not list the job as running after 10 s.
+        """
+        try:
+            held = wait_for(
+                lambda: self.slurm.elastic_nodes(self.job_id),
+                timeout_s=10.0,
+                what=f"Slurm to list job {self.job_id}",
+                interval_s=0.2,
+                max_interval_s=1.0,
+            )
+        except DeadlineExceeded as exc:
+            raise ElasticSlurmError(
+                f"Slurm no longer reports job {self.job_id} as running"
+            ) from exc
         return (self.host, *[n for n in held if n != self.host])
 
     def _launch_env(self, nodes: Sequence[str], generation: int) -> dict[str, str]:
