@@ -310,8 +310,8 @@ def build(
     NotRootError
         Not running as root.
     ClusterError
-        ``bookworm`` (it runs on the host), debootstrap missing, or a step failed (the message
-        quotes the end of the build log, kept beside the chroot).
+        ``bookworm`` (it runs on the host), debootstrap could not be installed, or a step
+        failed (the message quotes the end of the build log, kept beside the chroot).
     """
     from elastic_slurm.cluster.local import require_root
 
@@ -324,10 +324,12 @@ def build(
         progress(f"chroot {root} is built already: {marker.get('versions')}")
         return root
     require_root("build")
-    if shutil.which("debootstrap") is None:
-        raise ClusterError(
-            "debootstrap is not installed: apt-get install -y --no-install-recommends debootstrap"
-        )
+    if shutil.which("debootstrap") is None:  # a fresh machine: install it like Slurm's packages
+        from elastic_slurm.adapter.transport.local import LocalTransport
+        from elastic_slurm.cluster.packages import ensure_packages
+
+        progress("installing debootstrap from Debian's packages ...")
+        ensure_packages(LocalTransport(), ["debootstrap"])
     mirror = mirror or host_mirror()
     partial = root.with_name(root.name + ".partial")
     log = root.with_name(root.name + ".build.log")
