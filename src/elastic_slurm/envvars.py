@@ -3,7 +3,9 @@
 The launcher (``elastic-slurm run``) sets them for the application's ranks; users may set
 ``ELASTIC_SLURM_JOIN`` to force a join strategy, ``ELASTIC_SLURM_RESIZE_TIMEOUT_S`` (how long
 the launcher waits for Slurm to shrink the job) and ``ELASTIC_SLURM_PREFLIGHT_TIMEOUT_S`` (how
-long an added node may take to answer before a grow is refused), both in seconds.
+long an added node may take to answer before a grow is refused), both in seconds, and
+``ELASTIC_SLURM_PMIX=0`` to keep the runtime from using PMIx at all (:mod:`.mpi_runtime.pmix`;
+default on: PMIx is used when a server answers).
 """
 
 from __future__ import annotations

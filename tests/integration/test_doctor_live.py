@@ -45,6 +45,15 @@ def test_doctor_reports_the_facts_and_the_grow_path(local_cluster, grow_path, tm
     assert facts["json_output"] is True
     assert facts["mpi"] == "Open MPI 4.1.4" and facts["mpi_can_spawn"] is True
     assert (tmp_path / "elastic-slurm" / "local.json").exists()  # cached for other commands
+    # PMIx, asked in one-node steps: Slurm's server neither spawns nor allocates, ORTE spawns
+    assert facts["pmix_version"].startswith("OpenPMIx 4.2.2"), facts["pmix_detail"]
+    assert facts["pmix_spawn"] == {"srun": False, "mpirun": True}, facts["pmix_detail"]
+    assert facts["pmix_allocation"] == {"srun": False, "mpirun": False}
+    for launcher in ("srun", "mpirun"):
+        detail = facts["pmix_detail"][launcher]
+        assert (detail["extend_status"], detail["release_status"]) == (-47, -47)
+    assert facts["pmix_detail"]["srun"]["spawn_status"] == -25  # no query handler in slurmstepd
+    assert facts["pmix_detail"]["mpirun"]["server"] == "Open MPI ORTE (mpirun)"
 
 
 def test_an_unresponsive_slurmctld_is_retried_until_it_answers(local_cluster):
@@ -101,3 +110,4 @@ def test_doctor_over_ssh_with_a_site_file(local_cluster, sshd, tmp_path):
     assert facts["accounting"] == "accounting_storage/slurmdbd"
     assert facts["mpi"] == "Open MPI 4.1.4" and facts["mpi_can_spawn"] is None
     assert "not tested over SSH" in facts["mpi_detail"]
+    assert facts["pmix_spawn"]["srun"].startswith("unknown: not probed over SSH")

@@ -13,6 +13,13 @@ The grow path (SLURM-FACTS.md, ``docs/slurm-findings.md``):
   there.
 * **sibling**: a second allocation beside the job, cancelled when the job shrinks off it or
   ends; works everywhere.
+
+PMIx (``doctor`` only, ``probe(..., test_pmix=True)``): two one-node job steps run
+``python -m elastic_slurm.mpi_runtime.pmix --json``, one under ``srun --mpi=pmix`` and one under
+``mpirun`` (inside ``srun --mpi=none``), each with ``--immediate`` so a full cluster gives a
+quick "unknown" instead of a wait. Each reports whether its PMIx server spawns
+(``PMIx_Query_info``) and serves allocation requests (``PMIx_Allocation_request``); see
+:mod:`elastic_slurm.mpi_runtime.probe`. About 0.7 s for both on the local cluster.
 """
 
 from __future__ import annotations
@@ -67,6 +74,13 @@ class Capabilities:
     warnings: tuple[str, ...] = ()
     config_key: str = ""
     probed_at: float = field(default=0.0)
+    #: PMIx library version seen in a job step (``None``: not probed or unavailable)
+    pmix_version: str | None = None
+    #: per launcher (``srun``, ``mpirun``): True/False, or ``"unknown: <why>"``
+    pmix_spawn: dict[str, Any] = field(default_factory=dict)
+    pmix_allocation: dict[str, Any] = field(default_factory=dict)
+    #: per launcher: the probe step's full report (server, statuses, layout), or ``unknown``
+    pmix_detail: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-able dict (``doctor --json``)."""
@@ -157,6 +171,68 @@ def _mpi(transport: Transport, local: bool) -> tuple[str | None, bool | None, st
     return vendor, False, f"a test spawn failed: {(res.stderr or res.stdout).strip()[-300:]}"
 
 
+PMIX_PROBE_TIMEOUT_S = 60.0
+#: what the probe step runs (the package must be importable on the nodes, as for jobs)
+PMIX_PROBE_MODULE = ("-m", "elastic_slurm.mpi_runtime.pmix", "--json")
+
+
+def pmix_probe_argv(launcher: str, python: str = sys.executable) -> list[str]:
+    """The command of the one-node PMIx probe step under ``launcher`` (``srun``/``mpirun``).
+
+    >>> pmix_probe_argv("srun", "py")[:3]
+    ['srun', '--mpi=pmix', '--nodes=1']
+    """
+    step = ["--nodes=1", "--ntasks=1", "--immediate=10", "--time=1", "--quiet"]
+    step += ["--job-name=elastic-slurm-pmix-probe"]
+    if launcher == "srun":
+        return ["srun", "--mpi=pmix", *step, python, *PMIX_PROBE_MODULE]
+    if launcher == "mpirun":
+        return ["srun", "--mpi=none", *step, "mpirun", "-n", "1", python, *PMIX_PROBE_MODULE]
+    raise ValueError(f"unknown launcher {launcher!r}: use srun or mpirun")
+
+
+def _pmix_step(transport: Transport, launcher: str) -> dict[str, Any]:
+    """Run the probe step; its report, or ``{"unknown": why}``."""
+    env = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+    argv = pmix_probe_argv(launcher)
+    try:
+        res = transport.run(argv, timeout_s=PMIX_PROBE_TIMEOUT_S, env=env)
+    except SlurmCommandError as exc:
+        return {"unknown": f"the {launcher} probe step failed: {str(exc)[:300]}"}
+    lines = [ln for ln in res.stdout.splitlines() if ln.startswith("{")]
+    if res.returncode != 0 or not lines:
+        tail = (res.stderr or res.stdout).strip()[-300:] or "no output"
+        return {"unknown": f"the {launcher} probe step exited {res.returncode}: {tail}"}
+    try:
+        report = json.loads(lines[-1])
+    except ValueError as exc:
+        return {"unknown": f"the {launcher} probe step printed no JSON: {exc}"}
+    if not report.get("available"):
+        return {"unknown": f"PMIx unavailable under {launcher}: {report.get('reason')}"}
+    return report
+
+
+def _pmix(
+    transport: Transport, local: bool
+) -> tuple[str | None, dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """PMIx version, spawn and allocation support per launcher, and the full reports."""
+    if not local:
+        why = "unknown: not probed over SSH (run doctor on the login node)"
+        return None, {"srun": why, "mpirun": why}, {"srun": why, "mpirun": why}, {}
+    detail = {launcher: _pmix_step(transport, launcher) for launcher in ("srun", "mpirun")}
+    spawn: dict[str, Any] = {}
+    allocation: dict[str, Any] = {}
+    version = None
+    for launcher, report in detail.items():
+        if "unknown" in report:
+            spawn[launcher] = allocation[launcher] = f"unknown: {report['unknown']}"
+            continue
+        version = version or report.get("version")
+        spawn[launcher] = bool(report.get("spawn"))
+        allocation[launcher] = bool(report.get("allocation"))
+    return version, spawn, allocation, detail
+
+
 def _pyslurm(version: tuple[int, int, int], slurm_conf: str | None) -> tuple[str | None, str]:
     """The pyslurm version that can drive this Slurm (or ``None``), and why.
 
@@ -177,9 +253,13 @@ def _pyslurm(version: tuple[int, int, int], slurm_conf: str | None) -> tuple[str
 
 
 def probe(
-    transport: Transport, *, preference: str = "auto", test_spawn: bool = True
+    transport: Transport,
+    *,
+    preference: str = "auto",
+    test_spawn: bool = True,
+    test_pmix: bool = False,
 ) -> Capabilities:
-    """Probe Slurm (and MPI) through ``transport``.
+    """Probe Slurm (and MPI) through ``transport``; with ``test_pmix``, PMIx in job steps.
 
     Raises
     ------
@@ -216,6 +296,9 @@ def probe(
         if local
         else (None, "not probed over SSH")
     )
+    pmix_version, pmix_spawn, pmix_alloc, pmix_detail = (
+        _pmix(transport, local) if test_pmix else (None, {}, {}, {})
+    )
     path, reason = choose_grow_path(
         version=version,
         permit_job_expansion=permit,
@@ -250,6 +333,10 @@ def probe(
         warnings=tuple(warnings),
         config_key=_config_key(config, preference),
         probed_at=time.time(),
+        pmix_version=pmix_version,
+        pmix_spawn=pmix_spawn,
+        pmix_allocation=pmix_alloc,
+        pmix_detail=pmix_detail,
     )
 
 
@@ -266,11 +353,17 @@ def cache_path(site_name: str) -> Path:
 
 
 def cached_probe(
-    transport: Transport, site_name: str, *, preference: str = "auto", refresh: bool = False
+    transport: Transport,
+    site_name: str,
+    *,
+    preference: str = "auto",
+    refresh: bool = False,
+    test_pmix: bool = False,
 ) -> Capabilities:
     """The site's probe: cached, unless Slurm's probed configuration changed.
 
-    One ``scontrol show config`` decides; a fresh probe replaces the cached one.
+    One ``scontrol show config`` decides; a fresh probe replaces the cached one. With
+    ``test_pmix`` (``doctor``) a fresh probe also runs the PMIx probe steps.
     """
     path = cache_path(site_name)
     if not refresh and path.exists():
@@ -284,7 +377,7 @@ def cached_probe(
             )
             if _config_key(config, preference) == cached.config_key:
                 return cached
-    caps = probe(transport, preference=preference)
+    caps = probe(transport, preference=preference, test_pmix=test_pmix)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(caps.to_json(), indent=1))

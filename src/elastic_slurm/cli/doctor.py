@@ -1,9 +1,15 @@
-"""``elastic-slurm doctor``: what this site's Slurm and MPI allow, and the grow path chosen."""
+"""``elastic-slurm doctor``: what this site's Slurm and MPI allow, and the grow path chosen.
+
+It also runs two one-node job steps to ask PMIx, under ``srun --mpi=pmix`` and under
+``mpirun``, whether its server can spawn and serve allocation requests (``unknown: <why>``
+when a step cannot run, e.g. no node is free).
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -23,7 +29,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 def run(args: argparse.Namespace) -> int:
     """Probe afresh (and refresh the site's cache); print the findings."""
     site = load_site(args.site)
-    caps = cached_probe(transport_for(site), site.name, preference=site.grow_path, refresh=True)
+    caps = cached_probe(
+        transport_for(site), site.name, preference=site.grow_path, refresh=True, test_pmix=True
+    )
     if args.json:
         print(json.dumps({"site": site.name, **caps.to_json()}))
         return 0
@@ -41,6 +49,12 @@ def run(args: argparse.Namespace) -> int:
         ("MPI", caps.mpi or "(none found)"),
         ("MPI can spawn", f"{caps.mpi_can_spawn}: {caps.mpi_detail}"),
         ("pyslurm", f"{caps.pyslurm or '-'}: {caps.pyslurm_detail}"),
+        ("PMIx", caps.pmix_version or "(not seen in a job step)"),
+        ("PMIx spawn", _per_launcher(caps.pmix_spawn, caps.pmix_detail, "spawn_detail")),
+        (
+            "PMIx allocation requests",
+            _per_launcher(caps.pmix_allocation, caps.pmix_detail, "allocation_detail"),
+        ),
         ("grow path", f"{caps.grow_path}: {caps.grow_path_reason}"),
     ]
     for check, found in rows:
@@ -51,3 +65,12 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"warning: {warning}")
     console.print(f"cached in {cache_path(site.name)}")
     return 0
+
+
+def _per_launcher(values: dict[str, Any], detail: dict[str, Any], key: str) -> str:
+    """One line per launcher: ``srun: False (PMIx_... returned -47 ...)``."""
+    lines = []
+    for launcher, value in values.items():
+        why = (detail.get(launcher) or {}).get(key)
+        lines.append(f"{launcher}: {value}" + (f" ({why})" if why else ""))
+    return "\n".join(lines) or "(not probed)"

@@ -27,7 +27,8 @@ follow it, the runtime either
 New ranks created by a spawn run the same program from the start; their ``init()`` joins the
 merged communicator and receives their rows and the state, so they resume like restarted ranks.
 Outside the launcher (no job directory) ``resize_point`` never resizes: the same program runs at
-a fixed size. An evolving application asks for nodes with :meth:`ElasticComm.request_nodes`.
+a fixed size. An evolving application asks for nodes with :meth:`ElasticComm.request_nodes`,
+which asks the PMIx server first (:mod:`.pmix`) and the controller when the server cannot.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ from elastic_slurm.mpi_runtime.data import (
     distribution_from_json,
 )
 from elastic_slurm.mpi_runtime.distribution import BlockRows
+from elastic_slurm.mpi_runtime.layout import Layout, current_layout
 from elastic_slurm.mpi_runtime.probe import SPAWN, choose_join
 from elastic_slurm.mpi_runtime.redistribute import redistribute_rows
 from elastic_slurm.protocol.client import RefusedError
@@ -69,6 +71,8 @@ log = logging.getLogger("elastic_slurm.mpi_runtime")
 
 MANIFEST = "manifest.json"
 HOOKS_FILE = "hooks.pickle"
+#: In the job directory: the PMIx server's answer to the job's first allocation request.
+PMIX_MEMO = "pmix.json"
 
 
 class ResizeExit(SystemExit):
@@ -169,6 +173,7 @@ class ElasticComm:
         self._hooks: StateHooks | None = None
         self._packed: list[Any] | None = None
         self._intercomms: list[MPI.Intercomm] = []
+        self._layout: Layout | None = None
 
     # ------------------------------------------------------------------ basics
     @property
@@ -185,8 +190,34 @@ class ElasticComm:
         """``(start, stop)``: the rows of a ``global_rows``-row block array this rank owns."""
         return BlockRows(global_rows, self.size).rows_of(self.rank)
 
+    @property
+    def layout(self) -> Layout:
+        """Where the ranks started together with this one run (:mod:`.layout`).
+
+        From the PMIx server where one answers, else from Slurm's or ``mpirun``'s environment.
+        It describes the launch (``mpirun``'s job), so it no longer covers :attr:`comm` once a
+        spawn has merged new ranks in; :meth:`hosts` checks that.
+        """
+        if self._layout is None:
+            self._layout = current_layout()
+        return self._layout
+
     def hosts(self) -> list[str]:
-        """The hostname of every rank, in rank order (collective)."""
+        """The hostname of every rank of :attr:`comm`, in rank order (collective).
+
+        The launch's :attr:`layout` when it describes :attr:`comm` exactly on every rank (the
+        same group in the same order, every rank's host known); otherwise, e.g. after a spawn
+        merged new ranks in, each rank's own hostname, gathered.
+        """
+        lay = self.layout
+        fits = (
+            MPI.Comm.Compare(self.comm, MPI.COMM_WORLD) in (MPI.IDENT, MPI.CONGRUENT)
+            and lay.exact
+            and (lay.size, lay.rank) == (self.size, self.rank)
+            and lay.host == socket.gethostname()
+        )
+        if self.comm.allreduce(fits, op=MPI.LAND):
+            return list(lay.rank_hosts)
         return list(self.comm.allgather(socket.gethostname()))
 
     # ------------------------------------------------------------------ registration
@@ -256,11 +287,13 @@ class ElasticComm:
             unpack(packed)
 
     def request_nodes(self, delta: int) -> int:
-        """Ask the controller for ``delta`` more nodes (or give ``-delta`` back); evolving jobs.
+        """Ask for ``delta`` more nodes (or give ``-delta`` back); evolving jobs.
 
-        Only rank 0's call counts (call it on every rank, or just rank 0). The answer comes as
-        a resize order at a later resize point (or never, if the policy refuses). Returns the
-        request's number on rank 0 (0 elsewhere).
+        The PMIx server is asked first (``PMIx_Allocation_request``, see :meth:`_ask_pmix`);
+        where it cannot serve allocation requests (-47 here) the controller is asked, and the
+        answer comes as a resize order at a later resize point (or never, if the policy
+        refuses). Only rank 0's call counts (call it on every rank, or just rank 0). Returns
+        the controller request's number on rank 0 (0 elsewhere, and when PMIx granted it).
 
         Raises
         ------
@@ -275,9 +308,50 @@ class ElasticComm:
             raise RuntimeError("evolving requests need the elastic launcher (elastic-slurm run)")
         assert self.channel is not None
         number = 0
-        if self.rank == 0:  # numbered after every request of the job, across restarts
+        if self.rank == 0:
+            if self._ask_pmix(delta):
+                return 0
+            # numbered after every request of the job, across restarts
             number = self.channel.request(delta, self.size)
         return number
+
+    def _ask_pmix(self, delta: int) -> bool:
+        """Ask the PMIx server for the change first (rank 0); True when it granted it.
+
+        ``PMIx_Allocation_request`` (``EXTEND`` by ``delta`` nodes, or ``RELEASE`` of
+        ``-delta``). Its first answer other than success (here -47, ``PMIX_ERR_NOT_SUPPORTED``,
+        under ``srun`` and ``mpirun`` alike) is logged once, recorded in the job directory
+        (``pmix.json`` and a ``pmix`` event) and remembered for the job's lifetime, across
+        restarts: later requests go straight to the controller. Without a PMIx server, or
+        with ``ELASTIC_SLURM_PMIX=0``, nothing is asked.
+        """
+        from elastic_slurm.mpi_runtime import pmix
+
+        assert self.jobdir is not None
+        memo = self.jobdir.path / PMIX_MEMO
+        if memo.exists():
+            return False
+        client, _why = pmix.connect()
+        if client is None:
+            return False
+        directive = pmix.PMIX_ALLOC_EXTEND if delta > 0 else pmix.PMIX_ALLOC_RELEASE
+        name = "EXTEND" if delta > 0 else "RELEASE"
+        t0 = time.monotonic()
+        status, results = client.allocation_request(directive, abs(delta))
+        elapsed_ms = round((time.monotonic() - t0) * 1000, 3)
+        text = client.error_string(status)
+        record = {"directive": name, "nodes": abs(delta), "status": status, "error": text}
+        self.jobdir.log_event("pmix", call="PMIx_Allocation_request", ms=elapsed_ms, **record)
+        if status == pmix.PMIX_SUCCESS:
+            _say(self.comm, f"PMIx granted {name} of {abs(delta)} node(s): {results}")
+            return True
+        write_json_atomic(memo, {**record, "at": time.time()})
+        _say(
+            self.comm,
+            f"PMIx_Allocation_request {name} returned {status} ({text}); this job's requests "
+            "go to the controller from now on",
+        )
+        return False
 
     def on_offer(self, hook: Callable[[Offer], Answer | None]) -> None:
         """Decide about the controller's offers yourself (default: accept every offer).
@@ -663,6 +737,13 @@ def init() -> ElasticComm:
     if parent != MPI.COMM_NULL:
         ec._join_parent(parent)
         return ec
+    if ec.jobdir is not None:
+        lay = ec.layout
+        _say(
+            ec.comm,
+            f"layout from {lay.source} ({lay.scope}): {lay.size} rank(s) on "
+            f"{len(lay.nodes)} node(s) {','.join(lay.nodes)}",
+        )
     if ec.channel is not None:
         # each generation registers again (a restart is a new set of processes)
         hosts = list(dict.fromkeys(ec.hosts()))
