@@ -1,7 +1,11 @@
 #!/bin/sh
-# Run the small integration set against each cluster flavour and print a flavour x test table.
-# Usage: scripts/test-matrix.sh [FLAVOURS] (default trixie,forky; add bookworm for the host's
-# cluster, which must be up already). Needs root; chroots are built on first use.
+# The integration set on each cluster flavour (Slurm 22.05 / 24.11 / 26.05 with the Open MPI of
+# each), printing a flavour x check table; chroots are built on first use (Debian's registry).
+# Usage: scripts/test-matrix.sh [FLAVOURS] [more `cluster matrix` options]
+#   FLAVOURS defaults to bookworm,trixie,forky. Needs root; prepares .venv like the tests do.
 set -eu
 cd "$(dirname "$0")/.."
-exec .venv/bin/python -m elastic_slurm cluster matrix --flavours "${1:-trixie,forky}"
+bash scripts/bootstrap.sh mpi,test
+flavours=${1:-bookworm,trixie,forky}
+[ $# -gt 0 ] && shift
+exec .venv/bin/elastic-slurm cluster matrix --flavours "$flavours" "$@"

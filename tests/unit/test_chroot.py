@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from elastic_slurm.adapter.transport.chroot import chroot_argv
 from elastic_slurm.cluster import chroot
-from elastic_slurm.cluster.chroot_transport import chroot_argv
 from elastic_slurm.cluster.flavoured import ChrootCluster, make_cluster
 from elastic_slurm.cluster.local import LocalCluster
 from elastic_slurm.cluster.slurmconf import render_cgroup_conf, render_slurm_conf

@@ -100,8 +100,9 @@ OMPI4 = ("Open MPI", (4, 1, 4))
             "spawn",
             JoinChoice(
                 RESTART,
-                "Open MPI 5.0.3: spawning onto added nodes is supported here only with Open MPI "
-                "4.x under mpirun (ELASTIC_SLURM_JOIN=spawn cannot be honoured)",
+                "Open MPI 5.0.3 (PRRTE): live spawning across nodes is unreliable there "
+                "(PRRTE's daemons corrupted their heap in some multi-node runs, SLURM-FACTS.md), "
+                "so checkpoint-restart is used (ELASTIC_SLURM_JOIN=spawn cannot be honoured)",
             ),
         ),
         (

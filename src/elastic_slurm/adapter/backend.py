@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from elastic_slurm.adapter.dialect import Dialect, dialect_for
 from elastic_slurm.adapter.parse import AllocationRecord, SlurmJob, SlurmNode
 from elastic_slurm.adapter.tags import SizedBy
 from elastic_slurm.adapter.transport.base import Transport
@@ -406,6 +407,19 @@ class SlurmBackend(abc.ABC):
 
     #: Whether a node-list shrink needs ``scontrol reconfigure`` after it (None: not yet asked).
     _shrink_needs_reconfigure: bool | None = None
+    _dialect: Dialect | None = None
+
+    def dialect(self) -> Dialect:
+        """The version-dependent behaviour of this Slurm (:mod:`.dialect`), probed once.
+
+        Raises
+        ------
+        SlurmCommandError
+            Slurm's version could not be read.
+        """
+        if self._dialect is None:
+            self._dialect = dialect_for(self.version())
+        return self._dialect
 
     def _after_nodelist_shrink(self) -> None:
         """Work around Slurm 22.05's select/linear after a node-list shrink.
@@ -414,14 +428,15 @@ class SlurmBackend(abc.ABC):
         and another job has run on the released nodes, slurmctld keeps refusing those nodes
         ("Requested nodes are busy") while ``sinfo`` shows them idle, so every later job (and
         every expander) waits 20-40 s, until slurmctld rebuilds its state. A reconfigure right
-        after the shrink prevents it. Only Slurm 22.05 with select/linear is treated so (other
-        versions are untested); without operator rights the reconfigure is skipped with a
+        after the shrink prevents it. The dialect decides
+        (:meth:`.Dialect.reconfigure_after_nodelist_shrink`: 22.05 with select/linear; 24.11
+        and 26.05 did not need it); without operator rights the reconfigure is skipped with a
         warning.
         """
         if self._shrink_needs_reconfigure is None:
             try:
-                self._shrink_needs_reconfigure = (
-                    self.version()[:2] == (22, 5) and self.select_type() == "select/linear"
+                self._shrink_needs_reconfigure = self.dialect().reconfigure_after_nodelist_shrink(
+                    self.select_type()
                 )
             except SlurmCommandError as exc:
                 log.warning("cannot tell whether shrinks need a reconfigure: %s", exc)

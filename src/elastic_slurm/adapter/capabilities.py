@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from elastic_slurm.adapter import commands, parse
+from elastic_slurm.adapter.dialect import dialect_for
 from elastic_slurm.adapter.transport.base import Transport
 from elastic_slurm.adapter.transport.local import LocalTransport
 from elastic_slurm.errors import SlurmCommandError
@@ -74,6 +75,8 @@ class Capabilities:
     warnings: tuple[str, ...] = ()
     config_key: str = ""
     probed_at: float = field(default=0.0)
+    #: what differs with this Slurm version (:meth:`.Dialect.to_json`)
+    dialect: dict[str, Any] = field(default_factory=dict)
     #: PMIx library version seen in a job step (``None``: not probed or unavailable)
     pmix_version: str | None = None
     #: per launcher (``srun``, ``mpirun``): True/False, or ``"unknown: <why>"``
@@ -152,10 +155,16 @@ def _mpi(transport: Transport, local: bool) -> tuple[str | None, bool | None, st
         f"c = MPI.COMM_SELF.Spawn(sys.executable, ['-c', {child!r}], maxprocs=1); "
         "c.Disconnect(); print('spawn ok')"
     )
-    test = LocalTransport(env=env)
+    # on this machine with this Python; in a flavour's chroot with the chroot's own
+    test: Transport = transport
+    if isinstance(transport, LocalTransport):
+        test = LocalTransport(env=env)
+    python = _python(transport)
     try:
         res = test.run(
-            ["mpirun", "-n", "1", "--oversubscribe", sys.executable, "-c", parent], timeout_s=60
+            ["mpirun", "-n", "1", "--oversubscribe", python, "-c", parent],
+            timeout_s=60,
+            env=None if test is not transport else {"OMPI_ALLOW_RUN_AS_ROOT": "1"},
         )
     except SlurmCommandError as exc:
         return vendor, False, f"a test spawn timed out: {exc}"
@@ -191,10 +200,15 @@ def pmix_probe_argv(launcher: str, python: str = sys.executable) -> list[str]:
     raise ValueError(f"unknown launcher {launcher!r}: use srun or mpirun")
 
 
+def _python(transport: Transport) -> str:
+    """The Python that jobs started through ``transport`` run: this one, or a chroot's own."""
+    return sys.executable if isinstance(transport, LocalTransport) else "python3"
+
+
 def _pmix_step(transport: Transport, launcher: str) -> dict[str, Any]:
     """Run the probe step; its report, or ``{"unknown": why}``."""
     env = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
-    argv = pmix_probe_argv(launcher)
+    argv = pmix_probe_argv(launcher, _python(transport))
     try:
         res = transport.run(argv, timeout_s=PMIX_PROBE_TIMEOUT_S, env=env)
     except SlurmCommandError as exc:
@@ -282,15 +296,19 @@ def probe(
         json_ok = res.returncode == 0 and isinstance(json.loads(res.stdout), dict)
     except (SlurmCommandError, ValueError):
         json_ok = False
+    dialect = dialect_for(version)
+    allowed = dialect.resizes_allowed(accounting)
     if accounting.endswith("slurmdbd"):
         resizes = "any number (accounting through slurmdbd)"
-    elif version[:2] == (22, 5):
-        resizes = "one per job: Slurm 22.05 without slurmdbd refuses later updates"
+    elif allowed is not None:
+        resizes = (
+            f"{allowed} per job: Slurm {dialect.series} without slurmdbd refuses later updates"
+        )
     else:
-        resizes = "any number"
-    local = isinstance(transport, LocalTransport)
+        resizes = f"any number (Slurm {dialect.series} needs no slurmdbd for it)"
+    local = transport.is_local
     mpi, spawn, detail = _mpi(transport, local) if test_spawn else (None, None, "not probed")
-    conf = transport.env.get("SLURM_CONF") if isinstance(transport, LocalTransport) else None
+    conf = getattr(transport, "env", {}).get("SLURM_CONF") if local else None
     pyslurm_version, pyslurm_detail = (
         _pyslurm(version, conf or os.environ.get("SLURM_CONF"))
         if local
@@ -312,7 +330,7 @@ def probe(
             "disable_job_shrink is set: Slurm refuses shrinks, so jobs cannot give "
             "nodes back before they end"
         )
-    if not accounting.endswith("slurmdbd") and version[:2] == (22, 5):
+    if allowed is not None:
         warnings.append(f"accounting is {accounting or 'none'}: {resizes}")
     return Capabilities(
         slurm_version=version_text.strip().split()[-1],
@@ -333,6 +351,7 @@ def probe(
         warnings=tuple(warnings),
         config_key=_config_key(config, preference),
         probed_at=time.time(),
+        dialect=dialect.to_json(),
         pmix_version=pmix_version,
         pmix_spawn=pmix_spawn,
         pmix_allocation=pmix_alloc,

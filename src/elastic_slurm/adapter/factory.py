@@ -15,6 +15,7 @@ machine's libslurm and ``slurm.conf``, and cannot reach a login node.
 from __future__ import annotations
 
 import logging
+import sys
 
 from elastic_slurm.adapter.backend import SlurmBackend
 from elastic_slurm.adapter.slurm_cli import SlurmCLI
@@ -27,13 +28,42 @@ log = logging.getLogger(__name__)
 
 
 def transport_for(site: SiteConfig) -> Transport:
-    """The site's transport: a local subprocess (with its ``SLURM_CONF``) or SSH."""
+    """The site's transport: a local subprocess (with its ``SLURM_CONF``) or SSH.
+
+    A local cluster of a chroot flavour (``local-trixie.yaml``, ``local-forky.yaml``) is driven
+    through a :class:`~.transport.chroot.ChrootTransport`: its Slurm commands must be the
+    chroot's (a 22.05 client cannot talk to a 24.11 or 26.05 slurmctld).
+    """
     if site.transport.kind == "ssh":
         from elastic_slurm.adapter.transport.ssh import SSHTransport  # paramiko: extra [ssh]
 
         return SSHTransport(site.transport)
     env = {"SLURM_CONF": str(site.slurm_conf)} if site.slurm_conf else {}
+    cluster = site.local_cluster
+    if cluster is not None and cluster.flavour != "bookworm":
+        from elastic_slurm.adapter.transport.chroot import ChrootTransport
+
+        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        return ChrootTransport(
+            cluster.chroots_dir / cluster.flavour,
+            env=env,
+            default_timeout_s=site.transport.command_timeout_s,
+        )
     return LocalTransport(env=env, default_timeout_s=site.transport.command_timeout_s)
+
+
+def job_python(site: SiteConfig) -> str:
+    """The Python that the site's jobs run elastic-slurm with (see ``SiteConfig.python``).
+
+    >>> from elastic_slurm.config.schema import SiteConfig
+    >>> job_python(SiteConfig(name="x", python="/opt/es/bin/python"))
+    '/opt/es/bin/python'
+    """
+    if site.python:
+        return site.python
+    if site.local_cluster is not None and site.local_cluster.flavour != "bookworm":
+        return "python3"  # the chroot's own, with elastic-slurm on its path
+    return sys.executable
 
 
 def _where(site: SiteConfig) -> str:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 from elastic_slurm.cluster.chroot import FLAVOURS
 from elastic_slurm.cluster.flavoured import make_cluster
 from elastic_slurm.config import load_site
 from elastic_slurm.config.schema import SiteConfig
+from elastic_slurm.errors import ElasticSlurmError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -45,18 +47,26 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     status.add_argument("--json", action="store_true", help="print one JSON object")
     matrix = csub.add_parser(
         "matrix",
-        help="run a small integration set (submit, shrink, grow, array) on each flavour",
-        description="For each flavour: bring its cluster up if it is not (chroot flavours "
-        "only; the bookworm cluster must be up already and is used under "
-        "/tmp/elastic-slurm-cluster.lock), run the checks, take up'd clusters down again, "
-        "and print a flavour x check table. Exit status 1 if a check failed.",
+        help="run the integration set (submit, shrink, grow by merge and by sibling, arrays, "
+        "an elastic MPI application) on each flavour",
+        description="For each flavour: bring its 4-node cluster up if it is not (building a "
+        "chroot flavour's chroot the first time), run the checks with elastic-slurm's own "
+        "adapter, launcher and runtime, take clusters it started down again, and print a "
+        "flavour x check table with timings. The bookworm cluster is used under "
+        "/tmp/elastic-slurm-cluster.lock. Exit status 1 if a check failed.",
     )
     matrix.add_argument(
         "--flavours",
-        default="trixie,forky",
-        help="comma-separated flavours (default trixie,forky; add bookworm to include the "
-        "host cluster)",
+        default="bookworm,trixie,forky",
+        help="comma-separated flavours (default: all three)",
     )
+    matrix.add_argument(
+        "--checks",
+        default=None,
+        help="comma-separated checks (default: all: probe, submit, shrink, grow-merge, "
+        "grow-sibling, array, elastic-app)",
+    )
+    matrix.add_argument("--json", default=None, help="also write the results to this JSON file")
     matrix.add_argument(
         "--keep-up", action="store_true", help="leave clusters the matrix started running"
     )
@@ -138,35 +148,39 @@ def run_matrix(args: argparse.Namespace) -> int:
 
     from elastic_slurm.cluster import chroot, matrix
 
+    checks = (
+        [c.strip() for c in args.checks.split(",") if c.strip()] if args.checks else matrix.CHECKS
+    )
     results: list[matrix.CheckResult] = []
     for name in [f.strip() for f in args.flavours.split(",") if f.strip()]:
         fl = chroot.flavour(name)
         cluster = make_cluster(site_for(None, name), progress=print)
-        skip = None
-        if fl.in_chroot and not chroot.is_built(chroot.chroot_dir(name, cluster.cfg.chroots_dir)):
-            skip = f"its chroot is not built (elastic-slurm cluster up --flavour {name})"
-        elif not fl.in_chroot and not cluster.status().up:
-            skip = "the bookworm cluster is not up (the matrix never starts it)"
-        if skip:
-            print(f"{name}: skipped: {skip}")
-            results += [matrix.CheckResult(name, c, None, 0.0, skip) for c in matrix.CHECKS]
-            continue
         with ExitStack() as stack:
             if not fl.in_chroot:
                 lock = stack.enter_context(open("/tmp/elastic-slurm-cluster.lock", "a"))
                 fcntl.flock(lock, fcntl.LOCK_EX)
             started = False
-            if not cluster.status().up:
+            if not cluster.healthy(4):
                 t0 = time.monotonic()
-                cluster.up()
+                try:
+                    cluster.up(4)
+                except ElasticSlurmError as exc:
+                    print(f"{name}: cluster up failed: {exc}")
+                    results += [
+                        matrix.CheckResult(name, c, False, 0.0, f"cluster up failed: {exc}")
+                        for c in checks
+                    ]
+                    continue
                 started = True
                 print(f"{name}: cluster up in {time.monotonic() - t0:.1f} s")
             try:
-                results += matrix.run_checks(name, cluster)
+                results += matrix.run_checks(name, cluster, checks)
             finally:
                 if started and not args.keep_up:
                     t0 = time.monotonic()
                     cluster.down()
                     print(f"{name}: cluster down in {time.monotonic() - t0:.1f} s")
     print(matrix.table(results))
+    if args.json:
+        Path(args.json).write_text(json.dumps([r.to_json() for r in results], indent=1) + "\n")
     return 1 if any(r.ok is False for r in results) else 0

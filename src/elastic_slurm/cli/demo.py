@@ -53,7 +53,12 @@ def run(args: argparse.Namespace) -> int:
         )
     console.print(
         f"node counts (controller's polls): {result.node_counts}; "
-        f"(sacct): {result.node_counts_sacct}"
+        "(sacct): "
+        + (
+            str(result.node_counts_sacct)
+            if result.node_counts_sacct is not None
+            else "not recorded (no accounting)"
+        )
     )
     err = "n/a" if result.max_abs_error is None else f"{result.max_abs_error:.3g}"
     console.print(

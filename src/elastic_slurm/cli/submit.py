@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from elastic_slurm import api
-from elastic_slurm.adapter.factory import slurm_for
+from elastic_slurm.adapter.factory import job_python, slurm_for
 from elastic_slurm.config import load_site
 from elastic_slurm.jobspec import load_spec
 from elastic_slurm.protocol.address import default_address
@@ -101,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
         workdir=workdir,
         output=spec.output,
         sized_by=sized_by,
+        python=job_python(site),
         controller=f"http://{default_address(site)}",  # where the site's controller listens
     )
     if args.json:

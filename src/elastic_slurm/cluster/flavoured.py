@@ -11,7 +11,7 @@ differences:
   chroot's Python and its Debian packages (``import elastic_slurm`` works there through a
   ``.pth`` file; pure-Python dependencies Debian lacks are copied from this environment);
 - every daemon is started chrooted (after joining its host's namespaces) and every Slurm
-  command runs through :class:`~elastic_slurm.cluster.chroot_transport.ChrootTransport`;
+  command runs through :class:`~elastic_slurm.adapter.transport.chroot.ChrootTransport`;
 - the munge user is the chroot's; the hosts block goes into the chroot's ``/etc/hosts``;
 - no MariaDB/slurmdbd (``accounting: none``: Slurm 24.11 and later resize without it), and a
   ``cgroup.conf`` that disables the cgroup plugin.
@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 import elastic_slurm
+from elastic_slurm.adapter.transport.chroot import BASE_ENV, ChrootTransport
 from elastic_slurm.cluster import chroot
-from elastic_slurm.cluster.chroot_transport import BASE_ENV, ChrootTransport
 from elastic_slurm.cluster.layout import Layout
 from elastic_slurm.cluster.local import ClusterState, LocalCluster, require_root
 from elastic_slurm.cluster.network import CLONE_NEWNET, CLONE_NEWUTS, HostNet, _libc
@@ -205,6 +205,27 @@ class ChrootCluster(LocalCluster):
     def _prepare_files(self, layout: Layout) -> None:
         super()._prepare_files(layout)
         (layout.etc / "cgroup.conf").write_text(render_cgroup_conf())
+        self._mpi_network()
+
+    def _mpi_network(self) -> None:
+        """Let Open MPI's TCP transport use the nodes' network (the cluster's subnet).
+
+        Debian forky's Open MPI 6.0.0rc2 package ships ``btl_tcp_if_include=lo`` in
+        ``/etc/openmpi/openmpi-mca-params.conf``: ranks on different nodes then find no
+        interface pair ("Unable to find reachable pairing between local and remote
+        interfaces") and MPI across nodes fails. A site sets its own network there; the local
+        cluster sets its subnet (a no-op on trixie, whose file names no interface).
+        """
+        path = self.root / "etc" / "openmpi" / "openmpi-mca-params.conf"
+        if not path.exists():
+            return
+        text = path.read_text()
+        lines = [ln for ln in text.splitlines() if not _sets_tcp_interfaces(ln)]
+        want = f"btl_tcp_if_include={self.cfg.network.subnet}"
+        if text.splitlines() == [*lines, MCA_MARK, want]:
+            return
+        path.write_text("\n".join([*lines, MCA_MARK, want]) + "\n")
+        self.progress(f"Open MPI: {want} in the chroot's {path.relative_to(self.root)}")
 
     def _start_mariadb(self, layout: Layout, state: ClusterState) -> None:
         """No database: accounting is ``none``."""
@@ -237,6 +258,19 @@ class ChrootCluster(LocalCluster):
             self.progress(line)
             done.append(line)
         return done
+
+
+MCA_MARK = "# elastic-slurm: MPI between the local cluster's nodes uses its subnet"
+
+
+def _sets_tcp_interfaces(line: str) -> bool:
+    """Whether an MCA params line chooses the TCP interfaces (ours or the package's).
+
+    >>> _sets_tcp_interfaces("btl_tcp_if_include=lo"), _sets_tcp_interfaces("# note")
+    (True, False)
+    """
+    key = line.split("=", 1)[0].strip()
+    return key in ("btl_tcp_if_include", "btl_tcp_if_exclude") or line.strip() == MCA_MARK
 
 
 def _hosts_from_files_only(root: Path) -> None:

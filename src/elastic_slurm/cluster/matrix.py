@@ -1,85 +1,119 @@
-"""A small integration set run against each cluster flavour: a flavour x test table.
+"""The integration set run against each cluster flavour: a flavour x check table.
 
-Each check drives the flavour's real Slurm through its transport (for a chroot flavour, inside
-the chroot) with the commands elastic-slurm's adapter uses, and reports pass or fail, its wall
-time and a detail line:
+Every check drives the flavour's real Slurm with elastic-slurm's own code, exactly as a user's
+commands do: the site's backend (:func:`~elastic_slurm.adapter.factory.slurm_for`; for a chroot
+flavour its commands run inside the chroot), :func:`elastic_slurm.api.submit` and the elastic
+launcher with the flavour's own Python, Open MPI and mpi4py:
 
-- ``probe``: ``scontrol --version`` and the dialect chosen from it;
-- ``submit``: a 2-node mpi4py job (``srun --mpi=pmix``) whose ranks see each other;
-- ``shrink``: a 4-node job shrunk twice (``NumNodes=3``, then ``NodeList=`` of 2 nodes);
-- ``grow``: a 1-node job grown twice by merge (expander ``salloc --no-shell
-  --dependency=expand:J``, ``NumNodes=0``, ``NumNodes=ALL``); it also records whether the job
-  id stayed the same;
-- ``array``: ``sbatch --array=0-3%2``, every task completes.
+- ``probe``: the capabilities probe and the dialect chosen from the probed version;
+- ``submit``: a malleable 2-node mpi4py job under ``elastic-slurm run``, its ranks on 2 hosts;
+- ``shrink``: a 4-node job shrunk to 3 then 2 nodes (``SlurmBackend.shrink``);
+- ``grow-merge``: a 1-node job grown to 2 then 3 nodes by merge (expander allocations), its job
+  id kept (skipped where the probe finds merges impossible);
+- ``grow-sibling``: a 1-node job grown to 3 by sibling allocations, then shrunk back to 1;
+- ``array``: a 4-task job array with at most 2 running, every task's output present;
+- ``elastic-app``: the demo (:mod:`elastic_slurm.demo.scenario`): heat2d as a malleable job,
+  grown 2->4 and shrunk 4->2 by the controller's policy, its result compared with a rigid run
+  (tolerance 1e-12) and no node left allocated.
 
-Jobs are submitted to the flavour's own cluster and cancelled afterwards; files go to
-``<state_dir>/matrix``, visible at the same path inside the chroot.
+Each resize's wall time is recorded (``timings``). Jobs a check submitted are cancelled after
+it; files go to ``<state_dir>/matrix``, visible at the same path inside a chroot.
 """
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
-from elastic_slurm.adapter.dialect import probe_dialect
-from elastic_slurm.adapter.transport.base import Completed, Transport
+from elastic_slurm import api
+from elastic_slurm.adapter.backend import SlurmBackend
+from elastic_slurm.adapter.capabilities import Capabilities, probe
+from elastic_slurm.adapter.factory import job_python, slurm_for
 from elastic_slurm.cluster.local import LocalCluster
 from elastic_slurm.errors import ElasticSlurmError
+from elastic_slurm.model.request import ElasticRequest, JobKind
+from elastic_slurm.model.snapshot import JobState
 
-CHECKS = ("probe", "submit", "shrink", "grow", "array")
+CHECKS = ("probe", "submit", "shrink", "grow-merge", "grow-sibling", "array", "elastic-app")
 
-_MPI_PROGRAM = (
-    "from mpi4py import MPI; import socket; c = MPI.COMM_WORLD; "
-    "print('rank', c.rank, 'of', c.size, socket.gethostname(), 'sum', c.allreduce(1))"
-)
+_MPI_APP = """\
+from elastic_slurm.mpi_runtime import init
+
+ec = init()
+hosts = sorted(set(ec.hosts()))
+if ec.rank == 0:
+    print(f"MATRIX ranks={ec.size} hosts={','.join(hosts)} sum={ec.comm.allreduce(1)}")
+else:
+    ec.comm.allreduce(1)
+"""
 
 
 class CheckFailed(Exception):
-    """A check saw Slurm do something else than expected (the message says what)."""
+    """A check saw Slurm or the job do something else than expected (the message says what)."""
+
+
+class CheckSkipped(Exception):
+    """A check does not apply to this flavour (the message says why)."""
 
 
 @dataclass
 class CheckResult:
-    """One cell of the table."""
+    """One cell of the table: ``ok`` is True, False, or ``None`` when skipped."""
 
     flavour: str
     check: str
-    ok: bool | None  # None: skipped
+    ok: bool | None
     seconds: float
     detail: str = ""
     timings: dict[str, float] = field(default_factory=dict)
 
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-able dict."""
+        return {
+            "flavour": self.flavour,
+            "check": self.check,
+            "ok": self.ok,
+            "seconds": round(self.seconds, 2),
+            "detail": self.detail,
+            "timings": {k: round(v, 3) for k, v in self.timings.items()},
+        }
 
-class _Slurm:
-    """Slurm commands of one cluster, raising :class:`CheckFailed` on a failed command."""
 
-    def __init__(self, transport: Transport, env: dict[str, str], workdir: Path) -> None:
-        self.transport, self.env, self.workdir = transport, env, workdir
+class _Context:
+    """What the checks share: the backend, the site, a work directory, the jobs to cancel."""
+
+    def __init__(self, cluster: LocalCluster, workdir: Path) -> None:
+        self.site = cluster.site
+        self.slurm: SlurmBackend = slurm_for(cluster.site)
+        self.python = job_python(cluster.site)
+        self.workdir = workdir
         self.jobs: list[int] = []
+        self.caps: Capabilities | None = None
 
-    def run(self, *argv: str, timeout_s: float = 60, ok: bool = True) -> Completed:
-        res = self.transport.run(argv, timeout_s=timeout_s, env=self.env)
-        if ok and res.returncode != 0:
-            raise CheckFailed(f"`{' '.join(argv)}` failed: {(res.stderr or res.stdout).strip()}")
-        return res
-
-    def sbatch(self, *args: str) -> int:
-        out = self.run("sbatch", "--parsable", "-D", str(self.workdir), *args).stdout
-        job = int(out.strip().split(";")[0])
+    def submit(self, name: str, program: Sequence[str], kind: JobKind, **kw: Any) -> int:
+        start = kw.pop("nodes_start", None)
+        pattern = f"{name}-%A_%a.out" if kw.get("array") else f"{name}-%j.out"
+        req = ElasticRequest(
+            program=tuple(program),
+            kind=kind,
+            walltime=timedelta(minutes=5),
+            job_name=f"matrix-{name}",
+            nodes_start=start,
+            **kw,
+        )
+        job = api.submit(
+            req,
+            self.slurm,
+            workdir=self.workdir,
+            output=str(self.workdir / pattern),
+            python=self.python,
+        )
         self.jobs.append(job)
         return job
-
-    def job(self, job: int) -> tuple[str, int, str]:
-        """State, node count and node list (``("", 0, "")`` once squeue forgets the job)."""
-        out = self.run("squeue", "-h", "-j", str(job), "-o", "%T|%D|%N", ok=False).stdout
-        line = out.strip().splitlines()[0] if out.strip() else ""
-        if not line:
-            return "", 0, ""
-        state, count, nodes = line.split("|")
-        return state, int(count), nodes
 
     def wait(self, what: str, pred: Callable[[], bool], timeout_s: float = 60) -> float:
         t0 = time.monotonic()
@@ -89,91 +123,162 @@ class _Slurm:
             time.sleep(0.2)
         return time.monotonic() - t0
 
-    def wait_running(self, job: int) -> None:
-        self.wait(f"job {job} to run", lambda: self.job(job)[0] == "RUNNING")
+    def state(self, job: int) -> JobState | None:
+        rec = self.slurm.job(job)
+        return None if rec is None else rec.model_state
 
-    def cancel_all(self) -> None:
-        for job in self.jobs:
-            self.run("scancel", str(job), ok=False)
+    def running(self, job: int) -> None:
+        self.wait(f"job {job} to run", lambda: self.state(job) is JobState.RUNNING)
 
-
-def _submit(s: _Slurm, timings: dict[str, float]) -> str:
-    # Slurm's pmix plugin when the build has one (forky's 26.05.5 has none), else mpirun
-    listed = s.run("srun", "--mpi=list", ok=False)
-    plugins = listed.stdout + listed.stderr
-    launcher = "srun --mpi=pmix" if "pmix" in plugins else "mpirun -n 2 --map-by node"
-    job = s.sbatch(
-        "-N2", "-o", "submit-%j.out", "--wrap", f'{launcher} python3 -c "{_MPI_PROGRAM}"'
-    )
-    timings["run"] = s.wait(f"job {job} to finish", lambda: s.job(job)[0] == "", timeout_s=60)
-    text = (s.workdir / f"submit-{job}.out").read_text(errors="replace")
-    ranks = re.findall(r"rank (\d) of 2 (\S+) sum 2", text)
-    if len(ranks) != 2 or len({h for _, h in ranks}) != 2:
-        raise CheckFailed(
-            f"{launcher}: expected 2 ranks on 2 hosts summing to 2, output ends:\n{text[-600:]}"
+    def ended(self, job: int, timeout_s: float = 90) -> float:
+        return self.wait(
+            f"job {job} to end",
+            lambda: self.state(job) not in (JobState.PENDING, JobState.RUNNING),
+            timeout_s,
         )
-    return f"{launcher}: 2 ranks on {', '.join(sorted(h for _, h in ranks))}"
+
+    def sleeper(self, name: str, nodes: int) -> int:
+        job = self.submit(name, ("sleep", "300"), JobKind.RIGID, nodes_min=nodes, nodes_max=nodes)
+        self.running(job)
+        return job
+
+    def cleanup(self) -> None:
+        for job in self.jobs:
+            try:
+                self.slurm.cancel_job(job)
+            except ElasticSlurmError:
+                pass
+        self.jobs.clear()
 
 
-def _shrink(s: _Slurm, timings: dict[str, float]) -> str:
-    job = s.sbatch("-N4", "-o", "/dev/null", "--wrap", "sleep 120")
-    s.wait_running(job)
-    t = time.monotonic()
-    s.run("scontrol", "update", f"JobId={job}", "NumNodes=3")
-    timings["to3"] = time.monotonic() - t
-    s.wait("3 nodes", lambda: s.job(job)[1] == 3, 20)
-    keep = s.run("scontrol", "show", "hostnames", s.job(job)[2]).stdout.split()[:2]
-    t = time.monotonic()
-    s.run("scontrol", "update", f"JobId={job}", f"NodeList={','.join(keep)}")
-    timings["to2"] = time.monotonic() - t
-    s.wait("2 nodes", lambda: s.job(job)[1] == 2, 20)
-    s.run("scancel", str(job))
-    return f"4 -> 3 -> 2 nodes ({'+'.join(keep)})"
+def _probe(c: _Context, timings: dict[str, float]) -> str:
+    dialect = c.slurm.dialect()
+    c.caps = probe(c.slurm.transport, preference=c.site.grow_path)
+    if c.caps.dialect.get("series") != dialect.series:
+        raise CheckFailed(f"backend dialect {dialect.series} but probe {c.caps.dialect}")
+    return (
+        f"Slurm {dialect.release} (dialect {dialect.series}); {c.caps.mpi}; grow path "
+        f"{c.caps.grow_path}; resizes: {c.caps.resizes_per_job}"
+    )
 
 
-def _grow(s: _Slurm, timings: dict[str, float]) -> str:
-    job = s.sbatch("-N1", "-o", "/dev/null", "--wrap", "sleep 120")
-    s.wait_running(job)
+def _submit(c: _Context, timings: dict[str, float]) -> str:
+    app = c.workdir / "matrix_app.py"
+    app.write_text(_MPI_APP)
+    job = c.submit(
+        "submit", (str(app),), JobKind.MALLEABLE, nodes_min=1, nodes_max=4, nodes_start=2
+    )
+    timings["run"] = c.ended(job)
+    out = c.workdir / f"submit-{job}.out"
+    text = out.read_text(errors="replace") if out.exists() else "(no output file)"
+    lines = [ln for ln in text.splitlines() if ln.startswith("MATRIX ")]
+    if not lines or "ranks=2" not in lines[0] or "sum=2" not in lines[0]:
+        raise CheckFailed(f"expected 2 ranks summing to 2; output ends:\n{text[-800:]}")
+    hosts = lines[0].split("hosts=")[1].split()[0].split(",")
+    if len(hosts) != 2:
+        raise CheckFailed(f"expected ranks on 2 hosts: {lines[0]}")
+    return f"elastic-slurm run: 2 ranks on {', '.join(hosts)}"
+
+
+def _shrink(c: _Context, timings: dict[str, float]) -> str:
+    job = c.sleeper("shrink", 4)
+    rec = c.slurm.job(job)
+    assert rec is not None
+    first = [rec.batch_host] if rec.batch_host else []
+    order = first + [n for n in rec.nodes if n not in first]
+    for size in (3, 2):
+        t = time.monotonic()
+        after = c.slurm.shrink(job, order[:size])
+        timings[f"to{size}"] = time.monotonic() - t
+        if len(after) != size:
+            raise CheckFailed(f"shrunk to {size} nodes but Slurm reports {list(after)}")
+    return f"4 -> 3 -> 2 nodes ({'+'.join(order[:2])})"
+
+
+def _grow(c: _Context, timings: dict[str, float], path: str) -> str:
+    if path == "merge" and c.caps is not None and c.caps.grow_path != "merge":
+        raise CheckSkipped(f"merges are not possible here: {c.caps.grow_path_reason}")
+    job = c.sleeper(f"grow-{path}", 1)
     for size in (2, 3):
         t = time.monotonic()
-        res = s.run(
-            "salloc",
-            "--no-shell",
-            "-N1",
-            "--exclusive",
-            f"--dependency=expand:{job}",
-            "--immediate=30",
-            timeout_s=60,
-        )
-        m = re.search(r"Granted job allocation (\d+)", res.stderr + res.stdout)
-        if not m:
-            raise CheckFailed(f"salloc granted no allocation: {res.stderr.strip()}")
-        expander = int(m.group(1))
-        s.jobs.append(expander)
-        s.run("scontrol", "update", f"JobId={expander}", "NumNodes=0")
-        s.run("scontrol", "update", f"JobId={job}", "NumNodes=ALL")
-        s.wait(f"{size} nodes", lambda n=size: s.job(job)[1] == n, 20)
+        res = c.slurm.grow(job, 1, path=path, grant_timeout_s=30)  # type: ignore[arg-type]
         timings[f"to{size}"] = time.monotonic() - t
-        s.run("scancel", str(expander), ok=False)
-    same = s.job(job)[0] == "RUNNING"
-    s.run("scancel", str(job))
-    return f"1 -> 2 -> 3 nodes by merge; job id {job} {'kept' if same else 'LOST'}"
+        if len(res.nodes) != size:
+            raise CheckFailed(f"grown to {size} nodes but the job holds {list(res.nodes)}")
+    if c.state(job) is not JobState.RUNNING:
+        raise CheckFailed(f"job {job} is no longer running after the grows")
+    if path == "merge":
+        rec = c.slurm.job(job)
+        if rec is None or len(rec.nodes) != 3:
+            raise CheckFailed(f"Slurm reports job {job} with {rec and list(rec.nodes)}")
+        return f"1 -> 2 -> 3 nodes by merge; job id {job} kept"
+    own = c.slurm.job(job)
+    assert own is not None
+    t = time.monotonic()
+    after = c.slurm.shrink(job, list(own.nodes))
+    timings["back_to1"] = time.monotonic() - t
+    if len(after) != 1 or c.slurm.helpers(job):
+        raise CheckFailed(f"after shrinking off the siblings: {list(after)}, helpers left")
+    return "1 -> 2 -> 3 nodes by sibling allocations, back to 1 (siblings cancelled)"
 
 
-def _array(s: _Slurm, timings: dict[str, float]) -> str:
-    job = s.sbatch("--array=0-3%2", "-N1", "-o", "array-%A_%a.out", "--wrap", "hostname")
-    timings["run"] = s.wait(f"array {job} to finish", lambda: s.job(job)[0] == "", 90)
-    outs = sorted(s.workdir.glob(f"array-{job}_*.out"))
+def _array(c: _Context, timings: dict[str, float]) -> str:
+    job = c.submit(
+        "array",
+        ("hostname",),
+        JobKind.RIGID,
+        nodes_min=1,
+        nodes_max=1,
+        array="0-3",
+        array_max_running=2,
+    )
+
+    seen = {"running": 0, "throttle": set()}
+
+    def done() -> bool:
+        tasks = [j for j in c.slurm.jobs() if (j.array_job_id or j.job_id) == job]
+        seen["throttle"] |= {j.array_throttle for j in tasks if j.array_throttle}
+        live = [j for j in tasks if j.model_state in (JobState.PENDING, JobState.RUNNING)]
+        running = sum(1 for j in live if j.model_state is JobState.RUNNING)
+        seen["running"] = max(seen["running"], running)
+        return not live
+
+    timings["run"] = c.wait(f"array {job} to finish", done, 120)
+    if seen["running"] > 2 or seen["throttle"] - {2}:
+        raise CheckFailed(f"throttle 2 not kept: {seen}")
+    outs = sorted(c.workdir.glob(f"array-{job}_*.out"))
     if len(outs) != 4:
-        raise CheckFailed(f"expected 4 task outputs, found {len(outs)}")
-    return "4 tasks, throttle 2"
+        raise CheckFailed(f"expected 4 task outputs, found {[o.name for o in outs]}")
+    return "4 tasks, at most 2 running, 4 outputs"
 
 
-_RUNNERS: dict[str, Callable[[_Slurm, dict[str, float]], str]] = {
+def _elastic_app(c: _Context, timings: dict[str, float]) -> str:
+    from elastic_slurm.demo.scenario import Demo, DemoOptions
+
+    workdir = c.workdir / "elastic-app"
+    workdir.mkdir(exist_ok=True)
+    result = Demo(c.site, DemoOptions(workdir=workdir, timeout_s=300), say=lambda _m: None).run()
+    for r in result.resizes:
+        timings[f"{r['action']}{r['from']}to{r['to']}"] = r["seconds"]
+    if result.node_counts != [2, 4, 2]:
+        raise CheckFailed(f"heat2d's sizes were {result.node_counts}, expected [2, 4, 2]")
+    if not result.result_matches_rigid or result.leaked_nodes:
+        raise CheckFailed(
+            f"max abs error {result.max_abs_error} (tolerance 1e-12), "
+            f"{result.leaked_nodes} node(s) left allocated"
+        )
+    how = {r["strategy"] for r in result.resizes}
+    return f"heat2d 2 -> 4 -> 2 nodes via {'/'.join(sorted(how))}, result equals the rigid run"
+
+
+_RUNNERS: dict[str, Callable[[_Context, dict[str, float]], str]] = {
+    "probe": _probe,
     "submit": _submit,
     "shrink": _shrink,
-    "grow": _grow,
+    "grow-merge": lambda c, t: _grow(c, t, "merge"),
+    "grow-sibling": lambda c, t: _grow(c, t, "sibling"),
     "array": _array,
+    "elastic-app": _elastic_app,
 }
 
 
@@ -186,29 +291,36 @@ def run_checks(
     """Run ``checks`` against ``cluster`` (which must be up); one result per check.
 
     A check that raises is a failure with the error as its detail; the other checks still run.
+
+    Raises
+    ------
+    ValueError
+        An unknown check name.
     """
+    unknown = [c for c in checks if c not in _RUNNERS]
+    if unknown:
+        raise ValueError(f"unknown check(s) {unknown}: choose from {', '.join(CHECKS)}")
     workdir = cluster.cfg.state_dir / "matrix"
     workdir.mkdir(parents=True, exist_ok=True)
-    s = _Slurm(cluster.transport, cluster.slurm_env, workdir)
+    ctx = _Context(cluster, workdir)
     results = []
     for check in checks:
         timings: dict[str, float] = {}
         t0 = time.monotonic()
+        ok: bool | None
         try:
-            if check == "probe":
-                dialect = probe_dialect(cluster.transport)
-                detail = f"Slurm {dialect.release}, dialect {dialect.series}"
-            else:
-                detail = _RUNNERS[check](s, timings)
+            detail = _RUNNERS[check](ctx, timings)
             ok = True
+        except CheckSkipped as exc:
+            ok, detail = None, str(exc)
         except (CheckFailed, ElasticSlurmError, ValueError, OSError) as exc:
-            ok, detail = False, str(exc)
+            ok, detail = False, f"{type(exc).__name__}: {exc}"
         finally:
-            s.cancel_all()
-            s.jobs.clear()
+            ctx.cleanup()
         res = CheckResult(flavour, check, ok, time.monotonic() - t0, detail, timings)
+        word = {True: "PASS", False: "FAIL", None: "skip"}[ok]
         progress(
-            f"{flavour:<9} {check:<7} {'PASS' if ok else 'FAIL'} {res.seconds:6.1f} s  {detail}"
+            f"{flavour:<9} {check:<12} {word} {res.seconds:6.1f} s  {detail}"
             + (f"  {_fmt(timings)}" if timings else "")
         )
         results.append(res)
@@ -224,7 +336,7 @@ def table(results: Sequence[CheckResult]) -> str:
     flavours = list(dict.fromkeys(r.flavour for r in results))
     checks = list(dict.fromkeys(r.check for r in results))
     cell = {(r.flavour, r.check): r for r in results}
-    width = 12
+    width = max(13, *(len(c) + 2 for c in checks))
     lines = ["flavour   " + "".join(f"{c:<{width}}" for c in checks)]
     for fl in flavours:
         row = f"{fl:<10}"

@@ -208,6 +208,10 @@ class SiteConfig(_Frozen):
         ``SLURM_CONF`` for Slurm's commands (local transport), if not the system's.
     local_cluster
         Set only for the embedded cluster that ``elastic-slurm cluster up`` builds here.
+    python
+        The Python interpreter with elastic-slurm installed, as the nodes see it (what batch
+        scripts run). Default: this interpreter, or the chroot's ``python3`` for a local
+        cluster of a newer flavour (:func:`elastic_slurm.adapter.factory.job_python`).
     """
 
     name: str
@@ -222,6 +226,7 @@ class SiteConfig(_Frozen):
     transport: TransportConfig = LocalTransportConfig()
     controller: ControllerConfig = ControllerConfig()
     local_cluster: LocalClusterConfig | None = None
+    python: str | None = None
     source: str = ""  # the file this config came from (set by the loader)
 
     @model_validator(mode="after")

@@ -72,6 +72,8 @@ def choose_join(
     'spawn'
     >>> choose_join("expand", ["n1", "n2"], "n1", ("Open MPI", (4, 1, 4))).strategy
     'restart'
+    >>> choose_join("expand", ["n1"], "n1", ("Open MPI", (5, 0, 7))).reason[:29]
+    'Open MPI 5.0.7 (PRRTE): live '
     """
     if forced not in (None, "", "auto", SPAWN, RESTART):
         raise ValueError(f"ELASTIC_SLURM_JOIN={forced!r}: use spawn, restart or auto")
@@ -86,6 +88,14 @@ def choose_join(
             "mpirun runs, so the step is checkpointed and restarted on the nodes kept",
         )
     vendor, version = mpi_vendor
+    if vendor == "Open MPI" and version[:1] >= (5,):
+        return JoinChoice(
+            RESTART,
+            f"Open MPI {'.'.join(map(str, version))} (PRRTE): live spawning across nodes is "
+            "unreliable there (PRRTE's daemons corrupted their heap in some multi-node runs, "
+            "SLURM-FACTS.md), so checkpoint-restart is used"
+            + (" (ELASTIC_SLURM_JOIN=spawn cannot be honoured)" if forced == SPAWN else ""),
+        )
     if vendor != "Open MPI" or version[:1] != (4,):
         return JoinChoice(
             RESTART,

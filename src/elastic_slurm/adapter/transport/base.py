@@ -36,6 +36,10 @@ class Transport(abc.ABC):
     ``transient=True`` and ``returncode=None``.
     """
 
+    #: True when commands run on this machine (so checks that need its files, e.g. a test
+    #: spawn or pyslurm, can be made); False for a login node reached over SSH.
+    is_local: bool = True
+
     @abc.abstractmethod
     def run(
         self,

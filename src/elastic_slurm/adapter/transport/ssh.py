@@ -73,6 +73,8 @@ class SSHTransport(Transport):
         unknown or changed (the message says how to add it).
     """
 
+    is_local = False
+
     def __init__(self, cfg: SSHTransportConfig, env: Mapping[str, str] | None = None) -> None:
         self.cfg = cfg
         self.env = {**cfg.remote_env, **(env or {})}

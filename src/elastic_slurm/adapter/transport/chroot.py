@@ -57,6 +57,9 @@ class ChrootTransport(Transport):
         Seconds before a command is killed when a call gives none.
     """
 
+    #: Commands run on this machine (in the chroot): local checks can be made.
+    is_local = True
+
     def __init__(
         self,
         root: Path,
