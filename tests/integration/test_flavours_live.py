@@ -3,8 +3,13 @@
 For a chroot flavour the test brings its cluster up if it is not (``cluster up --flavour``,
 in a separate process so the daemons are not children of pytest) and takes it down again
 only if it started it. It is skipped, with the reason, when the flavour's chroot is not built
-or the tests do not run as root. It never starts or reconfigures the bookworm cluster: for
-bookworm only ``scontrol --version`` of this machine's Slurm is probed.
+or the tests do not run as root; with ``ELASTIC_SLURM_REQUIRE_FLAVOURS=1`` (CI, which builds
+the chroots first) a missing chroot fails instead. The bookworm cluster is the suite's own.
+
+Besides the version, each test checks that the adapter a user gets for the flavour's site
+(:func:`~elastic_slurm.adapter.factory.slurm_for`) acts on the probed dialect: the transport,
+the JSON shape, the number of resizes without slurmdbd (two node-list shrinks in a row), and
+the reconfigure after a node-list shrink (22.05 with select/linear only).
 """
 
 from __future__ import annotations
@@ -17,7 +22,11 @@ from collections.abc import Iterator
 
 import pytest
 
+from elastic_slurm import api
+from elastic_slurm.adapter.capabilities import probe
 from elastic_slurm.adapter.dialect import observed_json_shape, probe_dialect
+from elastic_slurm.adapter.factory import job_python, slurm_for
+from elastic_slurm.adapter.transport.chroot import ChrootTransport
 from elastic_slurm.adapter.transport.local import LocalTransport
 from elastic_slurm.cluster import chroot
 from elastic_slurm.cluster.flavoured import ChrootCluster, make_cluster
@@ -40,6 +49,8 @@ def flavour_cluster(request: pytest.FixtureRequest) -> Iterator[ChrootCluster]:
     assert site.local_cluster is not None
     root = chroot.chroot_dir(name, site.local_cluster.chroots_dir)
     if not chroot.is_built(root):
+        if os.environ.get("ELASTIC_SLURM_REQUIRE_FLAVOURS") == "1":
+            pytest.fail(f"the {name} chroot is not built at {root} (CI builds it first)")
         pytest.skip(
             f"the {name} chroot is not built at {root}: "
             f"run `elastic-slurm cluster up --flavour {name}` (as root) first"
@@ -82,6 +93,60 @@ def test_chroot_flavour_dialect(flavour_cluster: ChrootCluster) -> None:
         assert dialect.resizes_allowed("accounting_storage/none") is None
     finally:
         run(["scancel", job], env=env)
+
+
+def _shrink_twice(slurm, site, workdir) -> tuple[int, list[tuple[str, ...]]]:
+    """A 3-node rigid sleep job shrunk to 2 then 1 node by node list; its sizes."""
+    from datetime import timedelta
+
+    from elastic_slurm.model.request import ElasticRequest, JobKind
+
+    req = ElasticRequest(
+        program=("sleep", "120"),
+        kind=JobKind.RIGID,
+        nodes_min=3,
+        nodes_max=3,
+        walltime=timedelta(minutes=3),
+        job_name="dialect-shrink",
+    )
+    job = api.submit(req, slurm, workdir=workdir, output="/dev/null", python=job_python(site))
+    try:
+        deadline = time.monotonic() + 60
+        while (rec := slurm.job(job)) is None or len(rec.nodes) != 3:
+            assert time.monotonic() < deadline, f"job {job} did not start: {rec}"
+            time.sleep(0.2)
+        order = [rec.batch_host] + [n for n in rec.nodes if n != rec.batch_host]
+        return job, [slurm.shrink(job, order[:2]), slurm.shrink(job, order[:1])]
+    finally:
+        slurm.cancel_job(job)
+
+
+def test_the_flavours_adapter_acts_on_its_dialect(flavour_cluster: ChrootCluster) -> None:
+    name = flavour_cluster.flavour.name
+    site = flavour_cluster.site
+    slurm = slurm_for(site)
+    assert isinstance(slurm.transport, ChrootTransport)  # the chroot's own Slurm commands
+    dialect = slurm.dialect()
+    assert dialect.series == SERIES[name]
+    caps = probe(slurm.transport, preference=site.grow_path, test_spawn=False)
+    assert caps.dialect == dialect.to_json()
+    assert caps.resizes_per_job.startswith("any number") and not caps.warnings
+    workdir = flavour_cluster.cfg.state_dir / "dialect-test"
+    workdir.mkdir(exist_ok=True)
+    _job, sizes = _shrink_twice(slurm, site, workdir)  # no slurmdbd: 22.05 refuses the 2nd
+    assert [len(s) for s in sizes] == [2, 1]
+    assert slurm._shrink_needs_reconfigure is False  # 24.11/26.05: no reconfigure after it
+
+
+def test_bookworm_adapter_acts_on_its_dialect(slurm, shared_tmp) -> None:
+    from elastic_slurm.config import load_site
+
+    dialect = slurm.dialect()
+    assert dialect.series == "22.05"
+    select = slurm.select_type()
+    _job, sizes = _shrink_twice(slurm, load_site(), shared_tmp)  # slurmdbd: any number
+    assert [len(s) for s in sizes] == [2, 1]
+    assert slurm._shrink_needs_reconfigure is (select == "select/linear")
 
 
 def test_bookworm_dialect() -> None:
