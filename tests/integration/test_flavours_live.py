@@ -138,6 +138,20 @@ def test_the_flavours_adapter_acts_on_its_dialect(flavour_cluster: ChrootCluster
     assert slurm._shrink_needs_reconfigure is False  # 24.11/26.05: no reconfigure after it
 
 
+def test_the_flavours_mpi_joins_added_nodes_by_spawn_when_asked(
+    flavour_cluster: ChrootCluster,
+) -> None:
+    """PRRTE (Open MPI 5/6) restarts by default; asked to spawn, with the parent on mpirun's
+    node, it spawns onto nodes merged into the job (the launcher's ``PRTE_MCA_`` settings and
+    :func:`~elastic_slurm.mpi_runtime.probe.spawn_info`) and heat2d ends with the serial result."""
+    from elastic_slurm.cluster.matrix import run_checks
+
+    lines: list[str] = []
+    (res,) = run_checks(flavour_cluster.flavour.name, flavour_cluster, ["spawn-join"], lines.append)
+    assert res.ok is True, lines
+    assert "MPI_Comm_spawn" in res.detail and res.timings["spawn_phase"] > 0
+
+
 def test_bookworm_adapter_acts_on_its_dialect(slurm, shared_tmp) -> None:
     from elastic_slurm.config import load_site
 

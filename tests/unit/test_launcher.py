@@ -58,6 +58,11 @@ BASE_ENV = {
     "OMPI_MCA_plm_rsh_agent": f"{PY} -m elastic_slurm.mpi_runtime.rsh_agent",
     "OMPI_MCA_plm_rsh_no_tree_spawn": "1",
     "OMPI_MCA_orte_leave_session_attached": "1",
+    "PRTE_MCA_plm": "ssh",
+    "PRTE_MCA_plm_ssh_agent": f"{PY} -m elastic_slurm.mpi_runtime.rsh_agent",
+    "PRTE_MCA_plm_ssh_no_tree_spawn": "1",
+    "PRTE_MCA_prte_elastic_mode": "1",
+    "PRTE_MCA_ras": "^slurm",
 }
 ROOT_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from elastic_slurm.mpi_runtime.probe import RESTART, SPAWN, JoinChoice, choose_join
+from elastic_slurm.mpi_runtime.probe import RESTART, SPAWN, JoinChoice, choose_join, spawn_info
 
 OMPI4 = ("Open MPI", (4, 1, 4))
 
@@ -99,10 +99,9 @@ OMPI4 = ("Open MPI", (4, 1, 4))
             ("Open MPI", (5, 0, 3)),
             "spawn",
             JoinChoice(
-                RESTART,
-                "Open MPI 5.0.3 (PRRTE): live spawning across nodes is unreliable there "
-                "(PRRTE's daemons corrupted their heap in some multi-node runs, SLURM-FACTS.md), "
-                "so checkpoint-restart is used (ELASTIC_SLURM_JOIN=spawn cannot be honoured)",
+                SPAWN,
+                "ELASTIC_SLURM_JOIN=spawn on Open MPI 5.0.3 (PRRTE): all 1 rank(s) run on "
+                "mpirun's node n1",
             ),
         ),
         (
@@ -163,3 +162,39 @@ def test_choose_join_bad_action(action: str) -> None:
     with pytest.raises(ValueError) as info:
         choose_join(action, ["n1"], "n1", OMPI4, "restart")
     assert str(info.value) == f"unknown resize action {action!r}"
+
+
+OMPI5 = ("Open MPI", (5, 0, 7))
+
+
+def test_prrte_restarts_by_default_and_spawns_only_when_asked_from_mpiruns_node():
+    default = choose_join("expand", ["n1"], "n1", OMPI5)
+    assert default.strategy == RESTART and "ELASTIC_SLURM_JOIN=spawn to try" in default.reason
+    asked = choose_join("expand", ["n1", "n1"], "n1", OMPI5, "spawn")
+    assert asked.strategy == SPAWN and "PRRTE" in asked.reason
+    spread = choose_join("expand", ["n1", "n2"], "n1", OMPI5, "spawn")
+    assert spread.strategy == RESTART and "n2" in spread.reason
+    assert choose_join("shrink", ["n1"], "n1", OMPI5, "spawn").strategy == RESTART
+
+
+@pytest.mark.parametrize(
+    ("version", "expected"),
+    [
+        ((4, 1, 4), {"add-host": "n3,n4", "host": "n3,n3,n4,n4"}),
+        (
+            (5, 0, 7),
+            {
+                "PMIX_ADD_HOST": "n3,n4",
+                "host": "n3:2,n4:2",
+                "map_by": "slot:oversubscribe",
+                "bind_to": "none",
+            },
+        ),
+        ((6, 0, 0), {"PMIX_ADD_HOST": "n3,n4", "host": "n3:2,n4:2"}),
+    ],
+)
+def test_spawn_info_per_open_mpi_generation(version, expected):
+    info = spawn_info(["n3", "n4"], 2, version)
+    assert {k: info[k] for k in expected} == expected
+    with pytest.raises(ValueError, match="needs hosts"):
+        spawn_info([], 1, version)

@@ -14,7 +14,12 @@ launcher with the flavour's own Python, Open MPI and mpi4py:
 - ``array``: a 4-task job array with at most 2 running, every task's output present;
 - ``elastic-app``: the demo (:mod:`elastic_slurm.demo.scenario`): heat2d as a malleable job,
   grown 2->4 and shrunk 4->2 by the controller's policy, its result compared with a rigid run
-  (tolerance 1e-12) and no node left allocated.
+  (tolerance 1e-12) and no node left allocated;
+- ``spawn-join``: heat2d started on 1 node with ``ELASTIC_SLURM_JOIN=spawn``, grown to 3 nodes
+  (by the probe's grow path) and joined by ``MPI_Comm_spawn`` onto the added nodes (the spawn
+  info of the flavour's Open MPI, :func:`~elastic_slurm.mpi_runtime.probe.spawn_info`), its
+  result compared with the serial computation. On Open MPI 4.1 spawning is the automatic
+  choice for this layout; on 5 and 6 it is the option a user can ask for.
 
 Each resize's wall time is recorded (``timings``). Jobs a check submitted are cancelled after
 it; files go to ``<state_dir>/matrix``, visible at the same path inside a chroot.
@@ -35,10 +40,22 @@ from elastic_slurm.adapter.capabilities import Capabilities, probe
 from elastic_slurm.adapter.factory import job_python, slurm_for
 from elastic_slurm.cluster.local import LocalCluster
 from elastic_slurm.errors import ElasticSlurmError
+from elastic_slurm.jobdir import JobDir
 from elastic_slurm.model.request import ElasticRequest, JobKind
+from elastic_slurm.model.resize_order import AckStatus, ResizeAction, ResizeOrder
 from elastic_slurm.model.snapshot import JobState
+from elastic_slurm.resources import example
 
-CHECKS = ("probe", "submit", "shrink", "grow-merge", "grow-sibling", "array", "elastic-app")
+CHECKS = (
+    "probe",
+    "submit",
+    "shrink",
+    "grow-merge",
+    "grow-sibling",
+    "array",
+    "elastic-app",
+    "spawn-join",
+)
 
 _MPI_APP = """\
 from elastic_slurm.mpi_runtime import init
@@ -271,6 +288,45 @@ def _elastic_app(c: _Context, timings: dict[str, float]) -> str:
     return f"heat2d 2 -> 4 -> 2 nodes via {'/'.join(sorted(how))}, result equals the rigid run"
 
 
+def _spawn_join(c: _Context, timings: dict[str, float]) -> str:
+    path = c.caps.grow_path if c.caps is not None else "sibling"
+    program = (str(example("heat2d.py")), "--n", "256", "--iterations", "1500", "--pace-s", "0.01")
+    job = c.submit(
+        "spawn-join",
+        (*program, "--check", "--report-every", "1000000"),
+        JobKind.MALLEABLE,
+        nodes_min=1,
+        nodes_max=3,
+        nodes_start=1,
+        extra_env=(("ELASTIC_SLURM_JOIN", "spawn"),),
+    )
+    jobdir = JobDir.for_job(c.workdir, job)
+    c.wait("heat2d to launch", lambda: any(e["event"] == "launch" for e in jobdir.events()))
+    t = time.monotonic()
+    grown = c.slurm.grow(job, 2, path=path, grant_timeout_s=30)  # type: ignore[arg-type]
+    timings[f"grow_{path}"] = time.monotonic() - t
+    jobdir.write_order(ResizeOrder(1, ResizeAction.EXPAND, tuple(grown.nodes), time.time()))
+    t = time.monotonic()
+    c.wait("the expand order to be acknowledged", lambda: jobdir.final_ack(1) is not None, 120)
+    timings["join"] = time.monotonic() - t
+    ack = jobdir.final_ack(1)
+    assert ack is not None
+    if ack.status is not AckStatus.DONE or ack.strategy != "spawn" or ack.ranks != 3:
+        raise CheckFailed(f"expand acknowledged as {ack.status.value} by {ack.strategy}: {ack}")
+    timings.update({f"{k}_phase": v for k, v in ack.phases_s.items()})
+    c.ended(job, timeout_s=180)
+    out = c.workdir / f"spawn-join-{job}.out"
+    text = out.read_text(errors="replace") if out.exists() else "(no output file)"
+    summaries = [ln for ln in text.splitlines() if ln.startswith("{")]
+    if not summaries or '"matches_reference": true' not in summaries[-1]:
+        raise CheckFailed(
+            f"heat2d's result does not match the serial one; output ends:\n{text[-800:]}"
+        )
+    if '"ranks": 3' not in summaries[-1]:
+        raise CheckFailed(f"heat2d did not end with 3 ranks: {summaries[-1]}")
+    return f"heat2d 1 -> 3 nodes by {path} + MPI_Comm_spawn, result equals the serial one"
+
+
 _RUNNERS: dict[str, Callable[[_Context, dict[str, float]], str]] = {
     "probe": _probe,
     "submit": _submit,
@@ -279,6 +335,7 @@ _RUNNERS: dict[str, Callable[[_Context, dict[str, float]], str]] = {
     "grow-sibling": lambda c, t: _grow(c, t, "sibling"),
     "array": _array,
     "elastic-app": _elastic_app,
+    "spawn-join": _spawn_join,
 }
 
 

@@ -85,12 +85,24 @@ def mpirun_env(python: str = sys.executable, as_root: bool | None = None) -> dic
     The agent starts each daemon in a Slurm step on its node (so the daemon lands on the right
     node even for nodes added after mpirun started); no tree spawn (each daemon is started from
     mpirun's node); daemons stay attached to their step, so Slurm tracks and ends them.
+
+    Open MPI 4.1 (ORTE) reads the ``OMPI_MCA_`` variables; 5 and 6 (PRRTE) read the ``PRTE_MCA_``
+    ones, and ignore each other's. For PRRTE the same agent is plm ``ssh``'s; besides,
+    ``ras=^slurm`` makes the ``--host`` list (not Slurm's) the daemons' allocation and
+    ``prte_elastic_mode`` lets a spawn add hosts to it: PRRTE 5 (forky) refuses ``PMIX_ADD_HOST``
+    otherwise ("this DVM's allocation is owned by a resource manager"), and PRRTE 3's own
+    Slurm launcher (trixie) failed to start daemons on added nodes (seen here).
     """
     env = {
         "OMPI_MCA_plm": "rsh",
         "OMPI_MCA_plm_rsh_agent": f"{python} -m elastic_slurm.mpi_runtime.rsh_agent",
         "OMPI_MCA_plm_rsh_no_tree_spawn": "1",
         "OMPI_MCA_orte_leave_session_attached": "1",
+        "PRTE_MCA_plm": "ssh",
+        "PRTE_MCA_plm_ssh_agent": f"{python} -m elastic_slurm.mpi_runtime.rsh_agent",
+        "PRTE_MCA_plm_ssh_no_tree_spawn": "1",
+        "PRTE_MCA_prte_elastic_mode": "1",
+        "PRTE_MCA_ras": "^slurm",
     }
     if as_root if as_root is not None else os.geteuid() == 0:
         env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"

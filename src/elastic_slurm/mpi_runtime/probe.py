@@ -10,6 +10,11 @@ Facts behind the rules (SLURM-FACTS.md, and re-seen while building this module):
   leaving it would leave a process on a node Slurm hands to someone else. So every shrink ends
   the MPI step (after a checkpoint) and restarts it on the nodes kept.
 * Checkpoint-restart works for any placement of ranks.
+* Open MPI 5 and 6 (PRRTE): spawning onto added nodes completes, but PRRTE 3.0.8's daemons
+  corrupted their heap in some multi-node runs, so checkpoint-restart is the default there;
+  ``ELASTIC_SLURM_JOIN=spawn`` asks for spawning anyway, honoured under the same placement rule
+  as 4.1 (all ranks on ``mpirun``'s node: the layout that was clean). The spawn's info keys
+  differ (:func:`spawn_info`).
 
 :func:`pmix_support` asks the process's PMIx server (:mod:`.pmix`) what it supports:
 
@@ -74,6 +79,8 @@ def choose_join(
     'restart'
     >>> choose_join("expand", ["n1"], "n1", ("Open MPI", (5, 0, 7))).reason[:29]
     'Open MPI 5.0.7 (PRRTE): live '
+    >>> choose_join("expand", ["n1"], "n1", ("Open MPI", (5, 0, 7)), "spawn").strategy
+    'spawn'
     """
     if forced not in (None, "", "auto", SPAWN, RESTART):
         raise ValueError(f"ELASTIC_SLURM_JOIN={forced!r}: use spawn, restart or auto")
@@ -88,15 +95,15 @@ def choose_join(
             "mpirun runs, so the step is checkpointed and restarted on the nodes kept",
         )
     vendor, version = mpi_vendor
-    if vendor == "Open MPI" and version[:1] >= (5,):
+    if vendor == "Open MPI" and version[:1] >= (5,) and forced != SPAWN:
         return JoinChoice(
             RESTART,
             f"Open MPI {'.'.join(map(str, version))} (PRRTE): live spawning across nodes is "
             "unreliable there (PRRTE's daemons corrupted their heap in some multi-node runs, "
-            "SLURM-FACTS.md), so checkpoint-restart is used"
-            + (" (ELASTIC_SLURM_JOIN=spawn cannot be honoured)" if forced == SPAWN else ""),
+            "SLURM-FACTS.md), so checkpoint-restart is used (ELASTIC_SLURM_JOIN=spawn to try "
+            "spawning)",
         )
-    if vendor != "Open MPI" or version[:1] != (4,):
+    if vendor != "Open MPI" or version[:1] < (4,):
         return JoinChoice(
             RESTART,
             f"{vendor} {'.'.join(map(str, version))}: spawning onto added nodes is "
@@ -116,7 +123,50 @@ def choose_join(
             f"{launch_host}; Open MPI 4.1 spawns reliably only when all ranks run on mpirun's "
             f"node{asked}",
         )
+    if version[:1] >= (5,):
+        return JoinChoice(
+            SPAWN,
+            f"ELASTIC_SLURM_JOIN=spawn on Open MPI {'.'.join(map(str, version))} (PRRTE): all "
+            f"{len(rank_hosts)} rank(s) run on mpirun's node {launch_host}",
+        )
     return JoinChoice(SPAWN, f"all {len(rank_hosts)} rank(s) run on mpirun's node {launch_host}")
+
+
+def spawn_info(
+    new_hosts: Sequence[str], per_node: int, mpi_version: tuple[int, ...]
+) -> dict[str, str]:
+    """The ``MPI_Comm_spawn`` info that places ``per_node`` ranks on each of ``new_hosts``.
+
+    Nodes Slurm added to the job are unknown to ``mpirun``'s daemons, so the info must add
+    them as well as name them. Open MPI 4.1 (ORTE): ``add-host`` and ``host`` with each name
+    once per rank. Open MPI 5 and 6 (PRRTE): ``add-host`` is deprecated for ``PMIX_ADD_HOST``,
+    and a bare ``nX`` in ``host`` means one slot, so ``host`` lists ``nX:k``; ``map_by``
+    ``slot:oversubscribe`` and ``bind_to`` ``none`` keep PRRTE from refusing more ranks than
+    cores on small nodes (SLURM-FACTS.md).
+
+    >>> spawn_info(["n3", "n4"], 2, (4, 1, 4))
+    {'add-host': 'n3,n4', 'host': 'n3,n3,n4,n4'}
+    >>> spawn_info(["n3"], 2, (5, 0, 7))["host"]
+    'n3:2'
+
+    Raises
+    ------
+    ValueError
+        No host, or ``per_node`` < 1.
+    """
+    if not new_hosts or per_node < 1:
+        raise ValueError(f"a spawn needs hosts and >= 1 rank per node: {new_hosts}, {per_node}")
+    if tuple(mpi_version[:1]) >= (5,):
+        return {
+            "PMIX_ADD_HOST": ",".join(new_hosts),
+            "host": ",".join(f"{h}:{per_node}" for h in new_hosts),
+            "map_by": "slot:oversubscribe",
+            "bind_to": "none",
+        }
+    return {
+        "add-host": ",".join(new_hosts),
+        "host": ",".join(h for h in new_hosts for _ in range(per_node)),
+    }
 
 
 @dataclass(frozen=True)

@@ -63,7 +63,7 @@ from elastic_slurm.mpi_runtime.data import (
 )
 from elastic_slurm.mpi_runtime.distribution import BlockRows
 from elastic_slurm.mpi_runtime.layout import Layout, current_layout
-from elastic_slurm.mpi_runtime.probe import SPAWN, choose_join
+from elastic_slurm.mpi_runtime.probe import SPAWN, choose_join, spawn_info
 from elastic_slurm.mpi_runtime.redistribute import redistribute_rows
 from elastic_slurm.protocol.client import RefusedError
 
@@ -514,8 +514,8 @@ class ElasticComm:
         nprocs = len(new_hosts) * self.ntasks_per_node
         t0 = time.monotonic()
         info = MPI.Info.Create()
-        info.Set("add-host", ",".join(new_hosts))
-        info.Set("host", ",".join(h for h in new_hosts for _ in range(self.ntasks_per_node)))
+        for key, value in spawn_info(new_hosts, self.ntasks_per_node, MPI.get_vendor()[1]).items():
+            info.Set(key, value)
         script = os.path.abspath(sys.argv[0])
         inter = self.comm.Spawn(
             sys.executable, [script, *sys.argv[1:]], maxprocs=nprocs, info=info, root=0
