@@ -130,6 +130,10 @@ def test_the_flavours_adapter_acts_on_its_dialect(flavour_cluster: ChrootCluster
     assert dialect.series == SERIES[name]
     caps = probe(slurm.transport, preference=site.grow_path, test_spawn=False)
     assert caps.dialect == dialect.to_json()
+    # the probe left this process's Slurm alone: children still see os.environ's SLURM_CONF
+    # (an imported pyslurm was once re-initialised with the flavour's file here)
+    seen = subprocess.run(["sh", "-c", 'echo "$SLURM_CONF"'], capture_output=True, text=True)
+    assert seen.stdout.strip() == os.environ.get("SLURM_CONF", "")
     assert caps.resizes_per_job.startswith("any number") and not caps.warnings
     workdir = flavour_cluster.cfg.state_dir / "dialect-test"
     workdir.mkdir(exist_ok=True)

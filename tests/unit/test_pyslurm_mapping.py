@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import os
 import sys
 import types
 import weakref
@@ -395,3 +396,40 @@ def test_pyslurm_is_never_used_over_ssh():
 
 def test_cli_backend_by_default():
     assert isinstance(slurm_for(SiteConfig(name="x")), SlurmCLI)
+
+
+def test_an_imported_pyslurm_is_not_reinitialised_for_another_slurm(fake_pyslurm, monkeypatch):
+    """Probing a newer flavour's Slurm from a process that uses pyslurm for 22.05 must leave
+    libslurm alone (it re-initialised it with the other Slurm's file, seen in CI)."""
+    module, conf = fake_pyslurm
+    monkeypatch.setattr(pyslurm_backend.importlib.metadata, "version", lambda name: "22.5.3")
+    ok, why = pyslurm_available((26, 5, 5), conf)
+    assert not ok and "26.05.5" in why
+    assert module.calls == []
+
+
+def _c_getenv(name: str) -> str | None:
+    libc = ctypes.CDLL(None)
+    libc.getenv.restype = ctypes.c_char_p
+    value = libc.getenv(name.encode())
+    return None if value is None else value.decode()
+
+
+@pytest.mark.parametrize("before", ["/etc/slurm/slurm.conf", None])
+def test_reinitialising_libslurm_keeps_the_process_environment(fake_pyslurm, monkeypatch, before):
+    """libslurm's slurm_init() setenv()s SLURM_CONF behind os.environ's back; children started
+    without an explicit environment then drove the other Slurm (squeue hung in CI)."""
+    module, conf = fake_pyslurm
+
+    def slurm_init(path=None):  # what libslurm does (checked with the real one)
+        module.calls.append(("init", path))
+        os.putenv("SLURM_CONF", str(path))
+
+    module.slurm_init = slurm_init
+    if before is None:
+        monkeypatch.delenv("SLURM_CONF", raising=False)
+    else:
+        monkeypatch.setenv("SLURM_CONF", before)
+    assert pyslurm_available((22, 5, 8), conf)[0]
+    assert module.calls == ["fini", ("init", str(conf))]
+    assert _c_getenv("SLURM_CONF") == before

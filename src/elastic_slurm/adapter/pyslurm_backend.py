@@ -161,18 +161,19 @@ def pyslurm_available(
             f"is {shown}: the command-line tools are used"
         )
 
+    if "pyslurm" not in sys.modules and importlib.util.find_spec("pyslurm") is None:
+        return False, (
+            "pyslurm is not installed (optional: install the pyslurm wheel built for "
+            f"Slurm {slurm_version[0]}.{slurm_version[1]:02d})"
+        )
+    try:  # check the version first: libslurm is neither loaded nor re-initialised for
+        # another Slurm (imported already, it would be re-initialised with that Slurm's file)
+        why = mismatch(importlib.metadata.version("pyslurm"))
+    except importlib.metadata.PackageNotFoundError:
+        why = None  # importable without metadata (a source tree): checked after import
+    if why:
+        return False, why
     if "pyslurm" not in sys.modules:
-        if importlib.util.find_spec("pyslurm") is None:
-            return False, (
-                "pyslurm is not installed (optional: install the pyslurm wheel built for "
-                f"Slurm {slurm_version[0]}.{slurm_version[1]:02d})"
-            )
-        try:  # check the version before importing: nothing is loaded for another Slurm
-            why = mismatch(importlib.metadata.version("pyslurm"))
-        except importlib.metadata.PackageNotFoundError:
-            why = None  # importable without metadata (a source tree): checked after import
-        if why:
-            return False, why
         conf = _conf_path(slurm_conf)
         if not Path(conf).is_file():
             return False, (
@@ -247,6 +248,14 @@ def _pyslurm(slurm_conf: str | os.PathLike[str] | None) -> ModuleType:
             pyslurm = sys.modules["pyslurm"]
             pyslurm.slurm_fini()
             pyslurm.slurm_init(conf)
+            # slurm_init() setenv()s SLURM_CONF behind os.environ's back (seen here): child
+            # processes started without an explicit environment would then talk to that
+            # Slurm. Put the process's environment back as os.environ has it.
+            before = os.environ.get("SLURM_CONF")
+            if before is None:
+                os.unsetenv("SLURM_CONF")
+            else:
+                os.putenv("SLURM_CONF", before)
         _init_conf = conf
         log.debug("libslurm initialised with %s", conf)
         return pyslurm
