@@ -16,10 +16,11 @@ launcher with the flavour's own Python, Open MPI and mpi4py:
   grown 2->4 and shrunk 4->2 by the controller's policy, its result compared with a rigid run
   (tolerance 1e-12) and no node left allocated;
 - ``spawn-join``: heat2d started on 1 node with ``ELASTIC_SLURM_JOIN=spawn``, grown to 3 nodes
-  (by the probe's grow path) and joined by ``MPI_Comm_spawn`` onto the added nodes (the spawn
-  info of the flavour's Open MPI, :func:`~elastic_slurm.mpi_runtime.probe.spawn_info`), its
-  result compared with the serial computation. On Open MPI 4.1 spawning is the automatic
-  choice for this layout; on 5 and 6 it is the option a user can ask for.
+  (by the grow path of the ``probe`` check, by sibling when it did not run) and joined by
+  ``MPI_Comm_spawn`` onto the added nodes (the spawn info of the flavour's Open MPI,
+  :func:`~elastic_slurm.mpi_runtime.probe.spawn_info`), its result compared with the serial
+  computation. On Open MPI 4.1 spawning is the automatic choice for this layout; on 5 and 6
+  it is the option a user can ask for.
 
 Each resize's wall time is recorded (``timings``). Jobs a check submitted are cancelled after
 it; files go to ``<state_dir>/matrix``, visible at the same path inside a chroot.
