@@ -78,3 +78,43 @@ class ResizeError(ElasticSlurmError):
 
 class PolicyError(ElasticSlurmError):
     """A policy plugin could not be found, loaded or configured."""
+
+
+class SlurmUnavailableError(SlurmCommandError):
+    """slurmctld did not answer: Slurm's view is unknown, which is not the same as empty.
+
+    Raised by a backend when a query exits non-zero because the controller is unreachable, or
+    exits 0 with a non-empty ``errors`` list (``squeue --json`` does that when slurmctld is
+    down), or when pyslurm returns a communication error. The controller stops deciding while
+    it sees this; user commands print one line and exit with Slurm's own code for it (1).
+    """
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        returncode: int | None,
+        stdout: str,
+        stderr: str,
+        *,
+        reason: str | None = None,
+    ) -> None:
+        super().__init__(
+            argv,
+            returncode,
+            stdout,
+            stderr,
+            transient=True,
+            reason=reason or "the Slurm controller (slurmctld) did not answer",
+        )
+
+
+class JobInputError(ElasticSlurmError):
+    """Something a job wrote (a file in its directory, a protocol message) is unusable.
+
+    The controller leaves that job out of the cycle, journals and logs the reason, and goes on
+    with the others. ``job_id`` names the job; the message names the file or field.
+    """
+
+    def __init__(self, job_id: int | None, message: str) -> None:
+        self.job_id = job_id
+        super().__init__(f"job {job_id}: {message}" if job_id is not None else message)
