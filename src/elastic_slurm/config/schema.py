@@ -154,6 +154,37 @@ class ControllerConfig(_Frozen):
     operators: tuple[str, ...] = ("root",)
     sizes_moldable: bool = False
     policy: PolicyConfig = PolicyConfig()
+    #: Where the journal (SQLite) lives; ``controller run --journal`` overrides it.
+    journal: Path = Path("/var/lib/elastic-slurm/controller/journal.sqlite")
+    #: Cap on every duration a user supplies (grace periods, deadlines): longer ones are refused
+    #: at submission and clamped when read back from Slurm (seconds).
+    max_grace_period_s: float = Field(3600.0, gt=0, le=7 * 86400)
+    #: How long a user command keeps retrying a transient Slurm error before it gives up, and
+    #: the controller's wait between checks while slurmctld does not answer (seconds). The
+    #: controller itself never gives up on an outage: it stops deciding until Slurm is back.
+    slurm_retry_s: float = Field(20.0, gt=0, le=3600)
+    slurm_outage_poll_s: float = Field(5.0, gt=0, le=300)
+    #: A size set by hand (``elastic-slurm resize``) is left alone by the policy this long.
+    manual_hold_s: float = Field(600.0, ge=0, le=7 * 86400)
+    #: The controller stops (exit 1, for the service manager to restart it with back-off) after
+    #: this many cycles in a row ended with an unexpected error.
+    max_failed_cycles: int = Field(20, ge=1, le=10_000)
+    #: Largest request body the protocol server reads (bytes); larger ones get 413.
+    max_body_bytes: int = Field(65536, ge=1024, le=16 * 1024 * 1024)
+    #: TLS for the protocol server (PEM files of the site's certificate and key); both or none.
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    #: Prometheus metrics (``host:port``; ``None``: not served).
+    metrics_address: str | None = Field(None, pattern=r"^[^\s:]+:\d{1,5}$")
+    #: ``debug``, ``info``, ``warning`` or ``error``; ``json`` logs one JSON object a line.
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    log_format: Literal["text", "json"] = "text"
+
+    @model_validator(mode="after")
+    def _tls_pair(self) -> ControllerConfig:
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise ValueError("tls_cert and tls_key go together: give both or neither")
+        return self
 
 
 class LocalTransportConfig(_Frozen):
