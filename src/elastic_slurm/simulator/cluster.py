@@ -58,6 +58,7 @@ from elastic_slurm.model.snapshot import (
 )
 from elastic_slurm.model.speedup import NoResizeCost
 from elastic_slurm.model.triggers import TriggerKind
+from elastic_slurm.plugins import legality
 from elastic_slurm.simulator.engine import EventKind, EventQueue
 from elastic_slurm.simulator.workload import SimJob
 
@@ -363,6 +364,7 @@ class VirtualCluster:
         self._pending_views: tuple[JobView, ...] | None = ()
         self._running_views: tuple[JobView, ...] | None = ()
         self._idle: tuple[str, ...] | None = None
+        self._last_snapshot: SimSnapshot | None = None
 
     # ------------------------------------------------------------------ snapshots
     def snapshot(self, now_s: float) -> SimSnapshot:
@@ -386,7 +388,9 @@ class VirtualCluster:
         idle = self._idle
         if idle is None:
             idle = self._idle = tuple(self.free)
-        return SimSnapshot(now_s, pending, running, idle, self.names)
+        snap = SimSnapshot(now_s, pending, running, idle, self.names)
+        self._last_snapshot = snap
+        return snap
 
     def _dirty(self, job: _Job) -> None:
         """The job's running view must be rebuilt."""
@@ -668,23 +672,38 @@ class VirtualCluster:
     def apply(self, decisions: Iterable[Decision], policy_name: str, now_s: float) -> None:
         """Carry out a policy's decisions (semantics and errors: see the module docstring).
 
+        Legality is judged by :func:`elastic_slurm.plugins.legality.check`, the function the
+        live controller calls too; the decisions before the first illegal one are carried out.
+
         Raises
         ------
         PolicyError
             For a decision that breaks the rules, naming the policy, the decision and why.
         """
-        for d in decisions:
-            kind = type(d)
-            if kind is Start:
-                if type(d.nodes) is not int:  # type: ignore[union-attr]
-                    self._refuse(policy_name, d, now_s, "the node count must be an int")
-                self._apply_start(d, policy_name, now_s)  # type: ignore[arg-type]
-            elif kind is Expand or kind is Shrink:
-                if type(d.count) is not int:  # type: ignore[union-attr]
-                    self._refuse(policy_name, d, now_s, "the node count must be an int")
-                self._apply_resize(d, policy_name, now_s)  # type: ignore[arg-type]
+        verdicts = legality.check(
+            self._current_snapshot(now_s), decisions, releasing=self.promised - self.claimed
+        )
+        for v in verdicts:
+            d = v.decision
+            if not v.legal:
+                self._refuse(policy_name, d, now_s, v.reason)
+            if type(d) is Start:
+                self._apply_start(d, now_s)
             else:
-                self._refuse(policy_name, d, now_s, "this is not a Start, Expand or Shrink")
+                self._apply_resize(d, now_s)  # type: ignore[arg-type]
+
+    def _current_snapshot(self, now_s: float) -> SimSnapshot:
+        """The snapshot of ``now_s``: the last one made, if nothing changed since."""
+        last = self._last_snapshot
+        if (
+            last is not None
+            and last.time_s == now_s
+            and last._pending is self._pending_views  # type: ignore[attr-defined]
+            and last._running is self._running_views  # type: ignore[attr-defined]
+            and last._idle is self._idle  # type: ignore[attr-defined]
+        ):
+            return last
+        return self.snapshot(now_s)
 
     def end_cycle(self) -> None:
         """After a policy cycle: non-blocking requests it saw lapse if not served."""
@@ -700,44 +719,9 @@ class VirtualCluster:
     def _refuse(self, policy: str, d: Any, now_s: float, why: str) -> None:
         raise PolicyError(f"policy {policy!r} decided {d!r} at t={now_s:g} s: {why}")
 
-    def _available(self) -> int:
-        return len(self.free) + self.promised - self.claimed
-
-    def _apply_start(self, d: Start, policy: str, now_s: float) -> None:
-        job = self.by_id.get(d.job_id)
-        if job is None or d.job_id not in self.pending:
-            self._refuse(policy, d, now_s, f"job {d.job_id} is not pending")
-        assert job is not None
-        spec = job.spec
+    def _apply_start(self, d: Start, now_s: float) -> None:
+        job = self.by_id[d.job_id]
         n = d.nodes
-        if spec.kind in (JobKind.RIGID, JobKind.EVOLVING):
-            if n != spec.nodes_requested:
-                self._refuse(
-                    policy,
-                    d,
-                    now_s,
-                    f"a {spec.kind} job starts at its requested size, {spec.nodes_requested}",
-                )
-        elif not spec.nodes_min <= n <= spec.nodes_max:
-            self._refuse(
-                policy,
-                d,
-                now_s,
-                f"the size must be within the job's range {spec.nodes_min}-{spec.nodes_max}",
-            )
-        available = self._available()
-        if n > available:
-            self._refuse(
-                policy,
-                d,
-                now_s,
-                f"it needs {n} node(s) but only {len(self.free)} are idle"
-                + (
-                    f" and {self.promised - self.claimed} more are being released"
-                    if self.promised
-                    else ""
-                ),
-            )
         del self.pending[d.job_id]
         self._pending_views = None
         have = min(n, len(self.free))
@@ -752,44 +736,10 @@ class VirtualCluster:
         self.claims.append(job)
         self.in_flight += 1
 
-    def _apply_resize(self, d: Expand | Shrink, policy: str, now_s: float) -> None:
-        job = self.by_id.get(d.job_id)
-        if job is None or job.state != _RUNNING:
-            self._refuse(policy, d, now_s, f"job {d.job_id} is not running")
-        assert job is not None
+    def _apply_resize(self, d: Expand | Shrink, now_s: float) -> None:
+        job = self.by_id[d.job_id]
         spec = job.spec
-        if job.resize or job.claim:
-            self._refuse(policy, d, now_s, "the job is already resizing")
-        if d.count < 1:
-            self._refuse(policy, d, now_s, "the count must be at least 1")
         grow = type(d) is Expand
-        if spec.kind is JobKind.EVOLVING:
-            wanted = job.request if grow else -job.request
-            if wanted <= 0 or d.count > wanted:
-                self._refuse(
-                    policy,
-                    d,
-                    now_s,
-                    "an evolving job is resized only to serve its request "
-                    f"(it asks for {job.request:+d} node(s))",
-                )
-        elif spec.kind is not JobKind.MALLEABLE:
-            self._refuse(policy, d, now_s, f"a {spec.kind} job cannot be resized while it runs")
-        new = job.size + d.count if grow else job.size - d.count
-        if not spec.nodes_min <= new <= spec.nodes_max:
-            self._refuse(
-                policy,
-                d,
-                now_s,
-                f"the job would have {new} node(s), outside its range "
-                f"{spec.nodes_min}-{spec.nodes_max}",
-            )
-        if grow:
-            available = self._available()
-            if d.count > available:
-                self._refuse(
-                    policy, d, now_s, f"it needs {d.count} node(s) but only {available} are free"
-                )
         if spec.kind is JobKind.EVOLVING:
             job.request += -d.count if grow else d.count
             if job.request == 0:
