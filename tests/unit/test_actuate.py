@@ -53,11 +53,16 @@ def test_repeated_start_decisions_are_journaled_once() -> None:
     from elastic_slurm.controller.actuate import Actuator
     from elastic_slurm.controller.journal import Journal
     from elastic_slurm.model.decisions import Start
+    from elastic_slurm.model.request import JobKind
+    from elastic_slurm.model.snapshot import ClusterSnapshot, JobState, JobView, NodeState, NodeView
 
+    waiting = JobView(7, JobKind.MOLDABLE, JobState.PENDING, (), 2, 1, 4, 0.0)
+    nodes = tuple(NodeView(f"n{i}", NodeState.IDLE) for i in range(1, 5))
+    snap = ClusterSnapshot(0.0, (waiting,), nodes)
     journal = Journal()
     actuator = Actuator(slurm=None, journal=journal)  # type: ignore[arg-type]  # Start: no Slurm
     for _ in range(3):
-        actuator.apply([Start(7, 2, "fits")], {})
-    actuator.apply([Start(7, 3, "more room")], {})
+        actuator.apply([Start(7, 2, "fits")], {}, snapshot=snap)
+    actuator.apply([Start(7, 3, "more room")], {}, snapshot=snap)
     starts = [(r["job_id"], r["count"]) for r in journal.records if r["decision"] == "Start"]
     assert starts == [(7, 2), (7, 3)]

@@ -1,6 +1,13 @@
 """Carry out a policy's decisions on live Slurm and follow each resize to its end.
 
-One resize per job at a time, as a small state machine driven by the job's acknowledgements:
+Decisions are judged first (:func:`elastic_slurm.plugins.legality.check`, the function the
+simulator calls too): an illegal one (a rigid job resized, a size outside the job's range, a
+second resize of a job, more nodes than are free...) is refused: journaled (a ``refused``
+record: job, decision, reason), logged as a warning, counted
+(:func:`elastic_slurm.controller.metrics.decision`), and never sent to Slurm.
+
+One resize per job at a time, as a state machine driven by the job's acknowledgements (its
+phases and the one table of their transitions: :mod:`elastic_slurm.controller.resize_state`):
 
 * **expand**: grow the allocation (expander merge), then order the job onto the new node list,
   then wait for its ``done`` acknowledgement;
@@ -41,14 +48,18 @@ from typing import Any
 from elastic_slurm.adapter.backend import GrowPath, SlurmBackend, helper_parent
 from elastic_slurm.adapter.parse import SlurmJob
 from elastic_slurm.adapter.tags import decode
+from elastic_slurm.controller import metrics
 from elastic_slurm.controller.journal import Journal, ResizeRow
+from elastic_slurm.controller.observe import snapshot
+from elastic_slurm.controller.resize_state import ResizeEvent, ResizePhase, transition
 from elastic_slurm.controller.starts import Starts
 from elastic_slurm.errors import ResizeError, SlurmCommandError
 from elastic_slurm.jobdir import JobDir
 from elastic_slurm.model.decisions import Decision, Expand, Shrink, Start
 from elastic_slurm.model.offer import AnswerKind, Offer, final_count
 from elastic_slurm.model.resize_order import AckStatus, ResizeAction, ResizeOrder
-from elastic_slurm.model.snapshot import JobState
+from elastic_slurm.model.snapshot import ClusterSnapshot, JobState
+from elastic_slurm.plugins import legality
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +102,7 @@ class Resize:
     target: tuple[str, ...]
     jobdir: JobDir
     decided_at: float
-    phase: str
+    phase: ResizePhase
     reason: str = ""
     phases_s: dict[str, float] = field(default_factory=dict)
     overdue: bool = False
@@ -176,17 +187,37 @@ class Actuator:
         jobs: Mapping[int, SlurmJob],
         held: Mapping[int, tuple[str, ...]] | None = None,
         progress: Mapping[int, Any] | None = None,
-    ) -> None:
-        """Start carrying out ``decisions``.
+        *,
+        snapshot: ClusterSnapshot | None = None,
+    ) -> list[legality.Verdict]:
+        """Judge ``decisions``, refuse the illegal ones, and start carrying out the others.
 
         ``jobs`` is this cycle's Slurm view by id; ``held`` each running job's nodes, its
         sibling allocations' included (default: the job's own); ``progress`` the jobs' open
         evolving requests (:class:`~elastic_slurm.controller.observe.Progress`): a request that
-        a decision serves is answered with the order's number.
+        a decision serves is answered with the order's number. ``snapshot`` is what the policy
+        decided on; without it, one is made from ``jobs`` and Slurm's nodes (one more call to
+        Slurm), with the resizes under way as resizing.
+
+        Returns
+        -------
+        list[legality.Verdict]
+            Each decision with its verdict, in order.
+
+        Raises
+        ------
+        SlurmCommandError
+            Only without ``snapshot``: Slurm's nodes could not be read (nothing was done).
         """
         held = held or {}
         progress = progress or {}
-        for d in decisions:
+        snap = snapshot if snapshot is not None else self._snapshot(jobs, progress)
+        verdicts = legality.check(snap, decisions)
+        for verdict in verdicts:
+            d = verdict.decision
+            if not verdict.legal:
+                self._refuse(d, verdict.reason)
+                continue
             if isinstance(d, Start):
                 self.starts.apply(d, jobs.get(d.job_id))
                 continue
@@ -220,6 +251,45 @@ class Actuator:
                         self.in_flight[job.job_id].seq,
                         f"served by {type(d).__name__} of {d.count} ({d.reason})",
                     )
+        return verdicts
+
+    def _snapshot(
+        self, jobs: Mapping[int, SlurmJob], progress: Mapping[int, Any]
+    ) -> ClusterSnapshot:
+        return snapshot(
+            list(jobs.values()), self.slurm.nodes(), resizing=set(self.in_flight), progress=progress
+        )
+
+    def _refuse(self, d: Any, reason: str) -> None:
+        """An illegal decision: journaled, logged and counted; nothing is sent to Slurm."""
+        kind = type(d).__name__
+        job_id = getattr(d, "job_id", None)
+        count = getattr(d, "count", getattr(d, "nodes", None))
+        self.journal.write(
+            "refused",
+            job_id=job_id if isinstance(job_id, int) else None,
+            decision=kind,
+            count=count if isinstance(count, int) else None,
+            reason=reason,
+            policy_reason=str(getattr(d, "reason", "")),
+        )
+        log.warning("refused %r: %s", d, reason)
+        metrics.decision(kind, False)
+
+    def _move(self, r: Resize, event: ResizeEvent, **changes: Any) -> None:
+        """Move ``r`` to its next phase (by the one table) and journal it with ``changes``."""
+        r.phase = transition(r.phase, event)
+        if r.phase is not ResizePhase.CLOSED:
+            self.journal.update_resize(r.job_id, r.seq, phase=r.phase.value, **changes)
+        elif changes:
+            self.journal.update_resize(r.job_id, r.seq, **changes)
+
+    def _close_row(
+        self, job_id: int, seq: int, action: str, outcome: str, phases_s: Mapping[str, float]
+    ) -> None:
+        """Close a journaled resize with ``outcome`` and count it (the one place for both)."""
+        self.journal.close_resize(job_id, seq, outcome)
+        metrics.resize(action, outcome, dict(phases_s))
 
     def _jobdir(self, job: SlurmJob) -> JobDir:
         return JobDir.for_job(job.workdir, job.job_id)
@@ -230,7 +300,9 @@ class Actuator:
         seq = jobdir.last_order_seq() + 1
         # journaled before Slurm is asked, so a restarted controller knows to look for a grant
         self.journal.open_resize(
-            ResizeRow(job.job_id, seq, "expand", "granting", nodes, (), decided, d.reason)
+            ResizeRow(
+                job.job_id, seq, "expand", ResizePhase.GRANTING.value, nodes, (), decided, d.reason
+            )
         )
         try:
             grown = self.slurm.grow(
@@ -238,15 +310,17 @@ class Actuator:
             )
         except ResizeError as exc:
             log.warning("job %d: expansion by %d failed: %s", job.job_id, d.count, exc)
-            self.journal.close_resize(job.job_id, seq, "failed")
+            transition(ResizePhase.GRANTING, ResizeEvent.ABORTED)
+            self._close_row(job.job_id, seq, "expand", "failed", {})
             self.journal.write(
                 "outcome", job_id=job.job_id, action="expand", ok=False, message=str(exc)
             )
             return
+        phase = transition(ResizePhase.GRANTING, ResizeEvent.GRANTED)
         self.journal.update_resize(
             job.job_id,
             seq,
-            phase="ordering",
+            phase=phase.value,
             target=grown.nodes,
             helper=grown.helper_id,
             phases_s={"grant": grown.elapsed_s},
@@ -267,7 +341,7 @@ class Actuator:
             grown.nodes,
             jobdir,
             decided,
-            phase="ordering",
+            phase=phase,
             reason=d.reason,
             phases_s={"grant": grown.elapsed_s},
             grace_s=_grace(job),
@@ -288,7 +362,7 @@ class Actuator:
                 job.job_id,
                 seq,
                 "shrink",
-                "ordering",
+                ResizePhase.ORDERING.value,
                 nodes,
                 keep,
                 time.time(),
@@ -303,7 +377,7 @@ class Actuator:
             keep,
             jobdir,
             time.time(),
-            phase="ordering",
+            phase=ResizePhase.ORDERING,
             reason=d.reason,
             grace_s=_grace(job),
         )
@@ -347,8 +421,8 @@ class Actuator:
             hosts=list(hosts),
             final=final,
         )
-        r.offer, r.since, r.phase = offer, now, "offered"
-        self.journal.update_resize(r.job_id, r.seq, phase="offered", target=r.target)
+        r.offer, r.since = offer, now
+        self._move(r, ResizeEvent.OFFERED, target=r.target)
         log.info(
             "job %d: %soffer %d: %s %d node(s) (%s)",
             r.job_id,
@@ -369,16 +443,16 @@ class Actuator:
         now = time.time()
         if r.action is ResizeAction.SHRINK:
             r.jobdir.write_order(ResizeOrder(r.seq, ResizeAction.SHRINK, r.target, now))
-            r.phase = "awaiting_vacate"
+            event = ResizeEvent.SHRINK_ORDERED
             log.info("job %d: order %d: shrink to %s", r.job_id, r.seq, ",".join(r.target))
         else:
             r.jobdir.write_order(
                 ResizeOrder(r.seq, ResizeAction.EXPAND, r.target, now, phases_s=dict(r.phases_s))
             )
-            r.phase = "awaiting_done"
+            event = ResizeEvent.EXPAND_ORDERED
             log.info("job %d: order %d: expand to %s", r.job_id, r.seq, ",".join(r.target))
         r.since = now
-        self.journal.update_resize(r.job_id, r.seq, phase=r.phase, target=r.target)
+        self._move(r, event, target=r.target)
         self.journal.write(
             "order", job_id=r.job_id, seq=r.seq, action=r.action.value, nodes=list(r.target)
         )
@@ -434,7 +508,9 @@ class Actuator:
         if r.action is ResizeAction.EXPAND:
             self._give_back(r, r.before)
         log.info("job %d: %s; it keeps its size", r.job_id, message)
-        return self._close(r, ok=False, after=r.before, message=message, declined=True)
+        return self._close(
+            r, ResizeEvent.DECLINED, ok=False, after=r.before, message=message, declined=True
+        )
 
     # ------------------------------------------------------------------ recovery
     def recover(self, listed: Sequence[SlurmJob]) -> list[str]:
@@ -477,7 +553,8 @@ class Actuator:
         for row in self.journal.resizes(open_only=True):
             job = by_id.get(row.job_id)
             if job is None or job.model_state is not JobState.RUNNING:
-                self.journal.close_resize(row.job_id, row.seq, "job_ended")
+                transition(row.phase, ResizeEvent.ABORTED)
+                self._close_row(row.job_id, row.seq, row.action, "job_ended", row.phases_s)
                 say(row.job_id, row.seq, "closed: the job is no longer running")
                 continue
             jobdir = self._jobdir(job)
@@ -487,6 +564,12 @@ class Actuator:
                 self._resume(row, order, jobdir)
                 say(row.job_id, row.seq, f"{row.action} order found in the job; following it")
             elif offer is not None:  # offered (or killed just after writing the offer)
+                phase = ResizePhase(row.phase)
+                if phase is ResizePhase.OFFERED:
+                    phase = transition(phase, ResizeEvent.RESUMED)
+                else:
+                    phase = transition(phase, ResizeEvent.OFFERED)
+                    self.journal.update_resize(row.job_id, row.seq, phase=phase.value)
                 self.in_flight[row.job_id] = Resize(
                     row.job_id,
                     row.seq,
@@ -495,7 +578,7 @@ class Actuator:
                     row.target,
                     jobdir,
                     row.decided_at,
-                    phase="offered",
+                    phase=phase,
                     reason=row.reason,
                     phases_s=dict(row.phases_s),
                     overdue=row.overdue,
@@ -505,10 +588,12 @@ class Actuator:
                 )
                 say(row.job_id, row.seq, f"offer {offer.number} stands; awaiting the answer")
             elif row.action == "expand":
+                transition(row.phase, ResizeEvent.ABORTED)
                 say(row.job_id, row.seq, self._roll_back_expand(row, listed))
-                self.journal.close_resize(row.job_id, row.seq, "rolled_back")
+                self._close_row(row.job_id, row.seq, row.action, "rolled_back", row.phases_s)
             else:
-                self.journal.close_resize(row.job_id, row.seq, "not_sent")
+                transition(row.phase, ResizeEvent.ABORTED)
+                self._close_row(row.job_id, row.seq, row.action, "not_sent", row.phases_s)
                 say(row.job_id, row.seq, "shrink order was never sent; nothing to undo")
         known = {(r.job_id, r.seq) for r in self.journal.resizes()}
         for job in listed:
@@ -523,7 +608,13 @@ class Actuator:
             seq = order.seq
             held = tuple(self.slurm.elastic_nodes(job.job_id)) or job.nodes
             row = ResizeRow(
-                job.job_id, seq, order.action.value, "ordering", held, order.nodes, order.issued_at
+                job.job_id,
+                seq,
+                order.action.value,
+                ResizePhase.ORDERING.value,
+                held,
+                order.nodes,
+                order.issued_at,
             )
             self.journal.open_resize(row)
             self._resume(row, order, jobdir)
@@ -531,11 +622,23 @@ class Actuator:
         return lines
 
     def _resume(self, row: ResizeRow, order: ResizeOrder, jobdir: JobDir) -> None:
-        """Put a journaled resize whose order the job has back under way."""
-        phase = "awaiting_done" if row.action == "expand" else row.phase
-        if phase in ("granting", "ordering"):
-            phase = "awaiting_vacate"
-        self.journal.update_resize(row.job_id, row.seq, phase=phase, target=order.nodes)
+        """Put a journaled resize whose order the job has back under way.
+
+        The order reached the job, so a grant and an offer are behind it: the phase moves on as
+        if the order had just been written (``awaiting_vacate`` for a shrink, ``awaiting_done``
+        for an expansion), and a resize already waiting for the job stays where it is.
+        """
+        phase = ResizePhase(row.phase)
+        if phase is ResizePhase.GRANTING:
+            phase = transition(phase, ResizeEvent.GRANTED)
+        if phase in (ResizePhase.ORDERING, ResizePhase.OFFERED):
+            ordered = (
+                ResizeEvent.EXPAND_ORDERED if row.action == "expand" else ResizeEvent.SHRINK_ORDERED
+            )
+            phase = transition(phase, ordered)
+        else:
+            phase = transition(phase, ResizeEvent.RESUMED)
+        self.journal.update_resize(row.job_id, row.seq, phase=phase.value, target=order.nodes)
         self.in_flight[row.job_id] = Resize(
             row.job_id,
             row.seq,
@@ -585,7 +688,13 @@ class Actuator:
             outcome = self._advance(r, jobs.get(job_id))
             if outcome is not None:
                 del self.in_flight[job_id]
-                self.journal.close_resize(job_id, r.seq, "done" if outcome.ok else "failed")
+                self._close_row(
+                    job_id,
+                    r.seq,
+                    r.action.value,
+                    "done" if outcome.ok else "failed",
+                    outcome.phases_s,
+                )
                 self.outcomes.append(outcome)
                 finished.append(outcome)
                 self.journal.write(
@@ -606,13 +715,25 @@ class Actuator:
     def _advance(self, r: Resize, job: SlurmJob | None) -> ResizeOutcome | None:
         if job is None or job.model_state is not JobState.RUNNING:
             self._withdraw(r, "the job ended")
-            return self._close(r, ok=False, after=(), message="the job ended during the resize")
-        if r.phase == "offered":
+            return self._close(
+                r,
+                ResizeEvent.ABORTED,
+                ok=False,
+                after=(),
+                message="the job ended during the resize",
+            )
+        if r.phase is ResizePhase.OFFERED:
             return self._follow_offer(r)
-        if r.phase == "awaiting_vacate":
+        if r.phase is ResizePhase.AWAITING_VACATE:
             failed = r.jobdir.read_ack(r.seq, AckStatus.FAILED)
             if failed is not None:
-                return self._close(r, ok=False, after=failed.nodes, message=failed.reason)
+                return self._close(
+                    r,
+                    ResizeEvent.ACKNOWLEDGED,
+                    ok=False,
+                    after=failed.nodes,
+                    message=failed.reason,
+                )
             vacated = r.jobdir.read_ack(r.seq, AckStatus.VACATED)
             if vacated is None:
                 return self._check_overdue(r)
@@ -622,13 +743,12 @@ class Actuator:
             except ResizeError as exc:
                 log.error("job %d: Slurm did not shrink to %s: %s", r.job_id, r.target, exc)
                 self.journal.write("note", job_id=r.job_id, seq=r.seq, message=str(exc))
-                r.phase = "awaiting_done"  # the job restarts on what it still has, says failed
-                self.journal.update_resize(r.job_id, r.seq, phase=r.phase)
+                # the job restarts on what it still has, and says it failed
+                self._move(r, ResizeEvent.VACATED)
                 return None
             r.phases_s["release"] = time.monotonic() - t0
             log.info("job %d: gave back %s", r.job_id, ",".join(vacated.nodes))
-            r.phase = "awaiting_done"
-            self.journal.update_resize(r.job_id, r.seq, phase=r.phase, phases_s=r.phases_s)
+            self._move(r, ResizeEvent.VACATED, phases_s=r.phases_s)
             return None
         ack = r.jobdir.final_ack(r.seq)
         if ack is None:
@@ -637,6 +757,7 @@ class Actuator:
             self._give_back(r, ack.nodes)
         return self._close(
             r,
+            ResizeEvent.ACKNOWLEDGED,
             ok=ack.status is AckStatus.DONE,
             after=ack.nodes,
             strategy=ack.strategy,
@@ -666,7 +787,7 @@ class Actuator:
         if r.overdue or time.time() - r.since <= grace:
             return None
         r.overdue = True
-        offered = r.phase == "offered"
+        offered = r.phase is ResizePhase.OFFERED
         if offered:
             assert r.offer is not None
             late = (
@@ -674,12 +795,14 @@ class Actuator:
                 f"{r.offer.count}) after {grace:g} s"
             )
         else:
-            what = "vacated its nodes" if r.phase == "awaiting_vacate" else "acknowledged"
+            what = "vacated its nodes" if r.phase is ResizePhase.AWAITING_VACATE else "acknowledged"
             late = (
                 f"job {r.job_id} has not {what} order {r.seq} ({r.action.value}) after {grace:g} s"
             )
         action = self.on_overdue
-        forceable = r.action is ResizeAction.SHRINK and (offered or r.phase == "awaiting_vacate")
+        forceable = r.action is ResizeAction.SHRINK and (
+            offered or r.phase is ResizePhase.AWAITING_VACATE
+        )
         if action == "force" and not forceable:
             action = "keep"  # nothing to force: the nodes already moved; the job may yet answer
         if action == "keep" and offered:
@@ -697,7 +820,9 @@ class Actuator:
             self._withdraw(r, msg)
             if r.action is ResizeAction.EXPAND:
                 self._give_back(r, r.before)
-            return self._close(r, ok=False, after=r.before, message=msg, declined=True)
+            return self._close(
+                r, ResizeEvent.DECLINED, ok=False, after=r.before, message=msg, declined=True
+            )
         if offered and action == "force":
             self._withdraw(r, msg)
             self._send_order(r)  # the job, if it wakes up, finds where it runs now
@@ -708,7 +833,7 @@ class Actuator:
         if action == "force":
             try:
                 after = self.slurm.shrink(r.job_id, r.target)
-                return self._close(r, ok=False, after=after, message=msg)
+                return self._close(r, ResizeEvent.ABORTED, ok=False, after=after, message=msg)
             except ResizeError as exc:
                 msg = f"forced shrink failed: {exc}"
                 log.error("job %d: %s", r.job_id, msg)
@@ -721,12 +846,13 @@ class Actuator:
                 log.error("job %d: requeue failed: %s", r.job_id, exc)
                 self.journal.write("note", job_id=r.job_id, seq=r.seq, message=str(exc))
                 return None
-            return self._close(r, ok=False, after=(), message=msg)
+            return self._close(r, ResizeEvent.ABORTED, ok=False, after=(), message=msg)
         return None
 
     def _close(
         self,
         r: Resize,
+        event: ResizeEvent,
         *,
         ok: bool,
         after: tuple[str, ...],
@@ -736,6 +862,7 @@ class Actuator:
         message: str = "",
         declined: bool = False,
     ) -> ResizeOutcome:
+        r.phase = transition(r.phase, event)  # the journal's row is closed by the caller
         end = at if at is not None else time.time()
         return ResizeOutcome(
             job_id=r.job_id,
