@@ -1,25 +1,29 @@
-"""One contract, two backends: the CLI and pyslurm backends against the real local cluster.
+"""One contract, three backends: the in-memory Slurm, and the CLI and pyslurm backends live.
 
-Each test runs once per backend (``cli``, ``pyslurm``) and checks Slurm itself with its own
-tools (``scontrol``, ``squeue``, ``sinfo``: ``helpers.py``, ``contract_helpers.py``). The
-queries are also compared field by field between the two backends on the same jobs. The grow
-tests run on both grow paths (``grow_path`` toggles ``permit_job_expansion``).
+Each test runs once per backend: ``fake`` (:class:`~elastic_slurm.adapter.fake.FakeSlurm`,
+always, in milliseconds, no cluster), then ``cli`` and ``pyslurm`` against the real local
+cluster (marked ``slurm``). Each checks what the backend did against what the Slurm it drives
+really holds (``truth``, :mod:`.contract_helpers`): for the real cluster, what Slurm's own
+tools print (``scontrol``, ``squeue``, ``sinfo``); for the fake, its store. The fake passes the
+very tests the real backends pass, so it cannot drift from them. The queries are also compared
+field by field between the two real backends on the same jobs. The grow tests run on both grow
+paths (live, ``grow_path`` toggles ``permit_job_expansion``).
+
+Run only the fake's: ``pytest tests/integration/test_backend_contract.py -m "not slurm"``.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import subprocess
-import time
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
 from elastic_slurm import api
-from elastic_slurm.adapter import parse
 from elastic_slurm.adapter.backend import SlurmBackend
 from elastic_slurm.adapter.factory import slurm_for
+from elastic_slurm.adapter.fake import FakeSlurm
 from elastic_slurm.adapter.slurm_cli import SlurmCLI
 from elastic_slurm.adapter.tags import decode
 from elastic_slurm.config import load_site
@@ -29,26 +33,18 @@ from elastic_slurm.model import ElasticRequest, JobKind
 
 from .contract_helpers import (
     UNKNOWN_JOB,
+    FakeTruth,
+    RealTruth,
     agree_when_stable,
-    array_tasks,
-    running_tasks,
     sbatch_raw,
-    scontrol_steps,
-    sinfo_states,
 )
-from .helpers import (
-    all_idle,
-    helpers_alive,
-    job_state,
-    scontrol_job,
-    scontrol_nodes,
-    slurm_held,
-    wait,
-)
+from .helpers import all_idle, scontrol_job, scontrol_nodes, wait
 
-pytestmark = pytest.mark.slurm
-
-BACKENDS = ["cli", "pyslurm"]
+LIVE = [
+    pytest.param("cli", marks=pytest.mark.slurm),
+    pytest.param("pyslurm", marks=pytest.mark.slurm),
+]
+BACKENDS = [pytest.param("fake"), *LIVE]
 
 
 @pytest.fixture(scope="module")
@@ -74,21 +70,23 @@ def ps_backend(site) -> SlurmBackend:
 
 
 @pytest.fixture(params=BACKENDS)
-def backend(request, cli_ref, site) -> SlurmBackend:
-    """Each backend in turn."""
+def backend(request) -> SlurmBackend:
+    """Each backend in turn: the in-memory Slurm, then the real ones."""
+    if request.param == "fake":
+        return FakeSlurm()
     if request.param == "cli":
-        return cli_ref
+        return request.getfixturevalue("cli_ref")
     return request.getfixturevalue("ps_backend")
 
 
-def _idle() -> None:
-    wait(all_idle, 60, "all nodes idle before the test")
+@pytest.fixture()
+def truth(backend) -> RealTruth | FakeTruth:
+    """What the Slurm that ``backend`` drives really holds."""
+    return FakeTruth(backend) if isinstance(backend, FakeSlurm) else RealTruth()
 
 
-def _next_second() -> None:
-    """Accounting keys a job's allocation records by the second (see test_adapter_live)."""
-    t = time.time()
-    wait(lambda: time.time() >= int(t) + 1.05, 2, "the next second")
+def _idle(truth) -> None:
+    wait(truth.all_idle, 60, "all nodes idle before the test")
 
 
 def _submit(backend: SlurmBackend, tmp: Path, **kwargs) -> int:
@@ -98,13 +96,14 @@ def _submit(backend: SlurmBackend, tmp: Path, **kwargs) -> int:
     return api.submit(req, backend, workdir=tmp, output=str(tmp / "%j.out"))
 
 
-def _running(job: int) -> None:
-    wait(lambda: job_state(job) == "RUNNING", 30, f"job {job} to start")
+def _running(truth, job: int) -> None:
+    wait(lambda: truth.state(job) == "RUNNING", 30, f"job {job} to start")
 
 
 # ---------------------------------------------------------------------------- choosing
 
 
+@pytest.mark.slurm
 def test_factory_builds_the_backend_the_site_asks_for(site, cli_ref, ps_backend):
     from elastic_slurm.adapter.pyslurm_backend import PyslurmBackend, pyslurm_available
 
@@ -141,15 +140,14 @@ def test_factory_builds_the_backend_the_site_asks_for(site, cli_ref, ps_backend)
 # ---------------------------------------------------------------------------- queries
 
 
-def test_version_is_the_running_slurm(backend):
-    text = subprocess.run(
-        ["scontrol", "--version"], capture_output=True, text=True, check=True
-    ).stdout
-    assert backend.version() == parse.parse_version(text)
+def test_version_is_the_running_slurm(backend, truth):
+    assert backend.version() == truth.version()
 
 
+@pytest.mark.slurm
 def test_queries_agree_field_by_field(cli_ref, ps_backend, shared_tmp):
-    _idle()
+    truth = RealTruth()
+    _idle(truth)
     rigid = _submit(cli_ref, shared_tmp, nodes_min=2, nodes_max=2, job_name="rigid")
     elastic = held = begin = None
     try:
@@ -166,7 +164,7 @@ def test_queries_agree_field_by_field(cli_ref, ps_backend, shared_tmp):
             workdir=shared_tmp,
         )
         for job in (rigid, elastic):
-            _running(job)
+            _running(truth, job)
         wait(lambda: scontrol_job(begin)["Reason"] == "BeginTime", 20, "a BeginTime reason")
         ids = [rigid, elastic, held, begin]
         for job in ids:
@@ -210,28 +208,25 @@ def test_queries_agree_field_by_field(cli_ref, ps_backend, shared_tmp):
     wait(all_idle, 30, "all nodes idle")
 
 
-def test_nodes_agree_with_sinfo(cli_ref, ps_backend, shared_tmp):
-    _idle()
-    job = _submit(cli_ref, shared_tmp, nodes_min=2, nodes_max=2, job_name="nodes")
+def test_nodes_agree_with_sinfo(backend, truth, shared_tmp):
+    _idle(truth)
+    job = _submit(backend, shared_tmp, nodes_min=2, nodes_max=2, job_name="nodes")
     try:
-        _running(job)
-        ref, got = agree_when_stable(
-            lambda: sorted(cli_ref.nodes(), key=lambda n: n.name),
-            lambda: sorted(ps_backend.nodes(), key=lambda n: n.name),
+        _running(truth, job)
+        states, got = agree_when_stable(
+            truth.sinfo, lambda: {n.name: (n.state, n.cpus) for n in backend.nodes()}
         )
-        assert got == ref
-        states = sinfo_states()
-        assert {n.name: (n.state, n.cpus) for n in got} == states
-        used = set(scontrol_nodes(job))
-        assert {n.name for n in got if n.state == "allocated"} == used
-        assert {n.name for n in got if n.state == "idle"} == set(states) - used
+        assert got == states
+        used = set(truth.nodes_of(job))
+        assert {n for n, (s, _) in got.items() if s == "allocated"} == used
+        assert {n for n, (s, _) in got.items() if s == "idle"} == set(states) - used
     finally:
-        cli_ref.cancel_job(job)
-    wait(all_idle, 30, "all nodes idle")
+        backend.cancel_job(job)
+    wait(truth.all_idle, 30, "all nodes idle")
 
 
-def test_steps(backend, shared_tmp):
-    _idle()
+def test_steps(backend, truth, shared_tmp):
+    _idle(truth)
     job = _submit(
         backend,
         shared_tmp,
@@ -240,30 +235,30 @@ def test_steps(backend, shared_tmp):
         nodes_max=2,
         job_name="steps",
     )
-    held = sbatch_raw("--hold", "--time=5", workdir=shared_tmp)
+    held = truth.sbatch("--hold", "--time=5", workdir=shared_tmp)
     try:
-        _running(job)
-        wait(lambda: f"{job}.0" in scontrol_steps(job), 30, "step 0 to start")
+        _running(truth, job)
+        wait(lambda: f"{job}.0" in truth.steps(job), 30, "step 0 to start")
         steps = backend.steps(job)
-        assert steps == scontrol_steps(job)
+        assert steps == truth.steps(job)
         assert set(steps) == {f"{job}.batch", f"{job}.0"}
-        assert steps[f"{job}.0"] == scontrol_nodes(job)
-        assert steps[f"{job}.batch"] == (scontrol_job(job)["BatchHost"],)
+        assert steps[f"{job}.0"] == truth.nodes_of(job)
+        assert steps[f"{job}.batch"] == (truth.job(job)["BatchHost"],)
         assert backend.steps(held) == {}  # pending: no steps
         assert backend.steps(UNKNOWN_JOB) == {}
     finally:
         backend.cancel_job(job)
         backend.cancel(held)
-    wait(lambda: job_state(job) == "CANCELLED" and not scontrol_steps(job), 30, "the job to end")
+    wait(lambda: truth.state(job) == "CANCELLED" and not truth.steps(job), 30, "the job to end")
     assert backend.steps(job) == {}  # ended: no steps
-    wait(all_idle, 30, "all nodes idle")
+    wait(truth.all_idle, 30, "all nodes idle")
 
 
 # ---------------------------------------------------------------------------- submit / cancel
 
 
-def test_submit_rigid(backend, shared_tmp):
-    _idle()
+def test_submit_rigid(backend, truth, shared_tmp):
+    _idle(truth)
     out = shared_tmp / "host.txt"
     job = _submit(
         backend,
@@ -275,119 +270,119 @@ def test_submit_rigid(backend, shared_tmp):
         walltime=timedelta(minutes=7),
     )
     try:
-        _running(job)
-        fields = scontrol_job(job)
-        assert fields["NumNodes"] == "2" and len(scontrol_nodes(job)) == 2
+        _running(truth, job)
+        fields = truth.job(job)
+        assert fields["NumNodes"] == "2" and len(truth.nodes_of(job)) == 2
         assert fields["TimeLimit"] == "00:07:00"
         assert fields["WorkDir"] == str(shared_tmp)
         assert fields["StdOut"] == str(shared_tmp / f"{job}.out")
         assert fields["Comment"] == "elastic-slurm:kind=rigid;min=2;max=2"
         assert backend.job(job).name == "rigid; $(touch pwned) 'q'"  # one argument, no shell
         assert not (shared_tmp / "pwned").exists()
-        # the program really ran, on the batch host
-        wait(lambda: out.exists() and out.read_text().strip(), 20, "the program's output")
-        assert out.read_text().strip() == fields["BatchHost"]
+        if truth.runs_programs:  # the program really ran, on the batch host
+            wait(lambda: out.exists() and out.read_text().strip(), 20, "the program's output")
+            assert out.read_text().strip() == fields["BatchHost"]
     finally:
         backend.cancel_job(job)
-    wait(all_idle, 30, "all nodes idle")
+    wait(truth.all_idle, 30, "all nodes idle")
 
 
-def test_submit_moldable(backend, shared_tmp):
-    _idle()
+def test_submit_moldable(backend, truth, shared_tmp):
+    _idle(truth)
     job = _submit(
         backend, shared_tmp, kind=JobKind.MOLDABLE, nodes_min=2, nodes_max=3, job_name="mold"
     )
     try:
-        _running(job)
-        fields = scontrol_job(job)
+        _running(truth, job)
+        fields = truth.job(job)
         assert 2 <= int(fields["NumNodes"]) <= 3  # Slurm chose the size within the range
-        assert len(scontrol_nodes(job)) == int(fields["NumNodes"])
+        assert len(truth.nodes_of(job)) == int(fields["NumNodes"])
         assert fields["Comment"] == "elastic-slurm:kind=moldable;min=2;max=3"
-        assert backend.job(job).nodes == scontrol_nodes(job)
+        assert backend.job(job).nodes == truth.nodes_of(job)
     finally:
         backend.cancel_job(job)
-    wait(all_idle, 30, "all nodes idle")
+    wait(truth.all_idle, 30, "all nodes idle")
 
 
-def test_cancel(backend, shared_tmp):
-    jobs = [sbatch_raw("--hold", "--time=5", workdir=shared_tmp) for _ in range(3)]
+def test_cancel(backend, truth, shared_tmp):
+    jobs = [truth.sbatch("--hold", "--time=5", workdir=shared_tmp) for _ in range(3)]
     try:
         backend.cancel(jobs[0])
-        assert job_state(jobs[0]) == "CANCELLED"
+        assert truth.state(jobs[0]) == "CANCELLED"
         backend.cancel(*jobs[1:])
-        assert [job_state(j) for j in jobs] == ["CANCELLED"] * 3
+        assert [truth.state(j) for j in jobs] == ["CANCELLED"] * 3
         backend.cancel(jobs[0], UNKNOWN_JOB)  # ended and unknown jobs are fine
         backend.cancel()
     finally:
         backend.cancel(*jobs)
 
 
-def test_requeue(backend, shared_tmp):
-    wait(all_idle, 60, "all nodes idle")
-    job = sbatch_raw("--nodes=1", "--time=5", workdir=shared_tmp)
+def test_requeue(backend, truth, shared_tmp):
+    wait(truth.all_idle, 60, "all nodes idle")
+    job = truth.sbatch("--nodes=1", "--time=5", workdir=shared_tmp)
     try:
-        wait(lambda: job_state(job) == "RUNNING", 30, "the job to start")
+        wait(lambda: truth.state(job) == "RUNNING", 30, "the job to start")
         backend.requeue(job)
         # back in the queue (Slurm holds a requeued job's restart for a while): not running
-        assert wait(lambda: job_state(job) in ("PENDING", "REQUEUED") or None, 30, "requeued")
+        assert wait(lambda: truth.state(job) in ("PENDING", "REQUEUED") or None, 30, "requeued")
         with pytest.raises(SlurmCommandError):
             backend.requeue(UNKNOWN_JOB)
     finally:
         backend.cancel(job)
-    wait(all_idle, 30, "all nodes idle")
+    wait(truth.all_idle, 30, "all nodes idle")
 
 
-def test_released_nodes_stay_schedulable_after_a_shrink(backend, shared_tmp):
+def test_released_nodes_stay_schedulable_after_a_shrink(backend, truth, shared_tmp):
     # Slurm 22.05 + select/linear: without the reconfigure the backend does after a node-list
     # shrink, a job started on the released nodes leaves them "busy" for 20-40 s once it ends
-    wait(all_idle, 60, "all nodes idle")
-    first = sbatch_raw("--nodes=4", "--time=5", workdir=shared_tmp)
+    wait(truth.all_idle, 60, "all nodes idle")
+    first = truth.sbatch("--nodes=4", "--time=5", workdir=shared_tmp)
     jobs = [first]
     try:
-        wait(lambda: job_state(first) == "RUNNING", 30, "the 4-node job to start")
-        keep = scontrol_nodes(first)[:2]
+        wait(lambda: truth.state(first) == "RUNNING", 30, "the 4-node job to start")
+        keep = truth.nodes_of(first)[:2]
         assert set(backend.shrink(first, keep)) == set(keep)
-        jobs.append(sbatch_raw("--nodes=2", "--time=5", workdir=shared_tmp))
-        wait(lambda: job_state(jobs[-1]) == "RUNNING", 30, "a job on the released nodes")
+        jobs.append(truth.sbatch("--nodes=2", "--time=5", workdir=shared_tmp))
+        wait(lambda: truth.state(jobs[-1]) == "RUNNING", 30, "a job on the released nodes")
         backend.cancel(*jobs)
-        wait(all_idle, 30, "all nodes idle")
-        jobs.append(sbatch_raw("--nodes=4", "--time=5", workdir=shared_tmp))
-        wait(lambda: job_state(jobs[-1]) == "RUNNING", 15, "a 4-node job on the idle cluster")
+        wait(truth.all_idle, 30, "all nodes idle")
+        jobs.append(truth.sbatch("--nodes=4", "--time=5", workdir=shared_tmp))
+        wait(lambda: truth.state(jobs[-1]) == "RUNNING", 15, "a 4-node job on the idle cluster")
     finally:
         backend.cancel(*jobs)
-    wait(all_idle, 30, "all nodes idle")
+    wait(truth.all_idle, 30, "all nodes idle")
 
 
 # ---------------------------------------------------------------------------- updates
 
 
-def test_set_pending_size(backend, shared_tmp):
-    job = sbatch_raw("--hold", "--nodes=1-3", "--time=5", workdir=shared_tmp)
+def test_set_pending_size(backend, truth, shared_tmp):
+    job = truth.sbatch("--hold", "--nodes=1-3", "--time=5", workdir=shared_tmp)
     running = None
     try:
         backend.set_pending_size(job, 3)
-        assert scontrol_job(job)["NumNodes"] == "3-3"  # exactly: both ends of the range
+        assert truth.job(job)["NumNodes"] == "3-3"  # exactly: both ends of the range
         backend.set_pending_size(job, 2)
-        assert scontrol_job(job)["NumNodes"] == "2-2"
+        assert truth.job(job)["NumNodes"] == "2-2"
         assert backend.job(job).node_count == 2
-        assert job_state(job) == "PENDING"
-        _idle()
+        assert truth.state(job) == "PENDING"
+        _idle(truth)
         running = _submit(backend, shared_tmp, job_name="started")
-        _running(running)
+        _running(truth, running)
         with pytest.raises(ResizeError, match="not pending"):
             backend.set_pending_size(running, 2)
-        assert scontrol_job(running)["NumNodes"] == "1"
+        assert truth.job(running)["NumNodes"] == "1"
     finally:
         backend.cancel(job)
         if running:
             backend.cancel_job(running)
-    wait(all_idle, 30, "all nodes idle")
+    wait(truth.all_idle, 30, "all nodes idle")
 
 
-def test_hold_size_and_release(backend, shared_tmp):
+def test_hold_size_and_release(backend, truth, shared_tmp):
     # a moldable job sized by the controller: submitted held and marked so in its tag; sized
     # exactly, then released, it starts at that size although more nodes are idle
-    _idle()
+    _idle(truth)
     ours = api.submit(
         ElasticRequest(
             program=("/bin/sleep", "300"),
@@ -421,7 +416,7 @@ def test_hold_size_and_release(backend, shared_tmp):
             (ours, "elastic-slurm:kind=moldable;min=1;max=4;sized=controller"),
             (users, "elastic-slurm:kind=moldable;min=1;max=2"),
         ):
-            fields = scontrol_job(job)
+            fields = truth.job(job)
             assert (fields["JobState"], fields["Reason"], fields["Priority"]) == (
                 "PENDING",
                 "JobHeldUser",
@@ -429,27 +424,27 @@ def test_hold_size_and_release(backend, shared_tmp):
             )
             assert fields["Comment"] == comment
             assert backend.job(job).reason == "JobHeldUser"
-        time.sleep(3)  # a scheduling pass or more: held jobs do not start on idle nodes
-        assert job_state(ours) == job_state(users) == "PENDING"
+        truth.pause(3)  # a scheduling pass or more: held jobs do not start on idle nodes
+        assert truth.state(ours) == truth.state(users) == "PENDING"
         backend.set_pending_size(ours, 2)
         backend.release(ours)
-        _running(ours)
-        assert scontrol_job(ours)["NumNodes"] == "2" and len(scontrol_nodes(ours)) == 2
+        _running(truth, ours)
+        assert truth.job(ours)["NumNodes"] == "2" and len(truth.nodes_of(ours)) == 2
         backend.release(ours)  # releasing a running job changes nothing
-        assert job_state(ours) == "RUNNING" and job_state(users) == "PENDING"
-        assert scontrol_job(users)["Reason"] == "JobHeldUser"
+        assert truth.state(ours) == "RUNNING" and truth.state(users) == "PENDING"
+        assert truth.job(users)["Reason"] == "JobHeldUser"
         with pytest.raises(SlurmCommandError, match="Invalid job id"):
             backend.release(UNKNOWN_JOB)
         backend.release(users)
-        _running(users)
+        _running(truth, users)
     finally:
         backend.cancel_job(ours)
         backend.cancel_job(users)
-    wait(all_idle, 30, "all nodes idle")
+    wait(truth.all_idle, 30, "all nodes idle")
 
 
-def test_set_array_throttle(backend, shared_tmp):
-    _idle()
+def test_set_array_throttle(backend, truth, shared_tmp):
+    _idle(truth)
     array = _submit(
         backend,
         shared_tmp,
@@ -458,56 +453,73 @@ def test_set_array_throttle(backend, shared_tmp):
         job_name="sweep",
     )
     try:
-        assert scontrol_job(array)["ArrayTaskThrottle"] == "2"
-        wait(lambda: running_tasks(array) == 2, 30, "2 tasks running")
+        assert truth.job(array)["ArrayTaskThrottle"] == "2"
+        wait(lambda: _running_tasks(truth, array) == 2, 30, "2 tasks running")
         backend.set_array_throttle(array, 3)
-        assert scontrol_job(array)["ArrayTaskThrottle"] == "3"
-        wait(lambda: running_tasks(array) == 3, 30, "3 tasks running")
+        assert truth.job(array)["ArrayTaskThrottle"] == "3"
+        wait(lambda: _running_tasks(truth, array) == 3, 30, "3 tasks running")
         backend.set_array_throttle(array, 1)
-        assert scontrol_job(array)["ArrayTaskThrottle"] == "1"
-        time.sleep(4)  # two scheduling passes: a lower throttle starts nothing new
-        assert running_tasks(array) == 3
-        assert len(array_tasks(array)) == 6
+        assert truth.job(array)["ArrayTaskThrottle"] == "1"
+        truth.pause(4)  # two scheduling passes: a lower throttle starts nothing new
+        assert _running_tasks(truth, array) == 3
+        assert len(truth.array_tasks(array)) == 6
     finally:
         backend.cancel_job(array)  # the array's id cancels every task
-    wait(lambda: array_tasks(array) == [], 30, "every task of the array to go")
-    wait(all_idle, 30, "all nodes idle")
+    wait(lambda: truth.array_tasks(array) == [], 30, "every task of the array to go")
+    wait(truth.all_idle, 30, "all nodes idle")
 
 
-def test_grow_then_shrink_to_exact_nodes(backend, shared_tmp, grow_path):
-    _idle()
+def _running_tasks(truth, array: int) -> int:
+    return sum(1 for _task, state in truth.array_tasks(array) if state == "RUNNING")
+
+
+@pytest.mark.parametrize("backend", LIVE, indirect=True)
+def test_grow_then_shrink_to_exact_nodes(backend, truth, shared_tmp, grow_path):
+    _grow_then_shrink(backend, truth, shared_tmp, grow_path)
+
+
+@pytest.mark.parametrize("grow_path", ["merge", "sibling"])
+@pytest.mark.parametrize("backend", ["fake"], indirect=True)
+def test_grow_then_shrink_to_exact_nodes_in_memory(backend, truth, shared_tmp, grow_path):
+    # the same test on the fake; its own switch stands for permit_job_expansion
+    backend.permit_job_expansion = grow_path == "merge"
+    _grow_then_shrink(backend, truth, shared_tmp, grow_path)
+
+
+def _grow_then_shrink(backend, truth, shared_tmp, grow_path) -> None:
+    _idle(truth)
     job = _submit(backend, shared_tmp, nodes_min=2, nodes_max=2, job_name="grow")
     try:
-        _running(job)
-        before = slurm_held(job)
-        _next_second()
+        _running(truth, job)
+        before = truth.held(job)
+        truth.next_second()
         grown = backend.grow(job, 2, path=grow_path, grant_timeout_s=20)
         assert grown.path == grow_path and len(grown.added) == 2
-        assert slurm_held(job) == before | set(grown.added)
+        assert truth.held(job) == before | set(grown.added)
         if grow_path == "merge":
-            assert scontrol_job(job)["NumNodes"] == "4"
-            assert helpers_alive(job) == []  # merged
+            assert truth.job(job)["NumNodes"] == "4"
+            assert truth.helpers_alive(job) == []  # merged
         else:
-            assert scontrol_job(job)["NumNodes"] == "2"
-            (sibling,) = helpers_alive(job)
-            assert set(scontrol_nodes(sibling)) == set(grown.added)
-        assert set(backend.elastic_nodes(job)) == slurm_held(job)
-        _next_second()
-        batch = scontrol_job(job)["BatchHost"]
+            assert truth.job(job)["NumNodes"] == "2"
+            (sibling,) = truth.helpers_alive(job)
+            assert set(truth.nodes_of(sibling)) == set(grown.added)
+        assert set(backend.elastic_nodes(job)) == truth.held(job)
+        truth.next_second()
+        batch = truth.job(job)["BatchHost"]
         keep = [batch, grown.added[-1]]
         assert set(backend.shrink(job, keep)) == set(keep)
-        assert slurm_held(job) == set(keep)
+        assert truth.held(job) == set(keep)
         if grow_path == "merge":
-            assert scontrol_job(job)["NumNodes"] == "2"
-            assert set(scontrol_nodes(job)) == set(keep)
+            assert truth.job(job)["NumNodes"] == "2"
+            assert set(truth.nodes_of(job)) == set(keep)
         else:
-            assert scontrol_nodes(job) == (batch,)
-            assert set(scontrol_nodes(sibling)) == {grown.added[-1]}
-        _next_second()
+            assert truth.nodes_of(job) == (batch,)
+            assert set(truth.nodes_of(sibling)) == {grown.added[-1]}
+        truth.next_second()
         backend.shrink(job, [batch])
-        assert slurm_held(job) == {batch} and helpers_alive(job) == []
-        assert scontrol_nodes(job) == (batch,)
+        assert truth.held(job) == {batch} and truth.helpers_alive(job) == []
+        assert truth.nodes_of(job) == (batch,)
     finally:
         backend.cancel_job(job)
-    wait(all_idle, 30, "all nodes idle")
-    assert helpers_alive(job) == []
+    wait(truth.all_idle, 30, "all nodes idle")
+    assert truth.helpers_alive(job) == []
