@@ -124,6 +124,10 @@ def check(
     return verdicts
 
 
+def _a(kind: JobKind) -> str:
+    return f"an {kind}" if kind is JobKind.EVOLVING else f"a {kind}"
+
+
 def _view(snapshot: ClusterSnapshot, job_id: int) -> JobView | None:
     try:
         return snapshot.job(job_id)
@@ -144,7 +148,7 @@ def _start(
     n = d.nodes
     if job.kind in (JobKind.RIGID, JobKind.EVOLVING):
         if n != job.nodes_requested:
-            return f"a {job.kind} job starts at its requested size, {job.nodes_requested}"
+            return f"{_a(job.kind)} job starts at its requested size, {job.nodes_requested}"
     elif not job.nodes_min <= n <= job.nodes_max:
         return f"the size must be within the job's range {job.nodes_min}-{job.nodes_max}"
     if n > idle + free_later:
@@ -184,7 +188,7 @@ def _resize(
                 f"(it asks for {request:+d} node(s))"
             )
     elif job.kind is not JobKind.MALLEABLE:
-        return f"a {job.kind} job cannot be resized while it runs"
+        return f"{_a(job.kind)} job cannot be resized while it runs"
     new = size + d.count if grow else size - d.count
     if not job.nodes_min <= new <= job.nodes_max:
         return (
