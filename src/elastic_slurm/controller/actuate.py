@@ -53,7 +53,7 @@ from elastic_slurm.controller.journal import Journal, ResizeRow
 from elastic_slurm.controller.observe import snapshot
 from elastic_slurm.controller.resize_state import ResizeEvent, ResizePhase, transition
 from elastic_slurm.controller.starts import Starts
-from elastic_slurm.errors import ResizeError, SlurmCommandError
+from elastic_slurm.errors import ResizeError, SlurmCommandError, SlurmUnavailableError
 from elastic_slurm.jobdir import JobDir
 from elastic_slurm.model.decisions import Decision, Expand, Shrink, Start
 from elastic_slurm.model.offer import AnswerKind, Offer, final_count
@@ -131,6 +131,7 @@ class ResizeOutcome:
     message: str = ""
     finished_at: float = 0.0
     declined: bool = False  # the job rejected the offer or let it lapse
+    outcome: str = ""  # the journal's word for it when not ``done``/``failed`` (``rolled_back``)
 
 
 class Actuator:
@@ -314,6 +315,29 @@ class Actuator:
             self._close_row(job.job_id, seq, "expand", "failed", {})
             self.journal.write(
                 "outcome", job_id=job.job_id, action="expand", ok=False, message=str(exc)
+            )
+            return
+        except SlurmCommandError as exc:
+            # Slurm stopped answering (or answered nonsense) during the grant: whether nodes
+            # were granted is unknown. The resize stays open, in phase granting, and is rolled
+            # back once Slurm answers again (poll).
+            log.warning(
+                "job %d: Slurm failed during the expansion by %d (%s); rolled back once it answers",
+                job.job_id,
+                d.count,
+                exc,
+            )
+            self.journal.write("note", job_id=job.job_id, seq=seq, message=str(exc))
+            self.in_flight[job.job_id] = Resize(
+                job.job_id,
+                seq,
+                ResizeAction.EXPAND,
+                nodes,
+                (),
+                jobdir,
+                decided,
+                phase=ResizePhase.GRANTING,
+                reason=d.reason,
             )
             return
         phase = transition(ResizePhase.GRANTING, ResizeEvent.GRANTED)
@@ -685,14 +709,21 @@ class Actuator:
         """Advance every resize under way; return those that finished in this call."""
         finished = []
         for job_id, r in list(self.in_flight.items()):
-            outcome = self._advance(r, jobs.get(job_id))
+            try:
+                outcome = self._advance(r, jobs.get(job_id))
+            except SlurmUnavailableError as exc:
+                # nothing moved: the resize waits in its phase until Slurm answers again
+                log.warning(
+                    "job %d: resize %d waits in phase %s: %s", job_id, r.seq, r.phase.value, exc
+                )
+                continue
             if outcome is not None:
                 del self.in_flight[job_id]
                 self._close_row(
                     job_id,
                     r.seq,
                     r.action.value,
-                    "done" if outcome.ok else "failed",
+                    outcome.outcome or ("done" if outcome.ok else "failed"),
                     outcome.phases_s,
                 )
                 self.outcomes.append(outcome)
@@ -721,6 +752,20 @@ class Actuator:
                 ok=False,
                 after=(),
                 message="the job ended during the resize",
+            )
+        if r.phase is ResizePhase.GRANTING:  # Slurm failed during the grant: undo it
+            row = ResizeRow(
+                r.job_id, r.seq, "expand", r.phase.value, r.before, (), r.decided_at, r.reason
+            )
+            message = self._roll_back_expand(row, self.slurm.jobs())
+            log.warning("job %d: %s", r.job_id, message)
+            return self._close(
+                r,
+                ResizeEvent.ABORTED,
+                ok=False,
+                after=r.before,
+                message=message,
+                outcome="rolled_back",
             )
         if r.phase is ResizePhase.OFFERED:
             return self._follow_offer(r)
@@ -861,6 +906,7 @@ class Actuator:
         at: float | None = None,
         message: str = "",
         declined: bool = False,
+        outcome: str = "",
     ) -> ResizeOutcome:
         r.phase = transition(r.phase, event)  # the journal's row is closed by the caller
         end = at if at is not None else time.time()
@@ -877,6 +923,7 @@ class Actuator:
             message=message,
             finished_at=time.time(),
             declined=declined,
+            outcome=outcome,
         )
 
 

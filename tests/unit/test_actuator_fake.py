@@ -1,0 +1,455 @@
+"""The actuator driven through every phase, fault and recovery path on the in-memory Slurm.
+
+No cluster: :class:`~elastic_slurm.adapter.fake.FakeSlurm` plays Slurm (it passes the same
+contract tests as the real backends), and :class:`Job` plays the job's part (it reads its
+orders and offers, and writes acknowledgements and answers in its job directory).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from elastic_slurm.adapter.fake import FakeSlurm
+from elastic_slurm.adapter.tags import ElasticTag
+from elastic_slurm.controller import metrics
+from elastic_slurm.controller.actuate import Actuator
+from elastic_slurm.controller.daemon import Controller
+from elastic_slurm.controller.journal import Journal
+from elastic_slurm.errors import SlurmUnavailableError
+from elastic_slurm.jobdir import JobDir
+from elastic_slurm.model.decisions import Decision, Expand, Shrink
+from elastic_slurm.model.offer import Answer, AnswerKind, Offer
+from elastic_slurm.model.request import JobKind
+from elastic_slurm.model.resize_order import AckStatus, ResizeAck, ResizeOrder
+from elastic_slurm.model.snapshot import ClusterSnapshot
+from elastic_slurm.model.triggers import Trigger
+from elastic_slurm.plugins.policy import Policy
+
+#: Calls that change something in Slurm (queries are not in it).
+CHANGES = {
+    "submit",
+    "release",
+    "cancel",
+    "requeue",
+    "update_nodelist",
+    "update_numnodes",
+    "set_array_throttle",
+    "allocate",
+    "reconfigure",
+}
+
+
+def down() -> SlurmUnavailableError:
+    return SlurmUnavailableError(["squeue"], 1, "", "Unable to contact slurm controller")
+
+
+class Job:
+    """A job on the fake Slurm, and its side of the protocol (orders, acks, offers)."""
+
+    def __init__(
+        self,
+        slurm: FakeSlurm,
+        tmp: Path,
+        *,
+        nodes: int = 2,
+        kind: JobKind = JobKind.MALLEABLE,
+        lo: int = 1,
+        hi: int = 4,
+        grace_s: float | None = None,
+        negotiates: bool = False,
+    ) -> None:
+        self.slurm = slurm
+        tag = ElasticTag(kind, lo, hi, grace_s=grace_s).encode()
+        self.id = slurm.sbatch(
+            [f"--nodes={nodes}", "--time=60", f"--chdir={tmp}", f"--comment={tag}"]
+        )
+        assert slurm.store[self.id].state == "RUNNING"
+        self.dir = JobDir.for_job(tmp, self.id)
+        if negotiates:
+            self.dir.write_registration({"job_id": self.id})
+
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        """What Slurm gives the job now (its own and its siblings' nodes)."""
+        return tuple(self.slurm.elastic_nodes(self.id))
+
+    def order(self, seq: int) -> ResizeOrder:
+        order = self.dir.read_order(seq)
+        assert order is not None, f"no order {seq}"
+        return order
+
+    def ack(self, seq: int, status: AckStatus, nodes: tuple[str, ...], reason: str = "") -> None:
+        self.dir.write_ack(ResizeAck(seq, status, nodes, time.time(), "spawn", reason))
+
+    def offer(self) -> Offer:
+        offer = self.dir.read_offer(self.dir.last_offer_number())
+        assert offer is not None
+        return offer
+
+    def answer(self, kind: AnswerKind, count: int | None = None) -> None:
+        self.dir.write_answer(Answer(number=self.offer().number, answer=kind, count=count))
+
+
+@pytest.fixture()
+def slurm() -> FakeSlurm:
+    return FakeSlurm(("n1", "n2", "n3", "n4", "n5", "n6"))
+
+
+@pytest.fixture()
+def journal(tmp_path: Path) -> Journal:
+    return Journal(tmp_path / "state" / "journal.db")
+
+
+def jobs(slurm: FakeSlurm) -> dict:
+    return {j.job_id: j for j in slurm.jobs()}
+
+
+def phase(journal: Journal, job_id: int) -> str:
+    (row,) = [r for r in journal.resizes() if r.job_id == job_id and r.open] or [None]
+    return row.phase if row is not None else "closed"
+
+
+def closed(journal: Journal, job_id: int) -> list[str]:
+    return [r.outcome for r in journal.resizes() if r.job_id == job_id and not r.open]
+
+
+def records(journal: Journal, kind: str) -> list[dict]:
+    return [r for r in journal.records if r["kind"] == kind]
+
+
+def changes(slurm: FakeSlurm) -> list[tuple[str, tuple]]:
+    return [c for c in slurm.calls if c[0] in CHANGES]
+
+
+# ---------------------------------------------------------------------------- legality
+
+
+class Scripted(Policy):
+    """A buggy policy: it returns the decisions it is given, whatever the snapshot says."""
+
+    name = "scripted"
+
+    def __init__(self, decisions: list[Decision]) -> None:
+        super().__init__()
+        self.decisions = decisions
+
+    def decide(self, snapshot: ClusterSnapshot, trigger: Trigger) -> list[Decision]:
+        return list(self.decisions)
+
+
+def refused_count(kind: str) -> float:
+    value = metrics.REGISTRY.get_sample_value(
+        "elastic_slurm_decisions_total", {"kind": kind, "legal": "false"}
+    )
+    return value or 0.0
+
+
+def test_illegal_decisions_of_a_policy_never_reach_slurm(slurm, journal, tmp_path) -> None:
+    rigid = Job(slurm, tmp_path, nodes=2, kind=JobKind.RIGID, lo=2, hi=2)
+    elastic = Job(slurm, tmp_path, nodes=2, lo=1, hi=3)
+    policy = Scripted([Expand(rigid.id, 1, "bug"), Expand(elastic.id, 2, "beyond max")])
+    before = refused_count("Expand")
+    controller = Controller(slurm, policy, journal, min_resize_interval_s=0.0)
+    slurm.calls.clear()
+    controller.step()
+    assert changes(slurm) == []  # nothing sent to Slurm
+    assert len(rigid.nodes) == 2
+    assert len(elastic.nodes) == 2 and journal.resizes() == []
+    assert rigid.dir.last_order_seq() == elastic.dir.last_order_seq() == 0
+    refused = [
+        (r["job_id"], r["decision"], r["count"], r["reason"]) for r in records(journal, "refused")
+    ]
+    assert refused == [
+        (rigid.id, "Expand", 1, "a rigid job cannot be resized while it runs"),
+        (elastic.id, "Expand", 2, "the job would have 4 node(s), outside its range 1-3"),
+    ]
+    assert refused_count("Expand") == before + 2
+
+
+def test_refusals_are_logged_and_legal_decisions_go_on(slurm, journal, tmp_path, caplog) -> None:
+    rigid = Job(slurm, tmp_path, nodes=2, kind=JobKind.RIGID, lo=2, hi=2)
+    elastic = Job(slurm, tmp_path, nodes=1)
+    actuator = Actuator(slurm, journal)
+    verdicts = actuator.apply([Shrink(rigid.id, 1), Expand(elastic.id, 1)], jobs(slurm))
+    assert [v.legal for v in verdicts] == [False, True]
+    assert "a rigid job cannot be resized" in caplog.text
+    assert len(elastic.nodes) == 2 and len(rigid.nodes) == 2  # the legal one was carried out
+    assert phase(journal, elastic.id) == "awaiting_done"
+
+
+# ---------------------------------------------------------------------------- phases
+
+
+def test_expand_through_its_phases(slurm, journal, tmp_path) -> None:
+    job = Job(slurm, tmp_path, nodes=2)
+    actuator = Actuator(slurm, journal)
+    actuator.apply([Expand(job.id, 2, "room")], jobs(slurm))
+    # granting -> ordering -> awaiting_done: Slurm granted, the job ordered onto 4 nodes
+    assert len(job.nodes) == 4
+    order = job.order(1)
+    assert set(order.nodes) == set(job.nodes)
+    assert phase(journal, job.id) == "awaiting_done"
+    assert actuator.poll(jobs(slurm)) == []  # no ack yet
+    job.ack(1, AckStatus.DONE, order.nodes)
+    (outcome,) = actuator.poll(jobs(slurm))
+    assert outcome.ok and outcome.after == order.nodes and "grant" in outcome.phases_s
+    assert closed(journal, job.id) == ["done"] and actuator.in_flight == {}
+
+
+def test_shrink_waits_for_the_job_to_vacate(slurm, journal, tmp_path) -> None:
+    job = Job(slurm, tmp_path, nodes=4)
+    actuator = Actuator(slurm, journal)
+    actuator.apply([Shrink(job.id, 2, "pending job")], jobs(slurm))
+    order = job.order(1)
+    assert len(order.nodes) == 2 and slurm.store[job.id].batch_host in order.nodes
+    assert phase(journal, job.id) == "awaiting_vacate"
+    actuator.poll(jobs(slurm))
+    assert len(job.nodes) == 4  # never taken before the job vacated them
+    gone = tuple(n for n in job.nodes if n not in order.nodes)
+    job.ack(1, AckStatus.VACATED, gone)
+    assert actuator.poll(jobs(slurm)) == []
+    assert set(job.nodes) == set(order.nodes)  # given back to Slurm
+    assert phase(journal, job.id) == "awaiting_done"
+    job.ack(1, AckStatus.DONE, order.nodes)
+    (outcome,) = actuator.poll(jobs(slurm))
+    assert outcome.ok and "release" in outcome.phases_s
+    assert closed(journal, job.id) == ["done"]
+
+
+def test_a_job_that_negotiates_is_offered_first(slurm, journal, tmp_path) -> None:
+    job = Job(slurm, tmp_path, nodes=2, negotiates=True)
+    actuator = Actuator(slurm, journal)
+    actuator.apply([Expand(job.id, 2, "room")], jobs(slurm))
+    assert phase(journal, job.id) == "offered" and job.dir.last_order_seq() == 0
+    offer = job.offer()
+    assert offer.action == "expand" and offer.count == 2 and len(job.nodes) == 4  # held for it
+    job.answer(AnswerKind.COUNTER, 1)  # it wants only one of the two
+    assert actuator.poll(jobs(slurm)) == []
+    final = job.offer()
+    assert final.final and final.count == 1 and len(job.nodes) == 3  # the other went back
+    assert phase(journal, job.id) == "offered"
+    job.answer(AnswerKind.ACCEPT)
+    actuator.poll(jobs(slurm))
+    assert phase(journal, job.id) == "awaiting_done" and len(job.order(1).nodes) == 3
+    job.ack(1, AckStatus.DONE, job.order(1).nodes)
+    (outcome,) = actuator.poll(jobs(slurm))
+    assert outcome.ok
+
+
+def test_a_rejected_offer_gives_the_hosts_back(slurm, journal, tmp_path) -> None:
+    job = Job(slurm, tmp_path, nodes=2, negotiates=True)
+    before = job.nodes
+    actuator = Actuator(slurm, journal)
+    actuator.apply([Expand(job.id, 2)], jobs(slurm))
+    job.answer(AnswerKind.REJECT)
+    (outcome,) = actuator.poll(jobs(slurm))
+    assert outcome.declined and not outcome.ok
+    assert job.nodes == before and closed(journal, job.id) == ["failed"]
+    assert job.offer().withdrawn
+
+
+# ---------------------------------------------------------------------------- faults
+
+
+def test_slurm_down_mid_grant_is_rolled_back_when_it_answers(slurm, journal, tmp_path) -> None:
+    job = Job(slurm, tmp_path, nodes=2)
+    before = job.nodes
+    actuator = Actuator(slurm, journal)
+    # granted, then slurmctld stops answering before the expander is merged
+    slurm.fail("update_numnodes", down())
+    slurm.fail("cancel", down())
+    actuator.apply([Expand(job.id, 2)], jobs(slurm))
+    assert phase(journal, job.id) == "granting" and job.id in actuator.in_flight
+    assert [j.name for j in slurm.store.values() if j.state == "RUNNING"].count(f"expand:{job.id}")
+    view = jobs(slurm)  # the last view the controller had
+    slurm.down = True
+    assert actuator.poll(view) == []
+    assert phase(journal, job.id) == "granting"  # kept while Slurm does not answer
+    slurm.down = False
+    (outcome,) = actuator.poll(jobs(slurm))
+    assert not outcome.ok and "rolled back" in outcome.message
+    assert job.nodes == before and closed(journal, job.id) == ["rolled_back"]
+    assert not [j for j in slurm.store.values() if j.name.startswith("expand:") and j.nodes]
+
+
+def test_slurm_refusing_the_shrink_leaves_the_job_to_report(slurm, journal, tmp_path) -> None:
+    job = Job(slurm, tmp_path, nodes=3)
+    actuator = Actuator(slurm, journal)
+    actuator.apply([Shrink(job.id, 1)], jobs(slurm))
+    order = job.order(1)
+    job.ack(1, AckStatus.VACATED, tuple(n for n in job.nodes if n not in order.nodes))
+    slurm.fail("update_nodelist")
+    assert actuator.poll(jobs(slurm)) == []
+    assert phase(journal, job.id) == "awaiting_done" and len(job.nodes) == 3
+    assert any("injected failure" in r["message"] for r in records(journal, "note"))
+    job.ack(1, AckStatus.FAILED, job.nodes, "could not shrink")
+    (outcome,) = actuator.poll(jobs(slurm))
+    assert not outcome.ok and closed(journal, job.id) == ["failed"]
+
+
+def test_slurm_down_while_a_shrink_is_given_back_waits(slurm, journal, tmp_path) -> None:
+    job = Job(slurm, tmp_path, nodes=3)
+    actuator = Actuator(slurm, journal)
+    actuator.apply([Shrink(job.id, 1)], jobs(slurm))
+    order = job.order(1)
+    job.ack(1, AckStatus.VACATED, tuple(n for n in job.nodes if n not in order.nodes))
+    view = jobs(slurm)
+    slurm.down = True
+    assert actuator.poll(view) == []
+    assert phase(journal, job.id) == "awaiting_vacate"  # nothing moved
+    slurm.down = False
+    actuator.poll(jobs(slurm))
+    assert set(job.nodes) == set(order.nodes) and phase(journal, job.id) == "awaiting_done"
+
+
+@pytest.mark.parametrize("on_overdue", ["keep", "force", "requeue"])
+def test_a_job_that_never_acknowledges(slurm, journal, tmp_path, on_overdue) -> None:
+    job = Job(slurm, tmp_path, nodes=3, grace_s=0.01)
+    actuator = Actuator(slurm, journal, on_overdue=on_overdue)
+    actuator.apply([Shrink(job.id, 1)], jobs(slurm))
+    time.sleep(0.05)
+    finished = actuator.poll(jobs(slurm))
+    (overdue,) = records(journal, "overdue")
+    assert overdue["job_id"] == job.id and overdue["action"] == on_overdue
+    if on_overdue == "keep":
+        assert (
+            finished == [] and len(job.nodes) == 3 and phase(journal, job.id) == "awaiting_vacate"
+        )
+    elif on_overdue == "force":
+        (outcome,) = finished
+        assert not outcome.ok and set(job.nodes) == set(job.order(1).nodes)
+        assert closed(journal, job.id) == ["failed"]
+    else:
+        (outcome,) = finished
+        assert not outcome.ok and slurm.store[job.id].state == "PENDING"
+        assert ("requeue", (job.id,)) in slurm.calls
+
+
+def test_a_failed_expansion_gives_the_new_nodes_back(slurm, journal, tmp_path) -> None:
+    job = Job(slurm, tmp_path, nodes=2)
+    before = job.nodes
+    actuator = Actuator(slurm, journal)
+    actuator.apply([Expand(job.id, 2)], jobs(slurm))
+    job.ack(1, AckStatus.FAILED, before, "spawn failed")
+    (outcome,) = actuator.poll(jobs(slurm))
+    assert not outcome.ok and outcome.message == "spawn failed"
+    assert job.nodes == before and closed(journal, job.id) == ["failed"]
+
+
+def test_a_job_that_ends_during_its_resize(slurm, journal, tmp_path) -> None:
+    job = Job(slurm, tmp_path, nodes=3)
+    actuator = Actuator(slurm, journal)
+    actuator.apply([Shrink(job.id, 1)], jobs(slurm))
+    slurm.finish(job.id, "FAILED")
+    (outcome,) = actuator.poll(jobs(slurm))
+    assert not outcome.ok and outcome.message == "the job ended during the resize"
+    assert closed(journal, job.id) == ["failed"]
+
+
+def test_no_grant_closes_the_expansion_at_once(slurm, journal, tmp_path) -> None:
+    job = Job(slurm, tmp_path, nodes=2)
+    Job(slurm, tmp_path, nodes=4)  # every other node taken
+    actuator = Actuator(slurm, journal)
+    actuator.apply([Expand(job.id, 1)], jobs(slurm), snapshot=_free_snapshot(slurm, job.id))
+    assert actuator.in_flight == {} and closed(journal, job.id) == ["failed"]
+    (outcome,) = records(journal, "outcome")
+    assert "only 0 node(s) are idle" in outcome["message"]
+
+
+def _free_snapshot(slurm: FakeSlurm, job_id: int) -> ClusterSnapshot:
+    """A stale view in which one node still looked idle (the policy decided on it)."""
+    from elastic_slurm.controller.observe import snapshot
+    from elastic_slurm.model.snapshot import NodeState, NodeView
+
+    snap = snapshot(slurm.jobs(), slurm.nodes())
+    return ClusterSnapshot(snap.time_s, snap.jobs, (*snap.nodes, NodeView("n9", NodeState.IDLE)))
+
+
+# ---------------------------------------------------------------------------- recovery
+
+
+def test_a_new_actuator_follows_an_order_the_old_one_sent(slurm, journal, tmp_path) -> None:
+    job = Job(slurm, tmp_path, nodes=2)
+    Actuator(slurm, journal).apply([Expand(job.id, 1)], jobs(slurm))
+    journal.close()
+    again = Journal(journal.path)
+    actuator = Actuator(slurm, again)
+    lines = actuator.recover(slurm.jobs())
+    assert lines and "order found" in lines[0]
+    assert phase(again, job.id) == "awaiting_done"
+    job.ack(1, AckStatus.DONE, job.order(1).nodes)
+    (outcome,) = actuator.poll(jobs(slurm))
+    assert outcome.ok and closed(again, job.id) == ["done"]
+
+
+def test_a_grant_whose_order_was_never_sent_is_rolled_back(slurm, journal, tmp_path) -> None:
+    job = Job(slurm, tmp_path, nodes=2)
+    before = job.nodes
+    first = Actuator(slurm, journal)
+
+    def killed(r) -> None:  # the controller dies between the grant and the order
+        raise KeyboardInterrupt
+
+    first._send_order = killed  # type: ignore[method-assign]
+    with pytest.raises(KeyboardInterrupt):
+        first.apply([Expand(job.id, 2)], jobs(slurm))
+    assert len(job.nodes) == 4 and phase(journal, job.id) == "ordering"
+    actuator = Actuator(slurm, Journal(journal.path))
+    (line,) = actuator.recover(slurm.jobs())
+    assert "rolled back" in line and job.nodes == before
+    assert closed(actuator.journal, job.id) == ["rolled_back"]
+
+
+def test_a_shrink_offered_and_ordered_before_the_kill_is_followed(slurm, journal, tmp_path) -> None:
+    # killed after the order was written but before the journal said so (phase: offered)
+    job = Job(slurm, tmp_path, nodes=3, negotiates=True)
+    first = Actuator(slurm, journal)
+    first.apply([Shrink(job.id, 1)], jobs(slurm))
+    assert phase(journal, job.id) == "offered"
+    offer = job.offer()
+    job.dir.write_order(
+        ResizeOrder(1, first.in_flight[job.id].action, first.in_flight[job.id].target, time.time())
+    )
+    job.dir.write_offer(offer.model_copy(update={"withdrawn": "accepted"}))
+    actuator = Actuator(slurm, Journal(journal.path))
+    actuator.recover(slurm.jobs())
+    assert phase(actuator.journal, job.id) == "awaiting_vacate"
+    job.ack(1, AckStatus.VACATED, tuple(n for n in job.nodes if n not in job.order(1).nodes))
+    actuator.poll(jobs(slurm))
+    assert len(job.nodes) == 2
+
+
+def test_an_offer_still_standing_is_awaited_after_a_restart(slurm, journal, tmp_path) -> None:
+    job = Job(slurm, tmp_path, nodes=3, negotiates=True)
+    Actuator(slurm, journal).apply([Shrink(job.id, 1)], jobs(slurm))
+    actuator = Actuator(slurm, Journal(journal.path))
+    (line,) = actuator.recover(slurm.jobs())
+    assert "awaiting the answer" in line and phase(actuator.journal, job.id) == "offered"
+    job.answer(AnswerKind.ACCEPT)
+    actuator.poll(jobs(slurm))
+    assert phase(actuator.journal, job.id) == "awaiting_vacate"
+
+
+def test_a_job_that_ended_while_the_controller_was_down(slurm, journal, tmp_path) -> None:
+    job = Job(slurm, tmp_path, nodes=3)
+    Actuator(slurm, journal).apply([Shrink(job.id, 1)], jobs(slurm))
+    slurm.finish(job.id)
+    actuator = Actuator(slurm, Journal(journal.path))
+    (line,) = actuator.recover(slurm.jobs())
+    assert "no longer running" in line and closed(actuator.journal, job.id) == ["job_ended"]
+    assert actuator.in_flight == {}
+
+
+def test_slurm_down_mid_grant_then_a_restart(slurm, journal, tmp_path) -> None:
+    job = Job(slurm, tmp_path, nodes=2)
+    before = job.nodes
+    slurm.fail("update_numnodes", down())
+    slurm.fail("cancel", down())
+    Actuator(slurm, journal).apply([Expand(job.id, 2)], jobs(slurm))
+    actuator = Actuator(slurm, Journal(journal.path))  # the controller restarted
+    (line,) = actuator.recover(slurm.jobs())
+    assert "rolled back" in line and job.nodes == before
+    assert slurm.helpers(job.id) == []
