@@ -210,6 +210,9 @@ class Actuator:
         SlurmCommandError
             Only without ``snapshot``: Slurm's nodes could not be read (nothing was done).
         """
+        decisions = list(decisions)
+        if not decisions:
+            return []
         held = held or {}
         progress = progress or {}
         snap = snapshot if snapshot is not None else self._snapshot(jobs, progress)

@@ -29,7 +29,8 @@ state, answers with snapshots (:meth:`VirtualCluster.snapshot`) and carries out 
   (clipped to its range) shows as ``JobView.evolving_request`` and an ``EVOLVING_REQUEST``
   trigger follows. A blocking request stops the job until it is fully served; a non-blocking
   one lapses after the first policy cycle that sees it, served or not.
-* **Errors.** Any decision that breaks these rules raises
+* **Errors.** Any decision that breaks these rules (judged by
+  :func:`elastic_slurm.plugins.legality.check`, which the live controller calls too) raises
   :class:`~elastic_slurm.errors.PolicyError` naming the policy, the decision and the reason:
   the simulator never fixes a policy's mistake.
 
