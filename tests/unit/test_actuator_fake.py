@@ -453,3 +453,24 @@ def test_slurm_down_mid_grant_then_a_restart(slurm, journal, tmp_path) -> None:
     (line,) = actuator.recover(slurm.jobs())
     assert "rolled back" in line and job.nodes == before
     assert slurm.helpers(job.id) == []
+
+
+@pytest.mark.parametrize("slurm_fails", [False, True])
+def test_an_evolving_request_is_answered_only_once_granted(
+    slurm, journal, tmp_path, slurm_fails
+) -> None:
+    from elastic_slurm.controller.observe import Progress
+
+    job = Job(slurm, tmp_path, nodes=2, kind=JobKind.EVOLVING)
+    job.dir.write_request(1, 1, 2)
+    if slurm_fails:
+        slurm.fail("update_numnodes", down())
+        slurm.fail("cancel", down())
+    actuator = Actuator(slurm, journal)
+    progress = {job.id: Progress(evolving_request=1, request_number=1)}
+    actuator.apply([Expand(job.id, 1)], jobs(slurm), progress=progress)
+    answer = job.dir.request_answer(1)
+    if slurm_fails:  # rolled back later: the request stays open
+        assert answer is None and phase(journal, job.id) == "granting"
+    else:
+        assert answer is not None and answer["granted"] and answer["order"] == 1

@@ -245,14 +245,20 @@ class Actuator:
             elif isinstance(d, Shrink):
                 self._shrink(job, nodes, d)
             request = progress.get(job.job_id)
-            if request is not None and request.evolving_request and job.job_id in self.in_flight:
+            under_way = self.in_flight.get(job.job_id)
+            if (
+                request is not None
+                and request.evolving_request
+                and under_way is not None
+                and under_way.phase is not ResizePhase.GRANTING  # Slurm failed: rolled back
+            ):
                 wanted = request.evolving_request
                 got = d.count if isinstance(d, Expand) else -d.count
                 if (wanted > 0) == (got > 0):
                     self._jobdir(job).answer_request(
                         request.request_number,
                         True,
-                        self.in_flight[job.job_id].seq,
+                        under_way.seq,
                         f"served by {type(d).__name__} of {d.count} ({d.reason})",
                     )
         return verdicts
