@@ -474,3 +474,55 @@ def test_an_evolving_request_is_answered_only_once_granted(
         assert answer is None and phase(journal, job.id) == "granting"
     else:
         assert answer is not None and answer["granted"] and answer["order"] == 1
+
+
+def test_an_offer_left_unanswered_is_withdrawn(slurm, journal, tmp_path) -> None:
+    job = Job(slurm, tmp_path, nodes=2, negotiates=True, grace_s=0.01)
+    before = job.nodes
+    actuator = Actuator(slurm, journal)  # on_overdue: keep
+    actuator.apply([Expand(job.id, 2)], jobs(slurm))
+    assert len(job.nodes) == 4 and phase(journal, job.id) == "offered"
+    time.sleep(0.05)
+    (outcome,) = actuator.poll(jobs(slurm))
+    assert outcome.declined and job.nodes == before  # the hosts held for it went back
+    assert job.offer().withdrawn and closed(journal, job.id) == ["failed"]
+
+
+def test_a_shrink_the_job_fails_before_vacating(slurm, journal, tmp_path) -> None:
+    job = Job(slurm, tmp_path, nodes=3)
+    before = job.nodes
+    actuator = Actuator(slurm, journal)
+    actuator.apply([Shrink(job.id, 1)], jobs(slurm))
+    job.ack(1, AckStatus.FAILED, before, "cannot checkpoint")
+    (outcome,) = actuator.poll(jobs(slurm))
+    assert not outcome.ok and outcome.message == "cannot checkpoint" and job.nodes == before
+
+
+def test_an_expansion_never_acknowledged_keeps_its_nodes(slurm, journal, tmp_path) -> None:
+    job = Job(slurm, tmp_path, nodes=2, grace_s=0.01)
+    actuator = Actuator(slurm, journal, on_overdue="force")  # nothing to force: kept
+    actuator.apply([Expand(job.id, 1)], jobs(slurm))
+    time.sleep(0.05)
+    assert actuator.poll(jobs(slurm)) == []
+    (overdue,) = records(journal, "overdue")
+    assert overdue["action"] == "keep" and len(job.nodes) == 3
+    assert phase(journal, job.id) == "awaiting_done"
+    job.ack(1, AckStatus.DONE, job.order(1).nodes)  # a late answer still closes it
+    (outcome,) = actuator.poll(jobs(slurm))
+    assert outcome.ok
+
+
+def test_a_shrink_whose_order_was_never_sent_is_closed(slurm, journal, tmp_path) -> None:
+    job = Job(slurm, tmp_path, nodes=3)
+    first = Actuator(slurm, journal)
+
+    def killed(r) -> None:
+        raise KeyboardInterrupt
+
+    first._send_order = killed  # type: ignore[method-assign]
+    with pytest.raises(KeyboardInterrupt):
+        first.apply([Shrink(job.id, 1)], jobs(slurm))
+    actuator = Actuator(slurm, Journal(journal.path))
+    (line,) = actuator.recover(slurm.jobs())
+    assert "never sent" in line and closed(actuator.journal, job.id) == ["not_sent"]
+    assert len(job.nodes) == 3 and changes(slurm) == []
