@@ -526,3 +526,26 @@ def test_a_shrink_whose_order_was_never_sent_is_closed(slurm, journal, tmp_path)
     (line,) = actuator.recover(slurm.jobs())
     assert "never sent" in line and closed(actuator.journal, job.id) == ["not_sent"]
     assert len(job.nodes) == 3 and changes(slurm) == []
+
+
+def test_the_controller_runs_a_real_policy_without_a_cluster(journal, tmp_path) -> None:
+    # Ghafoor's pending-first policy shrinks a malleable job to start a rigid one
+    from elastic_slurm.plugins.policies.pending_first import PendingFirst
+
+    small = FakeSlurm(("n1", "n2", "n3", "n4"))
+    elastic = Job(small, tmp_path, nodes=4, lo=1, hi=4)
+    tag = ElasticTag(JobKind.RIGID, 2, 2).encode()
+    rigid = small.sbatch(["--nodes=2", "--time=60", f"--chdir={tmp_path}", f"--comment={tag}"])
+    assert small.store[rigid].state == "PENDING"
+    controller = Controller(small, PendingFirst(), journal, min_resize_interval_s=0.0)
+    cycle = controller.step()
+    assert [type(d).__name__ for d in cycle.decisions] == ["Shrink", "Start"]
+    assert records(journal, "refused") == []  # the start counts on the nodes the shrink frees
+    order = elastic.order(1)
+    assert len(order.nodes) == 2 and small.store[rigid].state == "PENDING"
+    elastic.ack(1, AckStatus.VACATED, tuple(n for n in elastic.nodes if n not in order.nodes))
+    controller.step()
+    assert small.store[rigid].state == "RUNNING" and set(elastic.nodes) == set(order.nodes)
+    elastic.ack(1, AckStatus.DONE, order.nodes)
+    (outcome,) = controller.step().finished
+    assert outcome.ok and closed(journal, elastic.id) == ["done"]
