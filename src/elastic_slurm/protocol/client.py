@@ -95,8 +95,10 @@ class ControllerClient:
         self.munge_socket = munge_socket
         self.credential = credential or (lambda p: make_credential(munge_socket, payload=p))
         self._session = requests.Session()
+        # per request: a Session's ``verify`` loses to REQUESTS_CA_BUNDLE in the environment
+        self._verify: str | bool = True
         if urlsplit(self.url).scheme == "https":
-            self._session.verify = ca_file or os.environ.get(CA_ENV) or True
+            self._verify = ca_file or os.environ.get(CA_ENV) or True
 
     def _call(
         self,
@@ -126,7 +128,12 @@ class ControllerClient:
                 headers["X-Munge-Credential"] = self.credential(digest)
             try:
                 r = self._session.request(
-                    method, url, data=data or None, headers=headers, timeout=self.timeout_s
+                    method,
+                    url,
+                    data=data or None,
+                    headers=headers,
+                    timeout=self.timeout_s,
+                    verify=self._verify,
                 )
             except requests.RequestException as exc:
                 raise _Unavailable(f"controller at {self.url} unreachable: {exc}") from exc
