@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 import requests
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from elastic_slurm.controller import metrics
 from elastic_slurm.jobdir import JobDir
@@ -312,3 +314,79 @@ def test_every_refusal_is_logged_and_counted(setup, caplog) -> None:
     assert refusals(401) == before[401] + 1
     assert refusals(403) == before[403] + 2
     assert refusals(404) == before[404] + 1
+
+
+# ---------------------------------------------------------------------- lookups and fuzzing
+def test_the_controller_s_observation_spares_slurm(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from elastic_slurm.model.snapshot import JobState
+    from elastic_slurm.protocol.server import observed_lookup
+
+    seen = {
+        12: SimpleNamespace(
+            job_id=12, user="alice", workdir=str(tmp_path), model_state=JobState.RUNNING
+        )
+    }
+    asked: list[int] = []
+
+    def slurm(job_id: int) -> JobRecord | None:
+        asked.append(job_id)
+        return None
+
+    lookup = observed_lookup(lambda: seen, slurm)
+    assert lookup(12) == JobRecord(12, "alice", str(tmp_path), True)
+    assert lookup(13) is None and asked == [13]  # not seen (yet): Slurm is asked
+    assert observed_lookup(lambda: None, slurm)(12) is None and asked == [13, 12]
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner),
+    max_leaves=12,
+)
+fields = st.sampled_from(
+    [
+        "ranks",
+        "hosts",
+        "delta",
+        "seq",
+        "status",
+        "nodes",
+        "at",
+        "reason",
+        "strategy",
+        "phases_s",
+        "answer",
+        "count",
+        "x",
+    ]
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    endpoint=st.sampled_from(["register", "requests", "acks", "offers/1/answer"]),
+    body=st.dictionaries(fields, json_values, max_size=6) | json_values,
+)
+def test_any_body_is_served_or_refused_with_a_reason(tmp_path_factory, endpoint, body) -> None:
+    from elastic_slurm.protocol.gateway import Message, ProtocolError
+
+    workdir = tmp_path_factory.getbasetemp() / "fuzz"
+    jobdir = JobDir.for_job(workdir, 12)
+    if jobdir.read_secret() is None:
+        jobdir.write_secret(SECRET)
+    gateway = Gateway(lambda j: JobRecord(12, "alice", str(workdir), True), verify=verify)
+    path = f"/v1/jobs/12/{endpoint}"
+    raw = json.dumps(body, allow_nan=True).encode()
+    msg = Message(12, "POST", path, SECRET, f"alice:{digest(path, raw)}", lambda: raw)
+    handler = {
+        "register": gateway.register,
+        "requests": gateway.request,
+        "acks": gateway.ack,
+        "offers/1/answer": lambda m: gateway.answer(m, 1),
+    }[endpoint]
+    try:
+        assert isinstance(handler(msg), dict)
+    except ProtocolError as exc:
+        assert exc.status in (400, 404, 409) and str(exc)

@@ -318,7 +318,7 @@ class Gateway:
         a = self.admit(msg, changes=True)
         _only(a, {"answer", "count", "reason"})
         kind = a.body.get("answer")
-        if kind not in {k.value for k in AnswerKind}:
+        if not isinstance(kind, str) or kind not in {k.value for k in AnswerKind}:
             raise _bad(a, "answer", "must be 'accept', 'reject' or 'counter'")
         count = a.body.get("count")
         if count is not None:
@@ -370,11 +370,12 @@ class Gateway:
         b = a.body
         _only(a, {"seq", "status", "nodes", "at", "strategy", "reason", "ranks", "phases_s"})
         seq = _int(a, "seq", b.get("seq"), 1, MAX_SEQ)
-        if b.get("status") not in {s.value for s in AckStatus}:
+        status = b.get("status")
+        if not isinstance(status, str) or status not in {s.value for s in AckStatus}:
             raise _bad(a, "status", "must be 'vacated', 'done' or 'failed'")
         ack = ResizeAck(
             seq=seq,
-            status=AckStatus(b["status"]),
+            status=AckStatus(status),
             nodes=_hosts(a, "nodes", b.get("nodes")),
             at=_number(a, "at", b.get("at", time.time()), 0.0, 1e11),
             strategy=_text(a, "strategy", b.get("strategy", "")),
