@@ -390,3 +390,25 @@ def test_any_body_is_served_or_refused_with_a_reason(tmp_path_factory, endpoint,
         assert isinstance(handler(msg), dict)
     except ProtocolError as exc:
         assert exc.status in (400, 404, 409) and str(exc)
+
+
+def test_a_flood_of_refusals_is_counted_and_summarised_not_logged_line_by_line() -> None:
+    from elastic_slurm.protocol.server import LogBudget
+
+    now = [0.0]
+    budget = LogBudget(burst=3, rate=2.0, clock=lambda: now[0])
+    assert [budget.take() for _ in range(5)] == [0, 0, 0, None, None]
+    now[0] = 0.5  # one line's worth of budget
+    assert budget.take() == 2 and budget.take() is None
+    now[0] = 10.0
+    assert [budget.take() for _ in range(4)] == [1, 0, 0, None]
+
+
+def test_a_refusal_s_log_line_cannot_be_forged(setup, caplog) -> None:
+    srv, _, _ = setup
+    body = b'{"ranks": 1, "hosts": [], "x\\nprotocol: job 12 served": 1}'
+    with caplog.at_level(logging.WARNING, logger="elastic_slurm.protocol"):
+        r = post(srv, REGISTER, body)
+    assert r.status_code == 400
+    (line,) = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
+    assert "\n" not in line and "x?protocol: job 12 served" in line

@@ -4,11 +4,13 @@ Flask maps URLs and JSON; cheroot (CherryPy's WSGI server, pure Python) serves t
 from the standard library's ``ssl`` when the site gives a certificate. cheroot hands a request
 to the application before reading its body, so the body is read only once the job's secret
 matched, and at most ``max_body_bytes`` of it. Its connection loop waits in ``select`` (0.1 s
-at a time) when idle: the idle controller costs next to no CPU. The endpoints, their bodies and errors
-are in ``docs/protocol.md``; the checks are :class:`~elastic_slurm.protocol.gateway.Gateway`'s.
+at a time) when idle: the idle controller costs next to no CPU. The endpoints, their bodies
+and errors are in ``docs/protocol.md``; the checks are
+:class:`~elastic_slurm.protocol.gateway.Gateway`'s.
 
-Every refusal is logged (one line: job, sender's user when known, remote address, status,
-reason) and counted (:func:`elastic_slurm.controller.metrics.refusal`).
+Every refusal is counted (:func:`elastic_slurm.controller.metrics.refusal`) and logged (one
+line: job, sender's user when known, remote address, status, reason); a flood is logged at
+:data:`REFUSAL_LOG_RATE` lines a second, and the next line says how many were left out.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import logging
 import ssl
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
@@ -51,6 +54,50 @@ MAX_HEADER_BYTES = 16384
 #: Set in a request's WSGI environ: close the connection after the answer (the body was
 #: not read; HTTP/1.1 would otherwise have the server read it all before answering).
 CLOSE_KEY = "elastic_slurm.close_connection"
+
+
+#: Refusal lines logged in a burst, then per second (a flood is counted, and summarised).
+REFUSAL_LOG_BURST = 50
+REFUSAL_LOG_RATE = 10.0
+
+
+class LogBudget:
+    """A token bucket for log lines: ``burst`` at once, then ``rate`` a second.
+
+    A flood of refusals must not fill the disk with log lines: beyond the budget they are
+    only counted (the metrics count every one), and the next line logged says how many were
+    left out.
+    """
+
+    def __init__(
+        self,
+        burst: int = REFUSAL_LOG_BURST,
+        rate: float = REFUSAL_LOG_RATE,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.burst, self.rate, self.clock = burst, rate, clock
+        self._tokens = float(burst)
+        self._last = clock()
+        self._skipped = 0
+        self._lock = threading.Lock()
+
+    def take(self) -> int | None:
+        """``None``: do not log this line; else how many lines were left out before it."""
+        with self._lock:
+            now = self.clock()
+            self._tokens = min(self.burst, self._tokens + (now - self._last) * self.rate)
+            self._last = now
+            if self._tokens < 1:
+                self._skipped += 1
+                return None
+            self._tokens -= 1
+            skipped, self._skipped = self._skipped, 0
+            return skipped
+
+
+def _printable(text: str, limit: int = 300) -> str:
+    """``text`` fit for one log line: control characters (newlines) as ``?``, ``limit`` at most."""
+    return "".join(c if c.isprintable() else "?" for c in text[:limit])
 
 
 class _Gateway(wsgi.Gateway_10):
@@ -135,13 +182,17 @@ def _read_body(limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def create_app(gateway: Gateway, *, max_body_bytes: int = MAX_BODY_BYTES) -> Flask:
+def create_app(
+    gateway: Gateway, *, max_body_bytes: int = MAX_BODY_BYTES, log_budget: LogBudget | None = None
+) -> Flask:
     """The Flask application of the protocol, backed by ``gateway``.
 
     ``max_body_bytes``: the largest request body read (bytes); larger ones get 413.
+    ``log_budget``: how many refusals are logged one by one (default: :class:`LogBudget`).
     """
     app = Flask("elastic_slurm.protocol")
     app.config["MAX_CONTENT_LENGTH"] = max_body_bytes
+    budget = log_budget or LogBudget()
 
     def message(job_id: int) -> Message:
         return Message(
@@ -154,23 +205,29 @@ def create_app(gateway: Gateway, *, max_body_bytes: int = MAX_BODY_BYTES) -> Fla
         )
 
     def refused(status: int, reason: str, user: str | None = None):  # type: ignore[no-untyped-def]
-        job = (request.view_args or {}).get("job_id", "-")
-        log.warning(
-            "protocol: refused job %s user %s from %s: %d %s",
-            job,
-            user or "?",
-            request.remote_addr or "?",
-            status,
-            reason,
-            extra={
-                "job_id": job,
-                "user": user,
-                "remote": request.remote_addr,
-                "status": status,
-                "reason": reason,
-            },
-        )
         metrics.refusal(status)
+        skipped = budget.take()
+        if skipped is not None:
+            job = (request.view_args or {}).get("job_id", "-")
+            remote = request.remote_addr or "?"
+            reason_ = _printable(reason)
+            log.warning(
+                "protocol: refused job %s user %s from %s: %d %s%s",
+                job,
+                user or "?",
+                remote,
+                status,
+                reason_,
+                f" ({skipped} more refusals before this one were not logged)" if skipped else "",
+                extra={
+                    "job_id": job,
+                    "user": user,
+                    "remote": remote,
+                    "status": status,
+                    "reason": reason_,
+                    "not_logged": skipped,
+                },
+            )
         if request.content_length or "chunked" in request.headers.get("Transfer-Encoding", ""):
             request.environ[CLOSE_KEY] = True  # its body may be unread: do not read it now
         return jsonify({"error": reason}), status
