@@ -412,3 +412,34 @@ def test_a_refusal_s_log_line_cannot_be_forged(setup, caplog) -> None:
     assert r.status_code == 400
     (line,) = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
     assert "\n" not in line and "x?protocol: job 12 served" in line
+
+
+def test_a_get_with_a_body_is_answered_without_reading_it(setup) -> None:
+    srv, _, _ = setup
+    head = (
+        f"GET /v1/jobs/12/next?seq=1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {SECRET}\r\n"
+        "Content-Length: 10000000\r\n\r\n{"
+    ).encode()
+    assert raw_exchange(srv, head).startswith(b"HTTP/1.1 200")
+
+
+def test_an_unusable_secret_file_or_a_failure_is_an_answer(setup, monkeypatch, caplog) -> None:
+    srv, _, _ = setup
+
+    def unreadable(self) -> str:
+        raise OSError("secret is a FIFO")
+
+    monkeypatch.setattr(JobDir, "read_secret", unreadable)
+    headers = {"Authorization": f"Bearer {SECRET}"}
+    r = requests.get(f"{srv.url}/v1/jobs/12/next?seq=1", headers=headers, timeout=5)
+    assert r.status_code == 401 and "job 12 has no usable secret" in r.json()["error"]
+    monkeypatch.undo()
+
+    def broken(self, seq: int) -> None:
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(JobDir, "read_order", broken)
+    with caplog.at_level(logging.ERROR, logger="elastic_slurm.protocol"):
+        r = requests.get(f"{srv.url}/v1/jobs/12/next?seq=1", headers=headers, timeout=5)
+    assert r.status_code == 500 and "disk on fire" in r.json()["error"]
+    assert any("failed" in r.getMessage() and r.exc_info for r in caplog.records)

@@ -36,6 +36,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from elastic_slurm.errors import ElasticSlurmError
 from elastic_slurm.jobdir import JobDir
 from elastic_slurm.model.offer import Answer, AnswerKind
 from elastic_slurm.model.resize_order import AckStatus, ResizeAck
@@ -235,7 +236,11 @@ class Gateway:
             raise ProtocolError(401, "malformed job secret")
         rec = self.record(msg.job_id)
         jobdir = JobDir.for_job(rec.workdir, msg.job_id)
-        if not same_secret(msg.secret, jobdir.read_secret()):
+        try:
+            stored = jobdir.read_secret()
+        except (ElasticSlurmError, OSError, ValueError) as exc:  # a FIFO, a symlink, garbage
+            raise ProtocolError(401, f"job {msg.job_id} has no usable secret: {exc}") from exc
+        if not same_secret(msg.secret, stored):
             raise ProtocolError(401, f"wrong secret for job {msg.job_id}")
         if not changes:
             return Admitted(rec, jobdir, None, {})

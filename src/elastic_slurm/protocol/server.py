@@ -54,6 +54,8 @@ MAX_HEADER_BYTES = 16384
 #: Set in a request's WSGI environ: close the connection after the answer (the body was
 #: not read; HTTP/1.1 would otherwise have the server read it all before answering).
 CLOSE_KEY = "elastic_slurm.close_connection"
+#: Set in a request's WSGI environ once its whole body was read.
+BODY_READ_KEY = "elastic_slurm.body_read"
 
 
 #: Refusal lines logged in a burst, then per second (a flood is counted, and summarised).
@@ -179,6 +181,7 @@ def _read_body(limit: int) -> bytes:
         size += len(chunk)
     if size > limit:
         raise ProtocolError(413, f"the body is larger than {limit} bytes")
+    request.environ[BODY_READ_KEY] = True
     return b"".join(chunks)
 
 
@@ -228,9 +231,22 @@ def create_app(
                     "not_logged": skipped,
                 },
             )
-        if request.content_length or "chunked" in request.headers.get("Transfer-Encoding", ""):
-            request.environ[CLOSE_KEY] = True  # its body may be unread: do not read it now
         return jsonify({"error": reason}), status
+
+    @app.after_request
+    def _unread_body(response):  # type: ignore[no-untyped-def]
+        """A body left unread (a refusal, a GET with a body) is not read: the connection closes."""
+        has_body = request.content_length or "chunked" in request.headers.get(
+            "Transfer-Encoding", ""
+        )
+        if has_body and not request.environ.get(BODY_READ_KEY):
+            request.environ[CLOSE_KEY] = True
+        return response
+
+    @app.errorhandler(Exception)
+    def _failed(exc: Exception):  # type: ignore[no-untyped-def]
+        log.exception("protocol: %s %s failed", request.method, _printable(request.path))
+        return refused(500, f"the controller failed to serve this message: {exc}")
 
     @app.errorhandler(ProtocolError)
     def _refused(exc: ProtocolError):  # type: ignore[no-untyped-def]
