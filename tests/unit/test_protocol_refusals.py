@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -213,23 +214,50 @@ def test_cache_entries_expire(tmp_path: Path) -> None:
         gateway.record(12)
 
 
-def test_a_failed_lookup_is_503_and_not_cached(tmp_path: Path) -> None:
+def test_a_failed_lookup_is_503_for_a_second(tmp_path: Path) -> None:
     calls = []
+    now = [0.0]
 
     def down(job_id: int) -> JobRecord | None:
         calls.append(job_id)
         raise RuntimeError("slurmctld did not answer")
 
-    srv = ProtocolServer(Gateway(down, verify=verify), "127.0.0.1:0").start()
+    srv = ProtocolServer(Gateway(down, clock=lambda: now[0]), "127.0.0.1:0").start()
     try:
-        for _ in range(2):
+        for t in (0.0, 0.5, 1.0):
+            now[0] = t
             r = requests.get(
                 f"{srv.url}/v1/jobs/12/next?seq=1", headers={"Authorization": "Bearer x"}
             )
             assert r.status_code == 503 and "slurmctld did not answer" in r.json()["error"]
-        assert calls == [12, 12]
+        assert calls == [12, 12]  # asked again after 1 s
     finally:
         srv.stop()
+
+
+def test_concurrent_messages_about_one_job_wait_for_one_lookup(tmp_path: Path) -> None:
+    calls = []
+
+    def slow(job_id: int) -> JobRecord | None:
+        calls.append(job_id)
+        time.sleep(0.3)
+        return None
+
+    gateway = Gateway(slow)
+    errors = []
+
+    def ask() -> None:
+        try:
+            gateway.record(99)
+        except Exception as exc:  # noqa: BLE001
+            errors.append(str(exc))
+
+    threads = [threading.Thread(target=ask) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert calls == [99] and errors == ["Slurm has no job 99"] * 8
 
 
 # ---------------------------------------------------------------------- credential binding

@@ -56,6 +56,8 @@ RECORD_TTL_S = 30.0
 #: How long (seconds) "no such job" or "not running" is remembered: a flood of messages about
 #: unknown jobs costs at most one lookup per job per this many seconds.
 NEGATIVE_TTL_S = 5.0
+#: How long (seconds) a failed lookup (Slurm did not answer) is remembered: 503 meanwhile.
+ERROR_TTL_S = 1.0
 #: How many job records are cached at most (the oldest go first).
 CACHE_SIZE = 4096
 
@@ -178,43 +180,65 @@ class Gateway:
         self.record_ttl_s = record_ttl_s
         self.negative_ttl_s = negative_ttl_s
         self.clock = clock
-        # job -> (record or None, when it expires)
-        self._records: OrderedDict[int, tuple[JobRecord | None, float]] = OrderedDict()
+        # job -> (record, None: no such job, or str: why the lookup failed; when it expires)
+        self._records: OrderedDict[int, tuple[JobRecord | str | None, float]] = OrderedDict()
+        self._lookups: dict[int, threading.Lock] = {}  # jobs being looked up
         self._cache_lock = threading.Lock()
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ admission
     def record(self, job_id: int) -> JobRecord:
-        """The job's record, from the cache or the lookup.
+        """The job's record, from the cache or the lookup (one lookup per job at a time).
 
         Raises
         ------
         ProtocolError
             404: the job is unknown; 409: it is not running; 503: the lookup failed
-            (Slurm did not answer; not cached).
+            (Slurm did not answer; remembered for :data:`ERROR_TTL_S`).
         """
-        now = self.clock()
+        cached = self._cached(job_id)
+        if cached is None:
+            with self._cache_lock:
+                gate = self._lookups.setdefault(job_id, threading.Lock())
+            try:
+                with gate:  # concurrent messages about one job wait for one lookup
+                    cached = self._cached(job_id) or self._look_up(job_id)
+            finally:
+                with self._cache_lock:
+                    self._lookups.pop(job_id, None)
+        found = cached[0]
+        if isinstance(found, str):
+            raise ProtocolError(503, f"cannot look up job {job_id} now: {found}")
+        if found is None:
+            raise ProtocolError(404, f"Slurm has no job {job_id}")
+        if not found.running:
+            raise ProtocolError(409, f"job {job_id} is not running")
+        return found
+
+    def _cached(self, job_id: int) -> tuple[JobRecord | str | None, float] | None:
+        """The cache's entry for the job while it holds."""
         with self._cache_lock:
             cached = self._records.get(job_id)
-        if cached is None or now >= cached[1]:
-            try:
-                rec = self.lookup(job_id)
-            except Exception as exc:  # Slurm down, or a broken lookup: try again later
-                log.warning("protocol: looking up job %d failed: %s", job_id, exc)
-                raise ProtocolError(503, f"cannot look up job {job_id} now: {exc}") from exc
-            ttl = self.record_ttl_s if rec is not None and rec.running else self.negative_ttl_s
-            cached = (rec, now + ttl)
-            with self._cache_lock:
-                self._records[job_id] = cached
-                self._records.move_to_end(job_id)
-                while len(self._records) > CACHE_SIZE:
-                    self._records.popitem(last=False)
-        rec = cached[0]
-        if rec is None:
-            raise ProtocolError(404, f"Slurm has no job {job_id}")
-        if not rec.running:
-            raise ProtocolError(409, f"job {job_id} is not running")
-        return rec
+        return cached if cached is not None and self.clock() < cached[1] else None
+
+    def _look_up(self, job_id: int) -> tuple[JobRecord | str | None, float]:
+        """Ask the lookup; cache and return its answer (an error as its message)."""
+        found: JobRecord | str | None
+        try:
+            found = self.lookup(job_id)
+        except Exception as exc:  # Slurm down, or a broken lookup: try again a little later
+            log.warning("protocol: looking up job %d failed: %s", job_id, exc)
+            found, ttl = str(exc)[:300] or type(exc).__name__, ERROR_TTL_S
+        else:
+            running = found is not None and found.running
+            ttl = self.record_ttl_s if running else self.negative_ttl_s
+        entry = (found, self.clock() + ttl)
+        with self._cache_lock:
+            self._records[job_id] = entry
+            self._records.move_to_end(job_id)
+            while len(self._records) > CACHE_SIZE:
+                self._records.popitem(last=False)
+        return entry
 
     def admit(self, msg: Message, *, changes: bool) -> Admitted:
         """Check a message, cheapest check first; return what the handler needs.
