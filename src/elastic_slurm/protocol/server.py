@@ -300,7 +300,7 @@ def create_app(
     return app
 
 
-def tls_context_check(cert: Path, key: Path) -> None:
+def check_tls_files(cert: Path, key: Path) -> None:
     """Check that ``cert`` and ``key`` are a PEM certificate and its private key.
 
     Raises
@@ -373,7 +373,7 @@ class ProtocolServer:
         self._server.expiration_interval = 0.1  # select()'s timeout (s): idle, 10 wake-ups/s
         self.tls = tls_cert is not None and tls_key is not None
         if tls_cert is not None and tls_key is not None:
-            tls_context_check(Path(tls_cert), Path(tls_key))
+            check_tls_files(Path(tls_cert), Path(tls_key))
             self._server.ssl_adapter = BuiltinSSLAdapter(str(tls_cert), str(tls_key))
         self._server.prepare()  # binds: OSError here, not in the thread
         self.host = host
