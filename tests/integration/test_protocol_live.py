@@ -27,7 +27,7 @@ from elastic_slurm.model import ElasticRequest, JobKind
 from elastic_slurm.model.decisions import Decision, Expand, Shrink
 from elastic_slurm.protocol.address import default_address, site_munge_socket
 from elastic_slurm.protocol.client import ControllerClient, RefusedError
-from elastic_slurm.protocol.identity import make_credential
+from elastic_slurm.protocol.identity import make_credential, request_digest
 from elastic_slurm.protocol.server import ProtocolServer, serve
 
 from .helpers import all_idle, job_state, scontrol_job, slurm_held, wait
@@ -180,9 +180,15 @@ def test_wrong_secret_and_another_users_messages_are_refused(slurm, shared_tmp, 
         assert info.value.status == 401
 
         # a real MUNGE credential can be used once: a replay is refused
-        cred = make_credential(socket)
+        made: list[str] = []
+
+        def captured(payload: str) -> str:  # the first credential, sent again and again
+            if not made:
+                made.append(make_credential(socket, payload=payload))
+            return made[0]
+
         replay = ControllerClient(
-            server.url, job, secret, retry_s=0, munge_socket=socket, credential=lambda: cred
+            server.url, job, secret, retry_s=0, munge_socket=socket, credential=captured
         )
         replay.register(1, ["n1"])
         with pytest.raises(RefusedError) as info:
@@ -190,20 +196,36 @@ def test_wrong_secret_and_another_users_messages_are_refused(slurm, shared_tmp, 
         assert info.value.status == 403
         assert "MUNGE credential refused: Replayed credential" in info.value.reason
 
+        # a credential is bound to its message: one made for a registration, captured before
+        # it reached the controller, does not carry an evolving request
+        register_digest = request_digest(
+            "POST", f"/v1/jobs/{job}/register", job, b'{"ranks":1,"hosts":["n1"]}'
+        )
+        captured_cred = make_credential(socket, payload=register_digest)
+        thief = ControllerClient(
+            server.url, job, secret, retry_s=0, credential=lambda payload: captured_cred
+        )
+        with pytest.raises(RefusedError) as info:
+            thief.request(4, 1)
+        assert info.value.status == 403 and "made for another message" in info.value.reason
+
         # another Unix user, with the job's secret, is refused: the job is root's in Slurm.
-        # The credential is made by that user (``munge -n`` run as them); who carries it does
-        # not matter, which is the point of MUNGE.
+        # The credential is made by that user (``munge`` run as them, for this message); who
+        # carries it does not matter, which is the point of MUNGE.
         _ensure_user(OTHER_USER)
-        made = subprocess.run(
-            ["runuser", "-u", OTHER_USER, "--", "munge", "-n", "--socket", str(socket)],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=True,
-        )
-        other = ControllerClient(
-            server.url, job, secret, retry_s=0, credential=lambda: made.stdout.strip()
-        )
+
+        def as_other(payload: str) -> str:
+            out = subprocess.run(
+                ["runuser", "-u", OTHER_USER, "--", "munge", "--socket", str(socket)],
+                input=payload,
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=True,
+            )
+            return out.stdout.strip()
+
+        other = ControllerClient(server.url, job, secret, retry_s=0, credential=as_other)
         with pytest.raises(RefusedError) as info:
             other.request(1, 1)
         assert info.value.status == 403

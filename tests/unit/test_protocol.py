@@ -1,11 +1,13 @@
 """The protocol over real HTTP on 127.0.0.1: gateway checks, wire format, client errors.
 
-The identity decoder is a table here (credential -> user); the real MUNGE round trip, with a
-second Unix user, is tested against the live cluster (tests/integration/test_protocol_live.py).
+The identity decoder is a table here (credential ``cred-<user>:<payload>`` -> user and
+payload); the real MUNGE round trip, with a second Unix user, is tested against the live
+cluster (tests/integration/test_protocol_live.py).
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,18 +21,35 @@ from elastic_slurm.model.resize_order import AckStatus, ResizeAck, ResizeAction,
 from elastic_slurm.mpi_runtime.channel import FileChannel, HttpChannel, channel_for
 from elastic_slurm.protocol.client import ControllerClient, RefusedError
 from elastic_slurm.protocol.gateway import Gateway, JobRecord
-from elastic_slurm.protocol.identity import IdentityError, munge_socket, same_secret
+from elastic_slurm.protocol.identity import (
+    Credential,
+    IdentityError,
+    munge_socket,
+    request_digest,
+    same_secret,
+)
 from elastic_slurm.protocol.server import ProtocolServer
 
 SECRET = "s3cret-of-job-12"
 USERS = {"cred-alice": "alice", "cred-bob": "bob", "cred-root": "root"}
 
 
-def verify(credential: str, socket: str | None) -> str:
+def verify(credential: str, socket: str | None) -> Credential:
+    """``cred-<user>:<payload>`` stands for a MUNGE credential of ``user`` carrying ``payload``."""
+    name, _, payload = credential.partition(":")
     try:
-        return USERS[credential]
+        return Credential(USERS[name], payload)
     except KeyError:
         raise IdentityError("MUNGE credential refused: Invalid credential") from None
+
+
+def signed(path: str, body: bytes, cred: str = "cred-alice", job: int = 12) -> dict[str, str]:
+    """Headers of a POST of ``body`` to ``path`` by job ``job``, with a credential made for it."""
+    return {
+        "Authorization": f"Bearer {SECRET}",
+        "Content-Type": "application/json",
+        "X-Munge-Credential": f"{cred}:{request_digest('POST', path, job, body)}",
+    }
 
 
 @pytest.fixture
@@ -48,7 +67,9 @@ def server(tmp_path: Path) -> Iterator[tuple[ProtocolServer, JobDir]]:
 
 
 def client(srv: ProtocolServer, secret: str = SECRET, cred: str = "cred-alice", job: int = 12):
-    return ControllerClient(srv.url, job, secret, retry_s=0, credential=lambda: cred)
+    return ControllerClient(
+        srv.url, job, secret, retry_s=0, credential=lambda payload: f"{cred}:{payload}"
+    )
 
 
 def offer(number: int = 1, *, final: bool = False, count: int = 2) -> Offer:
@@ -102,6 +123,13 @@ def test_missing_secret_and_credential(server) -> None:
         url, json={"ranks": 1}, headers={"Authorization": f"Bearer {SECRET}"}, timeout=5
     )
     assert r.status_code == 403 and "no MUNGE credential" in r.json()["error"]
+    r = requests.post(
+        url,
+        json={"ranks": 1},
+        headers={**signed(url, b"{}"), "X-Munge-Credential": "cred-alice"},
+        timeout=5,
+    )
+    assert r.status_code == 403 and "made for another message" in r.json()["error"]
 
 
 def test_unknown_or_ended_job(server) -> None:
@@ -165,18 +193,19 @@ def test_withdrawn_and_superseded_offers_refuse_answers(server) -> None:
 def test_malformed_messages(server) -> None:
     srv, jobdir = server
     jobdir.write_offer(offer(1))
-    headers = {"Authorization": f"Bearer {SECRET}", "X-Munge-Credential": "cred-alice"}
-    r = requests.post(
-        f"{srv.url}/v1/jobs/12/offers/1/answer",
-        json={"answer": "counter"},
-        headers=headers,
-        timeout=5,
-    )
+
+    def post(path: str, body: bytes) -> requests.Response:
+        return requests.post(f"{srv.url}{path}", data=body, headers=signed(path, body), timeout=5)
+
+    r = post("/v1/jobs/12/offers/1/answer", json.dumps({"answer": "counter"}).encode())
     assert r.status_code == 400 and "counter-offer needs a count" in r.json()["error"]
-    r = requests.post(f"{srv.url}/v1/jobs/12/requests", json={"delta": 0}, headers=headers)
+    r = post("/v1/jobs/12/requests", json.dumps({"delta": 0}).encode())
     assert r.status_code == 400 and "non-zero" in r.json()["error"]
-    r = requests.post(f"{srv.url}/v1/jobs/12/acks", data="not json", headers=headers, timeout=5)
+    r = post("/v1/jobs/12/acks", b"not json")
+    assert r.status_code == 400 and "not JSON" in r.json()["error"]
+    r = post("/v1/jobs/12/acks", b"[1, 2]")
     assert r.status_code == 400 and "JSON object" in r.json()["error"]
+    headers = {"Authorization": f"Bearer {SECRET}"}
     r = requests.get(f"{srv.url}/v1/jobs/12/next", headers=headers, timeout=5)
     assert r.status_code == 400 and "?seq=N" in r.json()["error"]
 
@@ -200,7 +229,7 @@ def test_acks_and_evolving_requests(server) -> None:
 
 def test_http_channel_falls_back_to_files_when_controller_is_gone(tmp_path: Path) -> None:
     jobdir = JobDir(tmp_path / "job-5")
-    dead = ControllerClient("http://127.0.0.1:9", 5, "x", retry_s=0, credential=lambda: "c")
+    dead = ControllerClient("http://127.0.0.1:9", 5, "x", retry_s=0, credential=lambda p: "c")
     channel = HttpChannel(jobdir, dead)
     channel.register(1, ["n1"])
     assert channel.negotiates is False

@@ -2,13 +2,19 @@
 
 A connection error or a 5xx answer is retried with backoff for up to ``retry_s`` seconds (a
 controller being restarted comes back); a 4xx answer is final and raised as
-:class:`RefusedError` with the controller's reason.
+:class:`RefusedError` with the controller's reason. Every message that changes something
+carries a MUNGE credential made for it (its payload is the message's digest), and over
+``https`` the controller's certificate is verified against the site's CA
+(:data:`CA_ENV`, or the ``ca_file`` given).
 """
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 import requests
 from tenacity import (
@@ -21,9 +27,12 @@ from tenacity import (
 from elastic_slurm.errors import ElasticSlurmError
 from elastic_slurm.model.offer import Answer, Offer
 from elastic_slurm.model.resize_order import ResizeAck, ResizeOrder
-from elastic_slurm.protocol.identity import make_credential
+from elastic_slurm.protocol.gateway import MAX_TEXT
+from elastic_slurm.protocol.identity import make_credential, request_digest
 
 PREFIX = "/v1"
+#: The CA file (PEM) that signed the controller's certificate, for ``https`` URLs.
+CA_ENV = "ELASTIC_SLURM_CONTROLLER_CA"
 
 
 class RefusedError(ElasticSlurmError):
@@ -57,9 +66,13 @@ class ControllerClient:
     munge_socket
         The MUNGE socket for credentials (``None``: found from slurm.conf).
     credential
-        Makes the identity credential sent with each message that changes something
-        (default: a fresh MUNGE credential from
-        :func:`~elastic_slurm.protocol.identity.make_credential`).
+        ``payload -> credential``: makes the identity credential sent with each message that
+        changes something, carrying ``payload`` (the message's
+        :func:`~elastic_slurm.protocol.identity.request_digest`); default: a fresh MUNGE
+        credential from :func:`~elastic_slurm.protocol.identity.make_credential`.
+    ca_file
+        For an ``https`` URL: the CA file (PEM) the controller's certificate is checked
+        against; default: :data:`CA_ENV` if set, else the system's CAs.
     """
 
     def __init__(
@@ -71,7 +84,8 @@ class ControllerClient:
         timeout_s: float = 5.0,
         retry_s: float = 5.0,
         munge_socket: str | None = None,
-        credential: Callable[[], str] | None = None,
+        credential: Callable[[str], str] | None = None,
+        ca_file: str | None = None,
     ) -> None:
         self.url = url.rstrip("/")
         self.job_id = job_id
@@ -79,8 +93,12 @@ class ControllerClient:
         self.timeout_s = timeout_s
         self.retry_s = retry_s
         self.munge_socket = munge_socket
-        self.credential = credential or (lambda: make_credential(munge_socket))
+        self.credential = credential or (lambda p: make_credential(munge_socket, payload=p))
         self._session = requests.Session()
+        # per request: a Session's ``verify`` loses to REQUESTS_CA_BUNDLE in the environment
+        self._verify: str | bool = True
+        if urlsplit(self.url).scheme == "https":
+            self._verify = ca_file or os.environ.get(CA_ENV) or True
 
     def _call(
         self,
@@ -92,6 +110,8 @@ class ControllerClient:
         retry_s: float | None = None,
     ) -> dict[str, Any]:
         """One message; ``ConnectionError`` once ``retry_s`` (default :attr:`retry_s`) is over."""
+        url = f"{self.url}{PREFIX}/jobs/{self.job_id}{path}"
+        data = b"" if body is None else json.dumps(body, separators=(",", ":")).encode()
 
         @retry(
             retry=retry_if_exception_type(_Unavailable),
@@ -101,27 +121,33 @@ class ControllerClient:
         )
         def once() -> dict[str, Any]:
             headers = {"Authorization": f"Bearer {self.secret}"}
-            if changes:  # a fresh credential each try: MUNGE refuses a replayed one
-                headers["X-Munge-Credential"] = self.credential()
+            if body is not None:
+                headers["Content-Type"] = "application/json"
+            if changes:  # a fresh credential each try, for this message: MUNGE refuses replays
+                digest = request_digest(method, urlsplit(url).path, self.job_id, data)
+                headers["X-Munge-Credential"] = self.credential(digest)
             try:
                 r = self._session.request(
                     method,
-                    f"{self.url}{PREFIX}/jobs/{self.job_id}{path}",
-                    json=body,
+                    url,
+                    data=data or None,
                     headers=headers,
                     timeout=self.timeout_s,
+                    verify=self._verify,
                 )
             except requests.RequestException as exc:
                 raise _Unavailable(f"controller at {self.url} unreachable: {exc}") from exc
             if r.status_code >= 500:
                 raise _Unavailable(f"controller error {r.status_code}: {r.text[:200]}")
             try:
-                data = r.json()
+                answer = r.json()
             except ValueError:
-                data = {"error": r.text[:200]}
+                answer = {"error": r.text[:200]}
+            if not isinstance(answer, dict):
+                answer = {"error": str(answer)[:200]}
             if r.status_code >= 400:
-                raise RefusedError(r.status_code, str(data.get("error", data)))
-            return data
+                raise RefusedError(r.status_code, str(answer.get("error", answer)))
+            return answer
 
         try:
             return once()
@@ -149,7 +175,9 @@ class ControllerClient:
 
     def ack(self, ack: ResizeAck) -> None:
         """Acknowledge an order (``vacated``: the hosts released; ``done``; ``failed``)."""
-        self._call("POST", "/acks", ack.to_json(), changes=True)
+        body = ack.to_json()  # the controller takes texts of at most MAX_TEXT characters
+        body.update(strategy=ack.strategy[:MAX_TEXT], reason=ack.reason[:MAX_TEXT])
+        self._call("POST", "/acks", body, changes=True)
 
     def request(self, delta: int, ranks: int) -> int:
         """An evolving request: ``delta`` nodes more (or fewer); returns its number."""

@@ -1,25 +1,32 @@
 """Who sends a message: the job's secret and the sender's Unix user, proven with MUNGE.
 
 Every Slurm cluster runs MUNGE, the service Slurm itself uses to prove a user's identity from
-one host to another: ``munge -n`` makes a credential that carries the caller's UID, and only
-the cluster's ``unmunge`` (same key) can decode it, once (a replayed credential is refused)
-and for five minutes. A message that changes something carries a fresh credential; the
-controller decodes it and compares the user with Slurm's record of the job's user.
+one host to another: ``munge`` makes a credential that carries the caller's UID and a payload,
+and only the cluster's ``unmunge`` (same key) can decode it, once (a replayed credential is
+refused) and for five minutes. A message that changes something carries a fresh credential
+whose payload is the digest of that very message (:func:`request_digest`: method, path, job
+and body), so a credential captured from one message cannot authenticate another; the
+controller decodes it, compares the payload with the message it came with, and the user with
+Slurm's record of the job's user.
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import os
 import pwd
 import re
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 from elastic_slurm.errors import ElasticSlurmError
 
 #: Overrides the MUNGE socket (else: ``AuthInfo=socket=`` of slurm.conf, else MUNGE's default).
 SOCKET_ENV = "ELASTIC_SLURM_MUNGE_SOCKET"
+#: Prefix of every request digest (a credential made for something else never matches).
+DIGEST_DOMAIN = "elastic-slurm/v1"
 
 
 class IdentityError(ElasticSlurmError):
@@ -60,19 +67,63 @@ def _run(argv: list[str], socket: str | None, timeout_s: float, stdin: str | Non
     return out.stdout
 
 
-def make_credential(socket: str | None = None, timeout_s: float = 10.0) -> str:
-    """A fresh MUNGE credential of the calling user (``munge -n``).
+def request_digest(method: str, path: str, job_id: int, body: bytes) -> str:
+    """The digest a message's credential carries: SHA-256 of method, path, job and body.
+
+    Parameters
+    ----------
+    method
+        The HTTP method (``POST``).
+    path
+        The URL path, without the query (``/v1/jobs/12/register``).
+    job_id
+        The job the message is about.
+    body
+        The body's bytes exactly as sent.
+
+    Returns
+    -------
+    str
+        64 hexadecimal digits.
+    """
+    body_hash = hashlib.sha256(body).hexdigest()
+    text = f"{DIGEST_DOMAIN}\n{method.upper()}\n{path}\n{int(job_id)}\n{body_hash}"
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Credential:
+    """A decoded MUNGE credential: who made it (``user``) and the ``payload`` it carries."""
+
+    user: str
+    payload: str
+
+
+def make_credential(socket: str | None = None, timeout_s: float = 10.0, payload: str = "") -> str:
+    """A fresh MUNGE credential of the calling user, carrying ``payload`` (``munge``).
+
+    Parameters
+    ----------
+    socket
+        The MUNGE socket (``None``: :func:`munge_socket`).
+    timeout_s
+        Seconds ``munge`` may take.
+    payload
+        What the credential carries (a :func:`request_digest`); empty: none (``munge -n``).
 
     Raises
     ------
     IdentityError
         ``munge`` is missing or failed (the message has its error).
     """
-    return _run(["munge", "-n"], socket or munge_socket(), timeout_s).strip()
+    argv = ["munge"] if payload else ["munge", "-n"]
+    return _run(argv, socket or munge_socket(), timeout_s, stdin=payload or None).strip()
 
 
-def credential_user(credential: str, socket: str | None = None, timeout_s: float = 10.0) -> str:
-    """Decode a MUNGE credential; return the name of the user who made it.
+def decode_credential(
+    credential: str, socket: str | None = None, timeout_s: float = 10.0
+) -> Credential:
+    """Decode a MUNGE credential (``unmunge``): the user who made it and its payload.
 
     Raises
     ------
@@ -80,16 +131,17 @@ def credential_user(credential: str, socket: str | None = None, timeout_s: float
         The credential is invalid, expired, replayed, or from another MUNGE key, or its UID
         has no user name here.
     """
-    argv = ["unmunge", "--keys=STATUS,UID", "--output=/dev/null"]
-    out = _run(argv, socket, timeout_s, stdin=credential)
-    m = re.search(r"UID:.*\((\d+)\)", out)  # "UID: alice (1000)"
+    out = _run(["unmunge", "--keys=STATUS,UID"], socket, timeout_s, stdin=credential)
+    metadata, _, payload = out.partition("\n\n")  # metadata lines, a blank line, the payload
+    m = re.search(r"^UID:.*\((\d+)\)\s*$", metadata, re.MULTILINE)  # "UID: alice (1000)"
     if m is None:
-        raise IdentityError(f"unmunge gave no UID: {out!r}")
+        raise IdentityError(f"unmunge gave no UID: {metadata[:200]!r}")
     uid = int(m.group(1))
     try:
-        return pwd.getpwuid(uid).pw_name
+        user = pwd.getpwuid(uid).pw_name
     except KeyError as exc:
         raise IdentityError(f"UID {uid} of the credential has no user name here") from exc
+    return Credential(user, payload)
 
 
 def same_secret(given: str | None, stored: str | None) -> bool:
