@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.cases < 1 or not 0 < args.bound_s < 600:
         parser.error("--cases must be at least 1 and --bound-s between 0 and 600")
     logging.disable(logging.WARNING)  # readers warn about what they refuse or skip
-    console = Console()
+    console = Console(width=None if sys.stdout.isatty() else 110)
     rows = []
     columns = (
         TextColumn("{task.description}"),
