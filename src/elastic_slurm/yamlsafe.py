@@ -165,7 +165,9 @@ class _Loader(
         self.values = 0
 
     def _where(self) -> str:
-        return f" under {'.'.join(self.path)}" if self.path else ""
+        """`` under key.sub[0]``: where the composer is (empty at the top)."""
+        text = "".join(p if p.startswith("[") else f".{p}" for p in self.path).lstrip(".")
+        return f" under {text}" if text else ""
 
     def compose_node(self, parent: Node | None, index: Any) -> Node | None:
         event = self.peek_event()

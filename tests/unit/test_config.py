@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from elastic_slurm import yamlsafe
 from elastic_slurm.config import load_site, site_config_dirs
 from elastic_slurm.config.schema import LocalClusterConfig, NetworkConfig, SiteConfig
 from elastic_slurm.errors import ConfigError
@@ -397,3 +398,47 @@ def test_a_default_partition_outside_the_allowed_ones_is_refused(tmp_path: Path)
     path.write_text("partition: gpu\npartitions: [batch]\n")
     with pytest.raises(ConfigError, match="partition 'gpu' is not among partitions"):
         load_site(str(path))
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("1:00:00", "1:00:00"),  # YAML 1.1: 3600 (sexagesimal)
+        ("010", 10),  # YAML 1.1: 8 (octal); Slurm reads decimal
+        ("0x10", "0x10"),
+        ("1_000", "1_000"),
+        ("yes", "yes"),
+        ("off", "off"),
+        ("True", True),
+        ("false", False),
+        ("~", None),
+        ("2024-01-01", "2024-01-01"),  # YAML 1.1: a date
+        ("1.5", 1.5),
+        ("-7", -7),
+        ("'010'", "010"),
+        ("[a, 010]", ["a", 10]),
+    ],
+)
+def test_the_one_yaml_loader_reads_values_as_written(text: str, value: object) -> None:
+    assert yamlsafe.loads(f"k: {text}\n") == {"k": value}
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("k: !!binary aGk=\n", "x.yaml:1:4: not valid YAML: the tag 'tag:yaml.org,2002:binary'"),
+        ("k: !!bool maybe\n", "x.yaml:1:4: not valid YAML: 'maybe' is not true or false"),
+        ("k: !!int 0x10\n", "x.yaml:1:4: not valid YAML: '0x10' is not a decimal integer"),
+        ("a:\n  b: [1, &x 2]\n", "x.yaml:2:10: not valid YAML: anchors and aliases"),
+        (
+            "k: [" + "1, " * 10_001 + "]\n",
+            "x.yaml:1:29996: not valid YAML: more than 10000 values under k[9997]",
+        ),
+        ("? [a]\n: 1\n", "x.yaml:1:3: not valid YAML: a mapping key must be a plain value"),
+    ],
+)
+def test_the_one_yaml_loader_refuses_in_one_line(text: str, message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        yamlsafe.loads(text, "x.yaml")
+    assert str(info.value).startswith(message), str(info.value)
+    assert "\n" not in str(info.value)
