@@ -458,6 +458,48 @@ JOBSPEC_DICT = Surface(
 )
 
 
+_INTISH = st.one_of(st.sampled_from(NASTY_NUMBERS), st.integers(-5, 70_000), st.integers())
+
+
+def _request_kwargs() -> st.SearchStrategy[dict[str, Any]]:
+    """Keyword arguments of ElasticRequest as an API caller could pass them."""
+    from elastic_slurm.model.request import JobKind
+    from elastic_slurm.model.speedup import Amdahl
+
+    return st.fixed_dictionaries(
+        {"program": st.one_of(st.just(("app",)), st.lists(st.text(max_size=5), max_size=3))},
+        optional={
+            "kind": st.one_of(st.sampled_from(list(JobKind)), st.sampled_from(("rigid", 1))),
+            "nodes_min": _INTISH,
+            "nodes_max": _INTISH,
+            "nodes_start": st.one_of(st.none(), _INTISH),
+            "walltime": st.one_of(st.timedeltas(), st.sampled_from((60, "1:00:00"))),
+            "ntasks_per_node": _INTISH,
+            "job_name": st.one_of(st.text(max_size=10), st.none(), st.just(7)),
+            "partition": st.one_of(st.none(), st.text(max_size=10)),
+            "extra_env": st.one_of(
+                st.lists(st.tuples(st.text(max_size=5), st.text(max_size=5)), max_size=3).map(
+                    tuple
+                ),
+                st.just((("A",),)),
+            ),
+            "array": st.one_of(st.none(), st.sampled_from(("0-9", "0-9999999", "x", "1,3,5-7"))),
+            "array_max_running": st.one_of(st.none(), _INTISH),
+            "speedup": st.one_of(st.none(), st.just(Amdahl(0.9)), st.just("amdahl:0.9")),
+            "grace_period_s": st.one_of(st.none(), st.sampled_from(NASTY_NUMBERS), st.floats()),
+        },
+    )
+
+
+def _run_request(kwargs: dict[str, Any]) -> Any:
+    from elastic_slurm.model.request import ElasticRequest
+
+    return ElasticRequest(**kwargs)
+
+
+REQUEST = Surface("request", _request_kwargs(), _run_request, (InvalidRequest,), _valid_request)
+
+
 # ---------------------------------------------------------------- site configs
 
 SITE_KEYS = (
@@ -999,6 +1041,15 @@ SLURM_OUTPUTS = Surface(
 
 SURFACES: dict[str, Surface] = {
     s.name: s
-    for s in (JOBSPEC_YAML, JOBSPEC_DICT, SITE_CONFIG, SWF, JOBDIR, PROTOCOL, SLURM_OUTPUTS)
+    for s in (
+        JOBSPEC_YAML,
+        JOBSPEC_DICT,
+        REQUEST,
+        SITE_CONFIG,
+        SWF,
+        JOBDIR,
+        PROTOCOL,
+        SLURM_OUTPUTS,
+    )
 }
 """Every surface by name, in the order the fuzz command runs them."""

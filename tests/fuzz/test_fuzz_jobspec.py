@@ -1,5 +1,6 @@
-"""Job specs, as YAML files and as option dicts: accepted (a valid request) or ConfigError /
-InvalidRequest with a message; never another exception, never a hang."""
+"""Job specs, as YAML files and as option dicts, and ElasticRequest as the API builds it:
+accepted (a valid request) or ConfigError / InvalidRequest with a message; never another
+exception, never a hang."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 
 from hypothesis import example, given
 
-from .surfaces import JOBSPEC_DICT, JOBSPEC_YAML, check, suite_settings
+from .surfaces import JOBSPEC_DICT, JOBSPEC_YAML, REQUEST, check, suite_settings
 
 
 @suite_settings()
@@ -29,3 +30,13 @@ def test_job_files(data: bytes) -> None:
 @example({"program": ["app"], "array": "0-3%" + "9" * 900})
 def test_job_options(overrides: dict[str, Any]) -> None:
     check(JOBSPEC_DICT, overrides)
+
+
+@suite_settings()
+@given(REQUEST.strategy)
+@example({"program": ("app",), "nodes_min": float("inf"), "nodes_max": float("inf")})
+@example({"program": ("app",), "ntasks_per_node": 2**31})
+@example({"program": ("app",), "extra_env": (("A",),)})
+@example({"program": ("app",), "grace_period_s": float("nan")})
+def test_requests(kwargs: dict[str, Any]) -> None:
+    check(REQUEST, kwargs)

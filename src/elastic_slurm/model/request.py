@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import math
+import numbers
 import re
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -208,22 +209,43 @@ class ElasticRequest:
             raise InvalidRequest(f"the time limit must be positive, got {self.walltime}")
 
     def _check_types(self) -> None:
-        for what in ("nodes_min", "nodes_max", "ntasks_per_node"):
-            if type(getattr(self, what)) is not int:
-                raise InvalidRequest(f"{what} must be an integer, got {getattr(self, what)!r}")
-        for what in ("nodes_start", "array_max_running"):
+        for what in (
+            "nodes_min",
+            "nodes_max",
+            "ntasks_per_node",
+            "nodes_start",
+            "array_max_running",
+        ):
             value = getattr(self, what)
-            if value is not None and type(value) is not int:
-                raise InvalidRequest(f"{what} must be an integer or None, got {value!r}")
+            if value is None and what in ("nodes_start", "array_max_running"):
+                continue
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+                raise InvalidRequest(f"{what} must be an integer, got {value!r}")
+        if not isinstance(self.kind, JobKind):
+            raise InvalidRequest(f"kind must be a JobKind, got {self.kind!r}")
         if not isinstance(self.walltime, timedelta):
             raise InvalidRequest(f"walltime must be a timedelta, got {self.walltime!r}")
-        if self.grace_period_s is not None and (
-            isinstance(self.grace_period_s, bool)
-            or not isinstance(self.grace_period_s, (int, float))
+        grace = self.grace_period_s
+        if grace is not None and (isinstance(grace, bool) or not isinstance(grace, numbers.Real)):
+            raise InvalidRequest(f"grace_period_s must be a number, got {grace!r}")
+        if not isinstance(self.program, (tuple, list)) or not all(
+            isinstance(w, str) for w in self.program
         ):
-            raise InvalidRequest(f"grace_period_s must be a number, got {self.grace_period_s!r}")
-        if not isinstance(self.program, tuple) or not all(isinstance(w, str) for w in self.program):
-            raise InvalidRequest("program must be a tuple of strings")
+            raise InvalidRequest("program must be a sequence of strings")
+        if not isinstance(self.job_name, str):
+            raise InvalidRequest(f"job_name must be a string, got {self.job_name!r}")
+        for what in ("partition", "account", "qos", "array"):
+            if getattr(self, what) is not None and not isinstance(getattr(self, what), str):
+                raise InvalidRequest(
+                    f"{what} must be a string or None, got {getattr(self, what)!r}"
+                )
+        if not isinstance(self.extra_env, (tuple, list)) or not all(
+            isinstance(p, tuple) and len(p) == 2 and all(isinstance(x, str) for x in p)
+            for p in self.extra_env
+        ):
+            raise InvalidRequest("extra_env must be (name, value) pairs of strings")
+        if self.speedup is not None and not isinstance(self.speedup, SpeedupModel):
+            raise InvalidRequest(f"speedup must be a speedup model, got {self.speedup!r}")
 
     @property
     def initial_nodes(self) -> int:
