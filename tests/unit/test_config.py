@@ -257,7 +257,7 @@ def test_bad_bytes_depth_and_size_are_one_line_config_errors(
 def test_a_fifo_as_site_config_is_refused_without_blocking(tmp_path: Path) -> None:
     path = tmp_path / "site.yaml"
     os.mkfifo(path)
-    with pytest.raises(ConfigError, match="not a regular file|does not exist"):
+    with pytest.raises(ConfigError, match="is not a regular file"):
         load_site(str(path))
 
 

@@ -38,7 +38,8 @@ def _find(site: str) -> Path:
     candidate = Path(site)
     if candidate.suffix in (".yaml", ".yml") or os.sep in site:
         if not candidate.is_file():
-            raise ConfigError(f"site config file {candidate} does not exist")
+            what = "is not a regular file" if candidate.exists() else "does not exist"
+            raise ConfigError(f"site config file {candidate} {what}")
         return candidate
     searched = site_config_dirs()
     for d in searched:
