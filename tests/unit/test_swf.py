@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import os
 from pathlib import Path
 
 import pytest
@@ -115,6 +116,13 @@ def test_bad_numeric_directive_is_an_error_with_its_line() -> None:
 def test_numeric_directive_is_bounded(value: str) -> None:
     with pytest.raises(TraceError, match=r":1: directive MaxProcs is .*not an integer from -1"):
         parse(f"; MaxProcs: {value}\n")
+
+
+def test_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
+    path = tmp_path / "t.swf"
+    os.mkfifo(path)
+    with pytest.raises(TraceError, match=r"t.swf: cannot read the trace: not a regular file"):
+        read_swf(path)
 
 
 def test_a_corrupt_gz_is_a_trace_error(tmp_path: Path) -> None:

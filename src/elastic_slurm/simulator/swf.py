@@ -346,6 +346,8 @@ def read_swf(
     if isinstance(source, (str, Path)):
         path = Path(source)
         name = str(path)
+        if path.exists() and not path.is_file():  # a FIFO would block the reader
+            raise TraceError(f"{name}: cannot read the trace: not a regular file")
         try:
             with _open_text(path, "rt") as stream:
                 return _read(stream, name, on_error, max_jobs)
