@@ -6,7 +6,7 @@ The suite (``tests/fuzz/``) runs a few hundred cases per surface; this command r
 hypothesis strategies (``tests/fuzz/surfaces.py``) with 10,000 per surface by default, each
 under a time bound, and prints one row per surface: cases, accepted, refused with a clear
 error, uncaught (another exception, or an invalid accepted value), hung (past the bound).
-The first few uncaught and hung cases of each surface are printed under the table.
+The first uncaught or hung case of each kind (exception type) is printed under the table.
 
 Usage::
 
@@ -36,7 +36,7 @@ from rich.table import Table
 from fuzz.surfaces import BOUND_S, SURFACES, Surface, classify
 
 KINDS = ("accepted", "refused", "uncaught", "hung")
-SHOWN = 3  # uncaught or hung cases printed per surface
+SHOWN = 4  # uncaught or hung cases printed per surface (one per exception type)
 
 
 def fuzz_surface(
@@ -62,8 +62,10 @@ def fuzz_surface(
     def one(case: object) -> None:
         outcome = classify(surface, case, bound_s)
         counts[outcome.kind] += 1
+        what = outcome.detail.split(":", 1)[0]  # one example per kind of finding
         if outcome.kind in ("uncaught", "hung") and len(findings) < SHOWN:
-            findings.append((outcome.kind, outcome.detail, repr(case)[:300]))
+            if all(f[1].split(":", 1)[0] != what for f in findings):
+                findings.append((outcome.kind, outcome.detail, repr(case)[:300]))
         progress.update(task, advance=1, description=f"{surface.name} ({_brief(counts)})")
 
     if seed is not None:
