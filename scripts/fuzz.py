@@ -33,7 +33,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from fuzz.surfaces import BOUND_S, SURFACES, Surface, classify
+from fuzz.surfaces import _PROTOCOL, BOUND_S, SURFACES, Surface, classify
 
 KINDS = ("accepted", "refused", "uncaught", "hung")
 SHOWN = 4  # uncaught or hung cases printed per surface (one per exception type)
@@ -104,11 +104,14 @@ def main(argv: list[str] | None = None) -> int:
         MofNCompleteColumn(),
         TimeElapsedColumn(),
     )
-    with Progress(*columns, console=console) as progress:
-        for name in args.surface or list(SURFACES):
-            rows.append(
-                (name, *fuzz_surface(SURFACES[name], args.cases, args.bound_s, progress, args.seed))
-            )
+    try:
+        with Progress(*columns, console=console) as progress:
+            for name in args.surface or list(SURFACES):
+                found = fuzz_surface(SURFACES[name], args.cases, args.bound_s, progress, args.seed)
+                rows.append((name, *found))
+    finally:
+        for proto in _PROTOCOL:  # the protocol surface's temporary job directory
+            proto.close()
     table = Table(title=f"fuzz: up to {args.cases} cases per surface, {args.bound_s:g} s bound")
     table.add_column("surface")
     table.add_column("cases", justify="right")
