@@ -2,7 +2,10 @@
 
 A job file holds the same keys as the command-line options (``elastic-slurm submit
 job.yaml``); options given on the command line override the file's values. Values are checked
-before anything reaches Slurm, with errors that name the file and the key.
+before anything reaches Slurm, with errors that name the file and the key. Job files are read
+with :mod:`elastic_slurm.yamlsafe` (``time: 1:00:00`` is one hour and ``nodes: 010`` is ten,
+as Slurm reads them), and every number is bounded (the ``MAX_*`` constants of
+:mod:`elastic_slurm.model.request`).
 
 Formats (as Slurm's where Slurm has one):
 
@@ -18,24 +21,41 @@ Formats (as Slurm's where Slurm has one):
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from elastic_slurm import yamlsafe
 from elastic_slurm.adapter.tags import SizedBy, check_sized_by
 from elastic_slurm.errors import ConfigError, InvalidRequest
-from elastic_slurm.model.request import ElasticRequest, JobKind
+from elastic_slurm.model.request import (
+    MAX_ARGS,
+    MAX_ENV,
+    MAX_GRACE_PERIOD_S,
+    MAX_NAME,
+    MAX_NODES,
+    MAX_TASKS_PER_NODE,
+    MAX_WALLTIME,
+    ElasticRequest,
+    JobKind,
+)
 from elastic_slurm.model.speedup import SpeedupModel, from_spec, to_spec
 
-_TIME = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")
+_TIME = re.compile(r"^(?:([0-9]+)-)?([0-9]+)(?::([0-9]+))?(?::([0-9]+))?$")
+_DIGITS = 12  # more digits than any bounded value below has
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_MAX_PATH = 4096
 
 
 def parse_time_limit(text: str) -> timedelta:
-    """A Slurm time limit as a :class:`~datetime.timedelta`.
+    """A Slurm time limit as a :class:`~datetime.timedelta`, at most :data:`MAX_WALLTIME`.
+
+    Read as Slurm's ``--time`` reads it: ``1:00:00`` is one hour, numbers are decimal
+    (``010`` is ten minutes).
 
     >>> [parse_time_limit(t).total_seconds() for t in ("90", "1:30", "1-02:00:00")]
     [5400.0, 90.0, 93600.0]
@@ -43,38 +63,48 @@ def parse_time_limit(text: str) -> timedelta:
     Raises
     ------
     InvalidRequest
-        Not one of Slurm's formats (the message lists them).
+        Not one of Slurm's formats (the message lists them), or longer than
+        :data:`MAX_WALLTIME`.
     """
-    m = _TIME.match(text.strip())
-    if not m:
+    m = _TIME.match(text.strip()) if len(text) <= 4 * _DIGITS else None
+    if not m or any(g is not None and len(g) > _DIGITS for g in m.groups()):
         raise InvalidRequest(
-            f"time limit {text!r} is not in a Slurm format: minutes, MM:SS, HH:MM:SS, D-HH, "
-            "D-HH:MM or D-HH:MM:SS"
+            f"time limit {text[:40]!r} is not in a Slurm format: minutes, MM:SS, HH:MM:SS, "
+            "D-HH, D-HH:MM or D-HH:MM:SS"
         )
-    days, a, b, c = m.groups()
+    days, a, b, c = (int(g) if g is not None else None for g in m.groups())
     if days is not None:  # D-HH[:MM[:SS]]
-        return timedelta(days=int(days), hours=int(a), minutes=int(b or 0), seconds=int(c or 0))
-    if c is not None:  # HH:MM:SS
-        return timedelta(hours=int(a), minutes=int(b), seconds=int(c))
-    if b is not None:  # MM:SS
-        return timedelta(minutes=int(a), seconds=int(b))
-    return timedelta(minutes=int(a))
+        limit = timedelta(days=days, hours=a or 0, minutes=b or 0, seconds=c or 0)
+    elif c is not None:  # HH:MM:SS
+        limit = timedelta(hours=a or 0, minutes=b or 0, seconds=c)
+    elif b is not None:  # MM:SS
+        limit = timedelta(minutes=a or 0, seconds=b)
+    else:
+        limit = timedelta(minutes=a or 0)
+    if limit > MAX_WALLTIME:
+        raise InvalidRequest(
+            f"time limit {text!r} is longer than {MAX_WALLTIME.days} days, the most a job "
+            "may ask for"
+        )
+    return limit
 
 
 def parse_nodes(text: str | int) -> tuple[int, int]:
-    """``"2-8"`` -> ``(2, 8)``, ``"4"`` -> ``(4, 4)``.
+    """``"2-8"`` -> ``(2, 8)``, ``"4"`` -> ``(4, 4)``; decimal, as Slurm reads ``--nodes``.
 
     Raises
     ------
     InvalidRequest
-        Not ``N`` or ``MIN-MAX`` with positive integers.
+        Not ``N`` or ``MIN-MAX`` with decimal integers, or a count above :data:`MAX_NODES`.
     """
     raw = str(text).strip()
-    m = re.fullmatch(r"(\d+)(?:-(\d+))?", raw)
+    m = re.fullmatch(r"([0-9]{1,12})(?:-([0-9]{1,12}))?", raw) if len(raw) <= 30 else None
     if not m:
-        raise InvalidRequest(f"node count {raw!r} is not N or MIN-MAX (e.g. 4 or 2-8)")
+        raise InvalidRequest(f"node count {raw[:40]!r} is not N or MIN-MAX (e.g. 4 or 2-8)")
     lo = int(m.group(1))
     hi = int(m.group(2)) if m.group(2) else lo
+    if hi > MAX_NODES or lo > MAX_NODES:
+        raise InvalidRequest(f"node count {raw!r} is above {MAX_NODES}, the most a job may ask for")
     return lo, hi
 
 
@@ -86,6 +116,16 @@ def parse_speedup(text: str) -> SpeedupModel:
     InvalidRequest
         Unknown model or values out of range (the model's own message is quoted).
     """
+    for part in text.split(":")[1:]:
+        try:
+            value = float(part)
+        except ValueError:
+            continue  # from_spec names the form
+        if not math.isfinite(value) or abs(value) > MAX_NODES:
+            raise InvalidRequest(
+                f"speedup model {text[:60]!r}: {part[:20]!r} is not a finite number up to "
+                f"{MAX_NODES}"
+            )
     try:
         return from_spec(text)
     except ValueError as exc:
@@ -107,25 +147,61 @@ class JobSpec(BaseModel):
     through the elastic runtime.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    program: list[str] = Field(min_length=1)
+    program: list[Annotated[str, Field(max_length=_MAX_PATH)]] = Field(
+        min_length=1, max_length=MAX_ARGS
+    )
     kind: Literal["rigid", "moldable", "malleable", "evolving"] = "rigid"
-    nodes: str = "1"
-    start_nodes: int | None = Field(None, ge=1)
-    ntasks_per_node: int = Field(1, ge=1)
-    time: str = "30"
-    job_name: str = "elastic"
-    partition: str | None = None
-    account: str | None = None
-    qos: str | None = None
-    output: str | None = None
-    workdir: str | None = None
-    array: str | None = None
-    speedup: str | None = None
-    grace_period_s: float | None = Field(None, gt=0)
+    nodes: str = Field("1", max_length=30)
+    start_nodes: int | None = Field(None, ge=1, le=MAX_NODES)
+    ntasks_per_node: int = Field(1, ge=1, le=MAX_TASKS_PER_NODE)
+    time: str = Field("30", max_length=60)
+    job_name: str = Field("elastic", max_length=MAX_NAME)
+    partition: str | None = Field(None, max_length=MAX_NAME)
+    account: str | None = Field(None, max_length=MAX_NAME)
+    qos: str | None = Field(None, max_length=MAX_NAME)
+    output: str | None = Field(None, max_length=_MAX_PATH)
+    workdir: str | None = Field(None, max_length=_MAX_PATH)
+    array: str | None = Field(None, max_length=MAX_NAME)
+    speedup: str | None = Field(None, max_length=100)
+    grace_period_s: float | None = Field(None, gt=0, le=MAX_GRACE_PERIOD_S)
     sized_by: Literal["slurm", "controller"] | None = None
-    env: dict[str, str] = Field(default_factory=dict)
+    env: dict[str, Annotated[str, Field(max_length=_MAX_PATH)]] = Field(
+        default_factory=dict, max_length=MAX_ENV
+    )
+
+    @field_validator("nodes")
+    @classmethod
+    def _nodes(cls, value: str) -> str:
+        try:
+            parse_nodes(value)
+        except InvalidRequest as exc:
+            raise ValueError(str(exc)) from None
+        return value
+
+    @field_validator("time")
+    @classmethod
+    def _time(cls, value: str) -> str:
+        try:
+            parse_time_limit(value)
+        except InvalidRequest as exc:
+            raise ValueError(str(exc)) from None
+        return value
+
+    @field_validator("job_name", "partition", "account", "qos", "output", "workdir", "array")
+    @classmethod
+    def _one_line(cls, value: str | None) -> str | None:
+        if value is not None and _CONTROL.search(value):
+            raise ValueError("holds a control character (newline, tab, ...): not allowed here")
+        return value
+
+    @field_validator("program")
+    @classmethod
+    def _no_nul(cls, value: list[str]) -> list[str]:
+        if any("\0" in word for word in value):
+            raise ValueError("a word of the program holds a NUL character")
+        return value
 
     def sizing(self, site_sizes_moldable: bool = False) -> SizedBy:
         """Who chooses the job's start size: ``sized_by``, else the site's default.
@@ -150,15 +226,31 @@ class JobSpec(BaseModel):
             return "controller"
         return "slurm"
 
-    def request(self) -> ElasticRequest:
+    def request(self, max_grace_period_s: float | None = None) -> ElasticRequest:
         """The elastic request this spec describes.
+
+        Parameters
+        ----------
+        max_grace_period_s
+            The site's cap on grace periods (``controller.max_grace_period_s``, seconds);
+            ``None``: only the hard cap of :data:`~elastic_slurm.model.request.MAX_GRACE_PERIOD_S`.
 
         Raises
         ------
         InvalidRequest
             An impossible combination (``sized_by: controller`` for a job that is not
-            moldable included); the message says what to change.
+            moldable included), or a grace period above the site's cap; the message says what
+            to change.
         """
+        if (
+            max_grace_period_s is not None
+            and self.grace_period_s is not None
+            and self.grace_period_s > max_grace_period_s
+        ):
+            raise InvalidRequest(
+                f"grace period {self.grace_period_s:g} s is longer than this site allows "
+                f"(controller.max_grace_period_s = {max_grace_period_s:g} s)"
+            )
         kind = JobKind(self.kind)
         if self.sized_by is not None:
             check_sized_by(kind, self.sized_by, array=self.array is not None)
@@ -171,8 +263,10 @@ class JobSpec(BaseModel):
         array, throttle = self.array, None
         if array and "%" in array:
             array, limit = array.split("%", 1)
-            if not limit.isdigit():
-                raise InvalidRequest(f"array {self.array!r}: the %K limit must be a number")
+            if not re.fullmatch(r"[0-9]{1,7}", limit):
+                raise InvalidRequest(
+                    f"array {self.array[:40]!r}: the %K limit must be a number up to 9999999"
+                )
             throttle = int(limit)
         return ElasticRequest(
             program=tuple(self.program),
@@ -209,26 +303,21 @@ def load_spec(path: Path | None, overrides: dict[str, Any]) -> JobSpec:
     where = "the command line"
     if path is not None:
         where = str(path)
-        try:
-            loaded = yaml.safe_load(path.read_text())
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"{path}: cannot read the job file: {exc}") from exc
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+        loaded = yamlsafe.load_file(path)
         if not isinstance(loaded, dict):
             raise ConfigError(f"{path}: expected a mapping of keys, got {type(loaded).__name__}")
         data = loaded
         if isinstance(data.get("program"), str):
             data["program"] = data["program"].split()
-        if "nodes" in data:
-            data["nodes"] = str(data["nodes"])
-        if "time" in data:
-            data["time"] = str(data["time"])
+        for key in ("nodes", "time"):  # a plain number (decimal: 010 is 10) is Slurm's text
+            if type(data.get(key)) is int:
+                data[key] = str(data[key])
     data.update({k: v for k, v in overrides.items() if v is not None})
     try:
         return JobSpec.model_validate(data)
     except ValidationError as exc:
         lines = [
-            f"{where}: {'.'.join(map(str, e['loc'])) or '(top)'}: {e['msg']}" for e in exc.errors()
+            f"{where}: {'.'.join(map(str, e['loc']))[:80] or '(top)'}: {e['msg']}"
+            for e in exc.errors()
         ]
         raise ConfigError("\n".join(lines)) from exc

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
+import time
 from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
+from elastic_slurm import yamlsafe
 from elastic_slurm.config import load_site, site_config_dirs
 from elastic_slurm.config.schema import LocalClusterConfig, NetworkConfig, SiteConfig
 from elastic_slurm.errors import ConfigError
@@ -118,8 +121,8 @@ def test_source_in_yaml_is_overwritten(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("key: [unclosed\n", "{path}: not valid YAML: "),
-        ("a: b: c\n", "{path}: not valid YAML: "),
+        ("key: [unclosed\n", "{path}:2:1: not valid YAML: "),
+        ("a: b: c\n", "{path}:1:5: not valid YAML: "),
         ("- a\n- b\n", "{path}: expected a mapping of keys at the top level, got list"),
         ("just a string\n", "{path}: expected a mapping of keys at the top level, got str"),
         ("bogus: 1\n", "{path}: bogus: Extra inputs are not permitted"),
@@ -182,6 +185,33 @@ def test_source_in_yaml_is_overwritten(tmp_path: Path) -> None:
             "expected tags: 'local', 'ssh'",
         ),
         ("transport:\n  kind: ssh\n", "{path}: transport.ssh.host: Field required"),
+        # issue 14: a port beyond 65535 passed the pattern's five digits
+        (
+            "controller:\n  address: head:99999\n",
+            "{path}: controller.address: Value error, port of 'head:99999' is not 1-65535",
+        ),
+        (
+            "controller:\n  metrics_address: head:0\n",
+            "{path}: controller.metrics_address: Value error, port of 'head:0' is not 1-65535",
+        ),
+        # durations are finite and bounded (sleep(inf) or a 1e300 timeout are not)
+        (
+            "controller:\n  poll_interval_s: .inf\n",
+            "{path}: controller.poll_interval_s: Input should be a finite number",
+        ),
+        (
+            "controller:\n  resize_timeout_s: .nan\n",
+            "{path}: controller.resize_timeout_s: Input should be a finite number",
+        ),
+        (
+            "transport:\n  kind: local\n  command_timeout_s: 1e300\n",
+            "{path}: transport.local.command_timeout_s: Input should be less than or equal to",
+        ),
+        # YAML 1.1 pitfalls and loader bombs: one line, naming the place
+        ("a: &x [1]\nb: *x\n", "{path}:1:4: not valid YAML: anchors and aliases"),
+        ("cluster_name: a\ncluster_name: b\n", "{path}:2:1: not valid YAML: key 'cluster_name'"),
+        ("controller:\n  policy:\n    options: !!python/name:os.system x\n", "{path}:3:14: "),
+        ("<<: {cluster_name: x}\n", "{path}: <<: Extra inputs are not permitted"),
     ],
 )
 def test_load_errors_name_file_and_key(tmp_path: Path, text: str, message: str) -> None:
@@ -189,6 +219,46 @@ def test_load_errors_name_file_and_key(tmp_path: Path, text: str, message: str) 
     with pytest.raises(ConfigError) as info:
         load_site(str(path))
     assert str(info.value).startswith(message.format(path=path)), str(info.value)
+
+
+def test_yes_and_no_stay_words_and_booleans_still_read(tmp_path: Path) -> None:
+    text = "cluster_name: no\npartition: on\ncontroller:\n  sizes_moldable: yes\n"
+    cfg = load_site(str(_yaml(tmp_path, text)))
+    assert (cfg.cluster_name, cfg.partition) == ("no", "on")  # YAML 1.1: False and True
+    assert cfg.controller.sizes_moldable is True  # pydantic reads the word for a boolean field
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b"cluster_name: caf\xe9\n", "{path}:1: not UTF-8: byte 0xe9 at offset 17"),
+        (b"a: 1\n\x00\n", "{path}: character U+0000 at position 5 is not allowed"),
+        (
+            b"controller:\n  policy:\n    options:\n      a: " + b"[" * 5000 + b"\n",
+            "{path}:4:",
+        ),
+        (b"cluster_name: " + b"x" * 70_000 + b"\n", "{path}: larger than 65536 bytes"),
+    ],
+)
+def test_bad_bytes_depth_and_size_are_one_line_config_errors(
+    tmp_path: Path, body: bytes, message: str
+) -> None:
+    """Latin-1, NUL, deep nesting and huge files: one-line ConfigError, fast (issue 14)."""
+    path = tmp_path / "site.yaml"
+    path.write_bytes(body)
+    started = time.monotonic()
+    with pytest.raises(ConfigError) as info:
+        load_site(str(path))
+    assert time.monotonic() - started < 1.0
+    assert str(info.value).startswith(message.format(path=path)), str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_a_fifo_as_site_config_is_refused_without_blocking(tmp_path: Path) -> None:
+    path = tmp_path / "site.yaml"
+    os.mkfifo(path)
+    with pytest.raises(ConfigError, match="is not a regular file"):
+        load_site(str(path))
 
 
 def test_every_error_is_reported(tmp_path: Path) -> None:
@@ -328,3 +398,47 @@ def test_a_default_partition_outside_the_allowed_ones_is_refused(tmp_path: Path)
     path.write_text("partition: gpu\npartitions: [batch]\n")
     with pytest.raises(ConfigError, match="partition 'gpu' is not among partitions"):
         load_site(str(path))
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("1:00:00", "1:00:00"),  # YAML 1.1: 3600 (sexagesimal)
+        ("010", 10),  # YAML 1.1: 8 (octal); Slurm reads decimal
+        ("0x10", "0x10"),
+        ("1_000", "1_000"),
+        ("yes", "yes"),
+        ("off", "off"),
+        ("True", True),
+        ("false", False),
+        ("~", None),
+        ("2024-01-01", "2024-01-01"),  # YAML 1.1: a date
+        ("1.5", 1.5),
+        ("-7", -7),
+        ("'010'", "010"),
+        ("[a, 010]", ["a", 10]),
+    ],
+)
+def test_the_one_yaml_loader_reads_values_as_written(text: str, value: object) -> None:
+    assert yamlsafe.loads(f"k: {text}\n") == {"k": value}
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("k: !!binary aGk=\n", "x.yaml:1:4: not valid YAML: the tag 'tag:yaml.org,2002:binary'"),
+        ("k: !!bool maybe\n", "x.yaml:1:4: not valid YAML: 'maybe' is not true or false"),
+        ("k: !!int 0x10\n", "x.yaml:1:4: not valid YAML: '0x10' is not a decimal integer"),
+        ("a:\n  b: [1, &x 2]\n", "x.yaml:2:10: not valid YAML: anchors and aliases"),
+        (
+            "k: [" + "1, " * 10_001 + "]\n",
+            "x.yaml:1:29996: not valid YAML: more than 10000 values under k[9997]",
+        ),
+        ("? [a]\n: 1\n", "x.yaml:1:3: not valid YAML: a mapping key must be a plain value"),
+    ],
+)
+def test_the_one_yaml_loader_refuses_in_one_line(text: str, message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        yamlsafe.loads(text, "x.yaml")
+    assert str(info.value).startswith(message), str(info.value)
+    assert "\n" not in str(info.value)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import os
 from pathlib import Path
 
 import pytest
@@ -82,6 +83,19 @@ def test_processors_prefer_requested_then_allocated() -> None:
         ("1 0 10 100 4 -1 -1 4 200 -1 1 7 3 -1 1 -1 -1 -1 9", "19 fields, expected 18"),
         ("1 0 10 1O0 4 -1 -1 4 200 -1 1 7 3 -1 1 -1 -1 -1", "field 4 (run_time) is '1O0'"),
         ("1 0 10 100 4 -1 -1 4 nan -1 1 7 3 -1 1 -1 -1 -1", "field 9 (requested_time) is 'nan'"),
+        # issue 14: inf, huge and negative numbers, other scripts' digits, absurd lines
+        ("1 0 10 100 4 -1 -1 4 1e400 -1 1 7 3 -1 1 -1 -1 -1", "field 9 (requested_time) is"),
+        ("1 0 10 100 4 -1 -1 4 inf -1 1 7 3 -1 1 -1 -1 -1", "field 9 (requested_time) is 'inf'"),
+        ("1 0 10 -5 4 -1 -1 4 200 -1 1 7 3 -1 1 -1 -1 -1", "field 4 (run_time) is '-5', not -1"),
+        ("1 0 10 100 4 -1 -1 4 -0.5 -1 1 7 3 -1 1 -1 -1 -1", "field 9 (requested_time) is '-0.5'"),
+        (
+            "1 0 10 100 99999999999999999 -1 -1 4 200 -1 1 7 3 -1 1 -1 -1 -1",
+            "field 5 (allocated_processors) is '99999999999999999', not -1 (missing) or 0 to",
+        ),
+        ("1 0 10 100 4 -1 -1 4 200 -1 1 7 3 -1 1 -1 -1 " + "9" * 900, "field 18 (think_time) is"),
+        ("1 0 10 1_000 4 -1 -1 4 200 -1 1 7 3 -1 1 -1 -1 -1", "field 4 (run_time) is '1_000'"),
+        ("1 0 10 \u0661\u0660 4 -1 -1 4 200 -1 1 7 3 -1 1 -1 -1 -1", "field 4 (run_time) is"),
+        ("1 " * 600, "1199 characters, more than 1000"),
     ],
 )
 def test_malformed_line_names_file_line_and_field(line: str, expected: str) -> None:
@@ -96,6 +110,27 @@ def test_malformed_line_names_file_line_and_field(line: str, expected: str) -> N
 def test_bad_numeric_directive_is_an_error_with_its_line() -> None:
     with pytest.raises(TraceError, match=r":2: directive MaxNodes is 'many', not an integer"):
         parse("; Version: 2\n; MaxNodes: many\n")
+
+
+@pytest.mark.parametrize("value", ["99999999999999999999", "-7", "\u0668"])
+def test_numeric_directive_is_bounded(value: str) -> None:
+    with pytest.raises(TraceError, match=r":1: directive MaxProcs is .*not an integer from -1"):
+        parse(f"; MaxProcs: {value}\n")
+
+
+def test_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
+    path = tmp_path / "t.swf"
+    os.mkfifo(path)
+    with pytest.raises(TraceError, match=r"t.swf: cannot read the trace: not a regular file"):
+        read_swf(path)
+
+
+def test_a_corrupt_gz_is_a_trace_error(tmp_path: Path) -> None:
+    path = tmp_path / "t.swf.gz"
+    data = gzip.compress(("1 0 1 1 1 -1 -1 1 1 -1 1 1 1 -1 1 -1 -1 -1\n" * 200).encode())
+    path.write_bytes(data[:20] + bytes(b ^ 0x55 for b in data[20:-8]) + data[-8:])
+    with pytest.raises(TraceError, match=r"t.swf.gz: cannot read the trace"):
+        read_swf(path)
 
 
 def test_skip_mode_keeps_good_lines_and_reports_each_bad_one(

@@ -40,7 +40,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         "--grace-period",
         type=float,
         dest="grace_period_s",
-        help="seconds the job has to follow a shrink order",
+        help="seconds the job has to follow a shrink order (finite, at most the site's "
+        "controller.max_grace_period_s)",
     )
     p.add_argument(
         "--sized-by",
@@ -85,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     }
     site = load_site(args.site)
     spec = load_spec(job_file, overrides)
-    req = spec.request()
+    req = spec.request(max_grace_period_s=site.controller.max_grace_period_s)
     sized_by = spec.sizing(site.controller.sizes_moldable)
     req = replace(  # the site's defaults where the user gave none
         req,

@@ -3,7 +3,9 @@
 Precedence, highest first: command-line options (``--site``, and options applied by the
 caller with :meth:`pydantic.BaseModel.model_copy`), ``ELASTIC_SLURM_*`` environment variables
 (``ELASTIC_SLURM_SITE`` names the default site, ``ELASTIC_SLURM_SITE_DIR`` adds a directory to
-search), the site YAML, and the defaults of :mod:`elastic_slurm.config.schema`.
+search), the site YAML, and the defaults of :mod:`elastic_slurm.config.schema`. The YAML is
+read with :mod:`elastic_slurm.yamlsafe` (no YAML 1.1 surprises, no aliases, bounded size and
+depth, UTF-8 only).
 """
 
 from __future__ import annotations
@@ -12,10 +14,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
-from elastic_slurm import envvars
+from elastic_slurm import envvars, yamlsafe
 from elastic_slurm.config.schema import SiteConfig
 from elastic_slurm.errors import ConfigError
 from elastic_slurm.resources import data_dirs
@@ -37,7 +38,8 @@ def _find(site: str) -> Path:
     candidate = Path(site)
     if candidate.suffix in (".yaml", ".yml") or os.sep in site:
         if not candidate.is_file():
-            raise ConfigError(f"site config file {candidate} does not exist")
+            what = "is not a regular file" if candidate.exists() else "does not exist"
+            raise ConfigError(f"site config file {candidate} {what}")
         return candidate
     searched = site_config_dirs()
     for d in searched:
@@ -55,7 +57,7 @@ def _find(site: str) -> Path:
 def _format_errors(path: Path, exc: ValidationError) -> str:
     lines = []
     for err in exc.errors():
-        key = ".".join(str(x) for x in err["loc"]) or "(top level)"
+        key = ".".join(str(x) for x in err["loc"])[:80] or "(top level)"
         lines.append(f"{path}: {key}: {err['msg']}")
     return "\n".join(lines)
 
@@ -78,16 +80,12 @@ def load_site(site: str | None = None) -> SiteConfig:
     Raises
     ------
     ConfigError
-        The file is missing, is not YAML, is not a mapping, or a key is wrong; the message
-        names the file and the key (``local.yaml: local_cluster.nodes: ...``).
+        The file is missing, is not UTF-8 YAML within :mod:`elastic_slurm.yamlsafe`'s bounds,
+        is not a mapping, or a key is wrong; the message names the file and the key
+        (``local.yaml: local_cluster.nodes: ...``).
     """
     path = _find(site or envvars.get_str("SITE") or DEFAULT_SITE)
-    try:
-        raw: Any = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc}") from exc
+    raw: Any = yamlsafe.load_file(path)
     if raw is None:
         raw = {}  # an empty file: every key has a default
     if not isinstance(raw, dict):

@@ -8,9 +8,19 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+_DAY_S = 86400.0
+
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    #: ``allow_inf_nan=False``: ``.inf`` and ``.nan`` are refused by every float field.
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+
+def _check_address(value: str | None) -> str | None:
+    """``host:port`` with a port of 1-65535 (the pattern only bounds its digits)."""
+    if value is not None and not 1 <= int(value.rsplit(":", 1)[1]) <= 65535:
+        raise ValueError(f"port of {value!r} is not 1-65535")
+    return value
 
 
 class NetworkConfig(_Frozen):
@@ -22,7 +32,7 @@ class NetworkConfig(_Frozen):
 
     bridge: str = Field("esbr0", max_length=15, pattern=r"^[A-Za-z0-9_-]+$")
     subnet: ipaddress.IPv4Network = ipaddress.IPv4Network("10.77.0.0/24")
-    node_address_offset: int = Field(10, ge=2)
+    node_address_offset: int = Field(10, ge=2, le=65535)
     netns_prefix: str = Field("es-", max_length=6, pattern=r"^[a-z0-9-]+$")
 
     @field_validator("subnet")
@@ -39,8 +49,8 @@ class NetworkConfig(_Frozen):
 class SchedulerConfig(_Frozen):
     """Slurm scheduler timing of the local cluster (seconds)."""
 
-    sched_interval_s: int = Field(2, ge=1)
-    bf_interval_s: int = Field(2, ge=1)
+    sched_interval_s: int = Field(2, ge=1, le=3600)
+    bf_interval_s: int = Field(2, ge=1, le=3600)
 
 
 class LocalClusterConfig(_Frozen):
@@ -55,8 +65,8 @@ class LocalClusterConfig(_Frozen):
     """
 
     nodes: int = Field(4, ge=1, le=64)
-    cpus_per_node: int = Field(1, ge=1)
-    real_memory_mib: int = Field(1024, ge=64)
+    cpus_per_node: int = Field(1, ge=1, le=65534)
+    real_memory_mib: int = Field(1024, ge=64, le=2**40)
     node_prefix: str = Field("n", pattern=r"^[a-z][a-z0-9]*$", max_length=8)
     head_hostname: str = Field("eshead", pattern=r"^[a-z][a-z0-9-]*$")
     partition: str = Field("debug", pattern=r"^[A-Za-z0-9_-]+$")
@@ -90,7 +100,7 @@ class LocalClusterConfig(_Frozen):
     )
     network: NetworkConfig = NetworkConfig()
     scheduler: SchedulerConfig = SchedulerConfig()
-    start_timeout_s: float = Field(60.0, gt=0)
+    start_timeout_s: float = Field(60.0, gt=0, le=_DAY_S)
     #: ``bookworm``: this machine's own Slurm 22.05; ``trixie`` (Slurm 24.11) and ``forky``
     #: (Slurm 26.05): the same cluster inside a Debian chroot under ``chroots_dir`` (built once
     #: by ``cluster up``). A flavour needs its own state/run dirs, ports and network.
@@ -144,13 +154,13 @@ class ControllerConfig(_Frozen):
     (Huang et al.), unless the user says ``--sized-by slurm``; off: Slurm picks the size.
     """
 
-    poll_interval_s: float = Field(0.5, gt=0)
-    resize_timeout_s: float = Field(120.0, gt=0)
-    grant_timeout_s: int = Field(30, ge=1)
-    min_resize_interval_s: float = Field(2.0, ge=0)
+    poll_interval_s: float = Field(0.5, gt=0, le=3600)
+    resize_timeout_s: float = Field(120.0, gt=0, le=7 * _DAY_S)
+    grant_timeout_s: int = Field(30, ge=1, le=86400)
+    min_resize_interval_s: float = Field(2.0, ge=0, le=_DAY_S)
     on_overdue: Literal["keep", "force", "requeue"] = "keep"
     address: str | None = Field(None, pattern=r"^[^\s:]+:\d{1,5}$")
-    offer_cooldown_s: float = Field(30.0, ge=0)
+    offer_cooldown_s: float = Field(30.0, ge=0, le=_DAY_S)
     operators: tuple[str, ...] = ("root",)
     sizes_moldable: bool = False
     policy: PolicyConfig = PolicyConfig()
@@ -180,6 +190,8 @@ class ControllerConfig(_Frozen):
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     log_format: Literal["text", "json"] = "text"
 
+    _ports = field_validator("address", "metrics_address")(_check_address)
+
     @model_validator(mode="after")
     def _tls_pair(self) -> ControllerConfig:
         if (self.tls_cert is None) != (self.tls_key is None):
@@ -191,7 +203,7 @@ class LocalTransportConfig(_Frozen):
     """Slurm's commands run on this machine, as subprocesses."""
 
     kind: Literal["local"] = "local"
-    command_timeout_s: float = Field(30.0, gt=0)
+    command_timeout_s: float = Field(30.0, gt=0, le=_DAY_S)
 
 
 class SSHTransportConfig(_Frozen):
@@ -209,8 +221,8 @@ class SSHTransportConfig(_Frozen):
     user: str = Field(min_length=1)
     key_file: Path
     known_hosts: Path
-    connect_timeout_s: float = Field(10.0, gt=0)
-    command_timeout_s: float = Field(30.0, gt=0)
+    connect_timeout_s: float = Field(10.0, gt=0, le=_DAY_S)
+    command_timeout_s: float = Field(30.0, gt=0, le=_DAY_S)
     remote_env: dict[str, str] = Field(default_factory=dict)
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import enum
+import math
+import numbers
 import re
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -11,7 +13,28 @@ from elastic_slurm.errors import InvalidRequest
 from elastic_slurm.model.speedup import SpeedupModel
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_ARRAY = re.compile(r"\d+(-\d+(:\d+)?)?(,\d+(-\d+(:\d+)?)?)*")
+_ARRAY = re.compile(
+    r"[0-9]{1,7}(-[0-9]{1,7}(:[0-9]{1,7})?)?(,[0-9]{1,7}(-[0-9]{1,7}(:[0-9]{1,7})?)?)*"
+)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+MAX_NODES = 1_000_000
+"""Most nodes a job may ask for (the largest machines have about 160,000)."""
+MAX_TASKS_PER_NODE = 65_534
+"""Most MPI ranks per node (Slurm keeps ``ntasks_per_node`` in 16 bits)."""
+MAX_WALLTIME = timedelta(days=365)
+"""Longest time limit a job may ask for."""
+MAX_GRACE_PERIOD_S = 7 * 86400.0
+"""Longest grace period any site may allow (seconds); a site's own cap is
+``controller.max_grace_period_s``, checked at submission."""
+MAX_ARRAY_TASK_ID = 4_000_000
+"""Largest job array task id (Slurm's ``MaxArraySize`` is at most 4,000,001)."""
+MAX_ARGS = 4096
+"""Most words in a program's command line."""
+MAX_ENV = 1024
+"""Most extra environment variables."""
+MAX_NAME = 1024
+"""Longest job name, partition, account or QOS name (characters)."""
 
 
 class JobKind(enum.StrEnum):
@@ -73,7 +96,11 @@ class ElasticRequest:
     ------
     InvalidRequest
         For an impossible range (``nodes_min < 1``, ``nodes_min > nodes_max``, a rigid job with a
-        range, a start size outside the range), an empty program or a non-positive time limit.
+        range, a start size outside the range), an empty program or a non-positive time limit,
+        and for any value beyond its bound: :data:`MAX_NODES`, :data:`MAX_TASKS_PER_NODE`,
+        :data:`MAX_WALLTIME`, :data:`MAX_GRACE_PERIOD_S` (grace periods are also finite),
+        :data:`MAX_ARRAY_TASK_ID`, :data:`MAX_ARGS`, :data:`MAX_ENV`, :data:`MAX_NAME`
+        (names hold no control characters, the program and environment no NUL).
     """
 
     program: tuple[str, ...]
@@ -94,8 +121,36 @@ class ElasticRequest:
     grace_period_s: float | None = None
 
     def __post_init__(self) -> None:
+        self._check_types()
         if not self.program:
             raise InvalidRequest("the job has no program to run: give a command")
+        if len(self.program) > MAX_ARGS or any("\0" in word for word in self.program):
+            raise InvalidRequest(
+                f"the program's command line has more than {MAX_ARGS} words or a NUL character"
+            )
+        for what in ("job_name", "partition", "account", "qos"):
+            value = getattr(self, what)
+            if value is not None and (len(value) > MAX_NAME or _CONTROL.search(value)):
+                raise InvalidRequest(
+                    f"{what} {value[:40]!r} is longer than {MAX_NAME} characters or holds a "
+                    "control character (newline, tab, ...)"
+                )
+        if self.nodes_max > MAX_NODES:
+            raise InvalidRequest(
+                f"nodes_max {self.nodes_max} is above {MAX_NODES}, the most a job may ask for"
+            )
+        if self.ntasks_per_node > MAX_TASKS_PER_NODE:
+            raise InvalidRequest(
+                f"ntasks_per_node {self.ntasks_per_node} is above {MAX_TASKS_PER_NODE}"
+            )
+        if self.walltime > MAX_WALLTIME:
+            raise InvalidRequest(
+                f"the time limit {self.walltime} is longer than {MAX_WALLTIME.days} days"
+            )
+        if len(self.extra_env) > MAX_ENV or any("\0" in value for _n, value in self.extra_env):
+            raise InvalidRequest(
+                f"more than {MAX_ENV} environment variables, or a value with a NUL character"
+            )
         if self.nodes_min < 1:
             raise InvalidRequest(f"nodes_min must be at least 1, got {self.nodes_min}")
         if self.nodes_min > self.nodes_max:
@@ -118,19 +173,32 @@ class ElasticRequest:
             )
         if self.ntasks_per_node < 1:
             raise InvalidRequest(f"ntasks_per_node must be at least 1, got {self.ntasks_per_node}")
-        if self.array is not None and not _ARRAY.fullmatch(self.array):
-            raise InvalidRequest(
-                f"array {self.array!r} is not a list of task ids like 0-99 or 1,3,5-7"
-            )
-        if self.array_max_running is not None and (
-            self.array is None or self.array_max_running < 1
+        if self.array is not None and (
+            len(self.array) > MAX_NAME or not _ARRAY.fullmatch(self.array)
         ):
             raise InvalidRequest(
-                "array_max_running needs an array and must be at least 1, got "
+                f"array {self.array[:40]!r} is not a list of task ids like 0-99 or 1,3,5-7"
+            )
+        if self.array is not None and max(map(int, re.findall(r"[0-9]+", self.array))) > (
+            MAX_ARRAY_TASK_ID
+        ):
+            raise InvalidRequest(
+                f"array {self.array[:40]!r}: task ids go up to {MAX_ARRAY_TASK_ID} at most"
+            )
+        if self.array_max_running is not None and (
+            self.array is None or not 1 <= self.array_max_running <= MAX_ARRAY_TASK_ID
+        ):
+            raise InvalidRequest(
+                f"array_max_running needs an array and must be 1-{MAX_ARRAY_TASK_ID}, got "
                 f"{self.array_max_running}"
             )
-        if self.grace_period_s is not None and self.grace_period_s <= 0:
-            raise InvalidRequest(f"the grace period must be positive, got {self.grace_period_s} s")
+        if self.grace_period_s is not None and not (
+            math.isfinite(self.grace_period_s) and 0 < self.grace_period_s <= MAX_GRACE_PERIOD_S
+        ):
+            raise InvalidRequest(
+                f"the grace period must be a positive, finite number of seconds up to "
+                f"{MAX_GRACE_PERIOD_S:g}, got {self.grace_period_s}"
+            )
         for name, _value in self.extra_env:
             if not _ENV_NAME.fullmatch(name):
                 raise InvalidRequest(
@@ -139,6 +207,45 @@ class ElasticRequest:
                 )
         if self.walltime <= timedelta(0):
             raise InvalidRequest(f"the time limit must be positive, got {self.walltime}")
+
+    def _check_types(self) -> None:
+        for what in (
+            "nodes_min",
+            "nodes_max",
+            "ntasks_per_node",
+            "nodes_start",
+            "array_max_running",
+        ):
+            value = getattr(self, what)
+            if value is None and what in ("nodes_start", "array_max_running"):
+                continue
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+                raise InvalidRequest(f"{what} must be an integer, got {value!r}")
+        if not isinstance(self.kind, JobKind):
+            raise InvalidRequest(f"kind must be a JobKind, got {self.kind!r}")
+        if not isinstance(self.walltime, timedelta):
+            raise InvalidRequest(f"walltime must be a timedelta, got {self.walltime!r}")
+        grace = self.grace_period_s
+        if grace is not None and (isinstance(grace, bool) or not isinstance(grace, numbers.Real)):
+            raise InvalidRequest(f"grace_period_s must be a number, got {grace!r}")
+        if not isinstance(self.program, (tuple, list)) or not all(
+            isinstance(w, str) for w in self.program
+        ):
+            raise InvalidRequest("program must be a sequence of strings")
+        if not isinstance(self.job_name, str):
+            raise InvalidRequest(f"job_name must be a string, got {self.job_name!r}")
+        for what in ("partition", "account", "qos", "array"):
+            if getattr(self, what) is not None and not isinstance(getattr(self, what), str):
+                raise InvalidRequest(
+                    f"{what} must be a string or None, got {getattr(self, what)!r}"
+                )
+        if not isinstance(self.extra_env, (tuple, list)) or not all(
+            isinstance(p, tuple) and len(p) == 2 and all(isinstance(x, str) for x in p)
+            for p in self.extra_env
+        ):
+            raise InvalidRequest("extra_env must be (name, value) pairs of strings")
+        if self.speedup is not None and not isinstance(self.speedup, SpeedupModel):
+            raise InvalidRequest(f"speedup must be a speedup model, got {self.speedup!r}")
 
     @property
     def initial_nodes(self) -> int:

@@ -14,8 +14,11 @@ How bad input is handled (``on_error``):
 * ``"skip"``: malformed lines are left out, each recorded in :attr:`SWFTrace.skipped` with its
   line number and reason, and one warning is logged with their count.
 
-A line is malformed when it does not have exactly 18 fields, when a field is not a number, or
-when a numeric directive (``MaxProcs``, ``MaxNodes``, ...) has a value that is not an integer.
+A line is malformed when it does not have exactly 18 fields, when a field is not a decimal
+number (``nan``, ``inf``, ``1_000`` are not), when a field is neither ``-1`` (missing) nor
+between 0 and :data:`MAX_VALUE` (negative or huge), when it is longer than :data:`MAX_LINE`
+characters, or when a numeric directive (``MaxProcs``, ``MaxNodes``, ...) has a value that is
+not such an integer.
 Values are kept as read (``int``, or ``float`` for a field written with a decimal point), so
 that writing a trace back gives the same numbers.
 
@@ -32,6 +35,7 @@ import gzip
 import io
 import logging
 import re
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -205,17 +209,27 @@ class SWFTrace:
     skipped: tuple[tuple[int, str], ...] = field(default=())
 
 
+MAX_VALUE = 10**12
+"""Largest value of a field or numeric directive (seconds: 30,000 years; kilobytes: 1 PB)."""
+
+MAX_LINE = 1000
+"""Longest job line (characters); real ones are under 150."""
+
+_TOKEN = re.compile(r"[-+]?(?:[0-9]{1,30}(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]{1,3})?")
+
+
 def _number(token: str) -> Number:
-    """An ``int`` for an integer token, else a finite ``float``; ``ValueError`` otherwise."""
-    if token.isdigit() or (token[:1] == "-" and token[1:].isdigit()):
-        return int(token)
-    value = float(token)
-    if value != value or value in (_INF, -_INF):
-        raise ValueError(f"{token!r} is not a finite number")
+    """An ``int`` for an integer token, else a ``float``; ``ValueError`` for anything else.
+
+    Decimal ASCII only (no ``1_000``, no other scripts' digits, no ``nan``/``inf``), and
+    ``-1`` (missing) or ``0`` to :data:`MAX_VALUE`.
+    """
+    if not _TOKEN.fullmatch(token):
+        raise ValueError(f"{token[:40]!r}, not a number")
+    value: Number = int(token) if token.lstrip("+-").isdigit() else float(token)
+    if not (value == -1 or 0 <= value <= MAX_VALUE):
+        raise ValueError(f"{token!r}, not -1 (missing) or 0 to {MAX_VALUE}")
     return value
-
-
-_INF = float("inf")
 
 
 def _open_text(path: Path, mode: Literal["rt", "wt"]) -> IO[str]:
@@ -226,26 +240,28 @@ def _open_text(path: Path, mode: Literal["rt", "wt"]) -> IO[str]:
 
 def _parse_line(line: str) -> SWFJob:
     """Parse one job line; raise ``ValueError`` naming the field that is wrong."""
+    if len(line) > MAX_LINE:
+        raise ValueError(f"{len(line)} characters, more than {MAX_LINE}")
     tokens = line.split()
     if len(tokens) != 18:
         raise ValueError(f"{len(tokens)} fields, expected 18")
-    try:
-        return SWFJob._make(list(map(int, tokens)))  # the common case, at C speed
-    except ValueError:
-        pass
-    try:
-        values = [int(t) if t.lstrip("-").isdigit() else float(t) for t in tokens]
-        # float() also takes nan and inf (and "Infinity"): all have an "n"
-        if "n" not in line and "N" not in line:
-            return SWFJob._make(values)
-    except ValueError:
-        pass
-    for i, token in enumerate(tokens):  # find the culprit, for the message
+    if line.isascii() and "_" not in line:  # int() would take 1_000 and other scripts' digits
         try:
-            _number(token)
+            values: list[Number] = list(map(int, tokens))  # the common case, at C speed
         except ValueError:
-            raise ValueError(f"field {i + 1} ({FIELDS[i]}) is {token!r}, not a number") from None
-    raise AssertionError("unreachable")  # pragma: no cover
+            try:  # a decimal point somewhere; nan and inf fail the bounds below
+                values = [int(t) if t.lstrip("+-").isdigit() else float(t) for t in tokens]
+            except ValueError:
+                values = []
+        if values and all(v == -1 or 0 <= v <= MAX_VALUE for v in values):
+            return SWFJob._make(values)
+    numbers = []
+    for i, token in enumerate(tokens):
+        try:
+            numbers.append(_number(token))
+        except ValueError as exc:
+            raise ValueError(f"field {i + 1} ({FIELDS[i]}) is {exc}") from None
+    return SWFJob._make(numbers)
 
 
 def iter_swf_lines(
@@ -272,10 +288,14 @@ def iter_swf_lines(
                 key, value = m.group(1), m.group(2) or ""
                 if key.lower() in NUMERIC_DIRECTIVES:
                     first = value.split()[0] if value.split() else ""
-                    try:
-                        int(first)
-                    except ValueError:
-                        err = ValueError(f"directive {key} is {value!r}, not an integer")
+                    lowest = -MAX_VALUE if key.lower() == "timezone" else -1  # UTC offset
+                    if not re.fullmatch(r"[-+]?[0-9]{1,13}", first) or not (
+                        lowest <= int(first) <= MAX_VALUE
+                    ):
+                        err = ValueError(
+                            f"directive {key} is {value[:40]!r}, not an integer from {lowest} "
+                            f"to {MAX_VALUE}"
+                        )
                         if on_error == "raise":
                             raise TraceError(f"{source}:{number}: {err}") from None
                         yield number, err
@@ -326,10 +346,12 @@ def read_swf(
     if isinstance(source, (str, Path)):
         path = Path(source)
         name = str(path)
+        if path.exists() and not path.is_file():  # a FIFO would block the reader
+            raise TraceError(f"{name}: cannot read the trace: not a regular file")
         try:
             with _open_text(path, "rt") as stream:
                 return _read(stream, name, on_error, max_jobs)
-        except (OSError, EOFError, UnicodeDecodeError) as exc:
+        except (OSError, EOFError, UnicodeDecodeError, zlib.error) as exc:
             raise TraceError(f"{name}: cannot read the trace: {exc}") from exc
     name = getattr(source, "name", "<stream>")
     return _read(source, str(name), on_error, max_jobs)
@@ -413,6 +435,8 @@ def _write(stream: IO[str], jobs: Iterable[SWFJob], header: SWFHeader) -> None:
 
 __all__ = [
     "FIELDS",
+    "MAX_LINE",
+    "MAX_VALUE",
     "SWFHeader",
     "SWFJob",
     "SWFTrace",
