@@ -1,6 +1,8 @@
 """Two unprivileged users share the live cluster: one's malleable job grows, shrinks for the
 other's rigid job, and grows back; the controller runs as root (for now, see
-``docs/install-site.md``).
+``docs/install-site.md``) with only what the shipped systemd unit leaves it: its capability
+bounding set, no new privileges, its umask (``setpriv``; the rest of the unit's sandbox needs
+systemd).
 
 The users' commands run with a venv made for them, not with the Python running the tests: that
 one may be closed to them (pyenv's under ``/root``, mode 0700, here), and so may the checkout
@@ -11,6 +13,7 @@ the checkout at run time), as a site installs elastic-slurm for its users.
 
 from __future__ import annotations
 
+import configparser
 import json
 import os
 import pwd
@@ -36,6 +39,7 @@ from .helpers import all_idle, job_state, sacct_sizes, wait
 pytestmark = pytest.mark.slurm
 
 ROOT = Path(__file__).resolve().parents[2]
+UNIT = ROOT / "packaging" / "systemd" / "elastic-slurm-controller.service"
 SYSTEM_PYTHON = Path("/usr/bin/python3")
 USER_VENV = Path("/var/lib/elastic-slurm/unprivileged-test-venv")
 MALLEABLE_USER, RIGID_USER = "esalice", "esbob"
@@ -101,6 +105,23 @@ def user_venv(local_cluster) -> Path:
     return USER_VENV
 
 
+def _as_the_unit_runs_it() -> tuple[list[str], int]:
+    """``setpriv`` arguments and the umask that give a process what the shipped unit leaves
+    the controller: its capability bounding set, no new privileges."""
+    unit = configparser.ConfigParser(interpolation=None, strict=False)
+    unit.optionxform = str
+    unit.read_string(UNIT.read_text())
+    service = unit["Service"]
+    caps = [c.removeprefix("CAP_").lower() for c in service["CapabilityBoundingSet"].split()]
+    setpriv = shutil.which("setpriv")
+    assert setpriv, "no setpriv (util-linux) to drop the controller's capabilities"
+    argv = [setpriv, "--bounding-set", ",".join(["-all", *(f"+{c}" for c in caps)])]
+    argv += ["--inh-caps=-all"]
+    if service.get("NoNewPrivileges") == "yes":
+        argv.append("--no-new-privs")
+    return [*argv, "--"], int(service.get("UMask", "0022"), 8)
+
+
 @dataclass
 class Scenario:
     """What the two users' jobs left behind."""
@@ -148,14 +169,16 @@ def scenario(user_venv, tmp_path_factory) -> Iterator[Scenario]:
     es = str(user_venv / "bin" / "elastic-slurm")
     jobs: list[int] = []
     controller = None
+    sandbox, umask = _as_the_unit_runs_it()
     with log_path.open("w") as log:
         try:
-            controller = subprocess.Popen(  # as root, from the code under test
-                [sys.executable, "-m", "elastic_slurm", "controller", "run"]
+            controller = subprocess.Popen(  # as root with the unit's capabilities only
+                [*sandbox, sys.executable, "-m", "elastic_slurm", "controller", "run"]
                 + ["--policy", "pending_first", "--journal", str(journal)],
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 text=True,
+                preexec_fn=lambda: os.umask(umask),
             )
             wait(lambda: "Ctrl-C to stop" in log_path.read_text(), 60, "the controller to start")
             submit = [es, "submit", "--parsable", "--time", "5"]
