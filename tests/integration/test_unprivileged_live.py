@@ -23,6 +23,7 @@ import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -35,8 +36,6 @@ from elastic_slurm.config import load_site
 from elastic_slurm.resources import example
 
 from .helpers import all_idle, job_state, sacct_sizes, wait
-
-pytestmark = pytest.mark.slurm
 
 ROOT = Path(__file__).resolve().parents[2]
 UNIT = ROOT / "packaging" / "systemd" / "elastic-slurm-controller.service"
@@ -85,6 +84,53 @@ def _pip(venv: Path, *args: str) -> None:
         check=False,
     )
     assert res.returncode == 0, f"pip install {' '.join(args)} failed:\n{res.stderr[-3000:]}"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="runs commands as another user: needs root")
+def test_bootstrap_rebuilds_a_venv_other_users_cannot_run(tmp_path):
+    # A venv made from an interpreter in a private directory (pyenv's under /root here) is
+    # rebuilt from Debian's python3, and then another user can run it and import the package.
+    if closed_to_others(SYSTEM_PYTHON) is not None:
+        pytest.skip(f"no {SYSTEM_PYTHON} that every user can run (Debian's python3)")
+    base = Path(tempfile.mkdtemp(prefix="es-bootstrap-", dir="/tmp"))
+    try:
+        base.chmod(0o755)
+        private = base / "private"
+        private.mkdir(mode=0o700)
+        shutil.copy(os.path.realpath(SYSTEM_PYTHON), private / "python3")
+        project = base / "project"
+        project.mkdir()
+        for part in ("pyproject.toml", "README.md"):
+            shutil.copy(ROOT / part, project / part)
+        for part in ("scripts", "src", "site_configs", "examples"):
+            shutil.copytree(ROOT / part, project / part, ignore=shutil.ignore_patterns("__py*"))
+        subprocess.run([str(private / "python3"), "-m", "venv", str(project / ".venv")], check=True)
+        assert closed_to_others(project / ".venv" / "bin" / "python") == private
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHON")}
+        res = subprocess.run(
+            ["bash", "scripts/bootstrap.sh", "mpi"],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        assert res.returncode == 0, res.stderr[-3000:]
+        assert f"rebuilding it from {SYSTEM_PYTHON}" in res.stderr
+        assert closed_to_others(project / ".venv" / "bin" / "python") is None
+        probe = "import elastic_slurm, mpi4py; print(elastic_slurm.__file__)"
+        ran = subprocess.run(
+            [RUNUSER, "-u", "nobody", "--", str(project / ".venv/bin/python"), "-c", probe],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert ran.returncode == 0 and str(project / "src") in ran.stdout, ran.stderr
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
@@ -230,6 +276,7 @@ def scenario(user_venv, tmp_path_factory) -> Iterator[Scenario]:
     shutil.rmtree(work_b, ignore_errors=True)
 
 
+@pytest.mark.slurm
 def test_a_users_malleable_job_grows_shrinks_for_another_users_job_and_grows_back(scenario):
     s = scenario
     assert s.sizes[:3] == [1, 4, 2], (s.sizes, s.controller_log[-3000:])
@@ -243,6 +290,7 @@ def test_a_users_malleable_job_grows_shrinks_for_another_users_job_and_grows_bac
     wait(all_idle, 30, "nothing left allocated")
 
 
+@pytest.mark.slurm
 @pytest.mark.xfail(strict=False, reason="needs the i14-wire branch")
 def test_every_file_in_the_users_job_directory_is_the_users(scenario):
     # The controller runs as root; whatever it creates in a user's directory must still be
