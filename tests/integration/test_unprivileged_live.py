@@ -8,7 +8,8 @@ The users' commands run with a venv made for them, not with the Python running t
 one may be closed to them (pyenv's under ``/root``, mode 0700, here), and so may the checkout
 itself (a clone under ``/root``). The venv is made from Debian's ``/usr/bin/python3`` under
 ``/var/lib/elastic-slurm/`` and gets this checkout installed (not editable, so it does not read
-the checkout at run time), as a site installs elastic-slurm for its users.
+the checkout at run time), as a site installs elastic-slurm for its users. A first test, which
+needs no cluster, checks that ``scripts/bootstrap.sh`` makes the project's own ``.venv`` so.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import pwd
 import re
 import shutil
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -33,6 +35,7 @@ import pytest
 
 from elastic_slurm.cluster.users import READ, SEARCH, closed_to_others, ensure_user
 from elastic_slurm.config import load_site
+from elastic_slurm.protocol.address import default_address, site_munge_socket
 from elastic_slurm.resources import example
 
 from .helpers import all_idle, job_state, sacct_sizes, wait
@@ -189,6 +192,15 @@ def _sizes(output: str) -> list[int]:
     return [int(n) for n in ([first.group(1)] if first else []) + done]
 
 
+def _listening(address: str) -> bool:
+    host, port = address.rsplit(":", 1)
+    try:
+        with socket.create_connection((host, int(port)), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
 def _workdir(user: str) -> Path:
     """A fresh working directory in ``user``'s home, made by the user."""
     home = Path(pwd.getpwnam(user).pw_dir)
@@ -207,6 +219,9 @@ def scenario(user_venv, tmp_path_factory) -> Iterator[Scenario]:
         blocked = closed_to_others(user_venv / "bin" / "python", SEARCH)
         assert blocked is None, f"{who.pw_name} cannot run the venv's Python: {blocked}"
     assert closed_to_others(load_site().slurm_conf, READ) is None, "slurm.conf is closed to users"
+    munge_socket = site_munge_socket(load_site()) or "/run/munge/munge.socket.2"
+    for who in (alice, bob):  # MUNGE vouches for them (Slurm's commands need it)
+        _as_user(who.pw_name, ["munge", "-n", "--socket", munge_socket], user_venv, Path("/"))
     work_a, work_b = _workdir(alice.pw_name), _workdir(bob.pw_name)
     shutil.copy(example("heat2d.py"), work_a / "heat2d.py")
     os.chown(work_a / "heat2d.py", alice.pw_uid, alice.pw_gid)
@@ -226,7 +241,7 @@ def scenario(user_venv, tmp_path_factory) -> Iterator[Scenario]:
                 text=True,
                 preexec_fn=lambda: os.umask(umask),
             )
-            wait(lambda: "Ctrl-C to stop" in log_path.read_text(), 60, "the controller to start")
+            wait(lambda: _listening(default_address(load_site())), 60, "the controller to listen")
             submit = [es, "submit", "--parsable", "--time", "5"]
             malleable = int(
                 _as_user(
