@@ -96,3 +96,21 @@ def test_only_plain_user_names_are_created(name):
 
 def test_an_existing_user_is_returned_as_is():
     assert ensure_user("root").pw_uid == 0
+
+
+def test_cluster_up_notes_a_job_python_other_users_cannot_run(open_tmp):
+    from elastic_slurm.cluster.local import LocalCluster
+    from elastic_slurm.config.schema import LocalClusterConfig, SiteConfig
+
+    home = open_tmp / "root"
+    python = _program(home / ".pyenv" / "bin" / "python3")
+    home.chmod(0o700)
+    lines: list[str] = []
+    site = SiteConfig(name="t", local_cluster=LocalClusterConfig(), python=str(python))
+    LocalCluster(site, progress=lines.append)._note_job_python()
+    assert len(lines) == 1 and lines[0].startswith("note: jobs of users other than root")
+    assert f"{home} is closed to them" in lines[0]
+    home.chmod(0o755)
+    lines.clear()
+    LocalCluster(site, progress=lines.append)._note_job_python()
+    assert lines == []
