@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from elastic_slurm.adapter.factory import job_python
 from elastic_slurm.adapter.parse import parse_scontrol_config
 from elastic_slurm.adapter.transport.base import Transport
 from elastic_slurm.adapter.transport.local import LocalTransport
@@ -37,6 +38,7 @@ from elastic_slurm.cluster.network import (
 from elastic_slurm.cluster.packages import ensure_packages
 from elastic_slurm.cluster.processes import DaemonRecord
 from elastic_slurm.cluster.slurmconf import render_slurm_conf, render_slurmdbd_conf
+from elastic_slurm.cluster.users import job_python_problem
 from elastic_slurm.config.schema import SiteConfig
 from elastic_slurm.errors import ClusterError, NotRootError
 from elastic_slurm.waiting import DeadlineExceeded, wait_for
@@ -238,6 +240,7 @@ class LocalCluster:
                 )
             if self.healthy(nodes):
                 self.progress(f"cluster already up with {nodes} nodes")
+                self._note_job_python()
                 return self.status()
             self.progress("cluster state is incomplete: taking it down to start afresh")
             self.down()
@@ -265,7 +268,18 @@ class LocalCluster:
             self.down(keep_logs=True)
             raise
         self.progress(f"cluster up: {nodes} nodes, SLURM_CONF={layout.slurm_conf}")
+        self._note_job_python()
         return self.status()
+
+    def _note_job_python(self) -> None:
+        """Say so when other users' jobs could not run the site's job Python (pyenv's, say).
+
+        Their nodes share this machine's accounts, munge socket and files, so that is what
+        most often keeps an unprivileged user's job from running here.
+        """
+        problem = job_python_problem(job_python(self.site))
+        if problem:
+            self.progress(f"note: {problem}")
 
     def _ensure_software(self) -> None:
         """Install the Debian packages the cluster needs that are missing."""
