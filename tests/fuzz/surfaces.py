@@ -19,6 +19,7 @@ import io
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import string
@@ -835,15 +836,17 @@ class _Protocol:
 
     def __init__(self) -> None:
         from elastic_slurm.protocol.gateway import Gateway, JobRecord
-        from elastic_slurm.protocol.identity import IdentityError
+        from elastic_slurm.protocol.identity import Credential, IdentityError
         from elastic_slurm.protocol.server import create_app
 
         self.base = Path(tempfile.mkdtemp(prefix="es-fuzz-proto-"))
         jobs = {12: JobRecord(12, "alice", str(self.base), True)}
 
-        def verify(credential: str, _socket: str | None) -> str:
+        def verify(credential: str, _socket: str | None) -> Credential:
+            # "cred-USER[:PAYLOAD]" stands for a credential MUNGE decoded
             if credential.startswith("cred-"):
-                return credential.removeprefix("cred-")
+                user, _, payload = credential.removeprefix("cred-").partition(":")
+                return Credential(user, payload)
             raise IdentityError(f"not a credential: {credential[:20]!r}")
 
         _jobdir_class().for_job(self.base, 12).write_secret(SECRET)
@@ -915,17 +918,34 @@ def protocol_cases(draw: st.DrawFn) -> dict[str, Any]:
         body = b'{"pad": "' + b"x" * draw(st.sampled_from((10, 100_000, 2_000_000))) + b'"}'
     else:
         body = json.dumps(draw(_ORDERISH), allow_nan=True).encode()
-    return {"method": method, "path": path.format(job=job, n=n), "headers": headers, "body": body}
+    bind = draw(st.integers(0, 5)) > 0  # a few credentials made for another message
+    path = path.format(job=job, n=n)
+    return {"method": method, "path": path, "headers": headers, "body": body, "bind": bind}
 
 
 class ServerError(Exception):
     """The protocol answered 5xx: an unexpected error inside the server."""
 
 
+def _bound(case: dict[str, Any]) -> dict[str, str]:
+    """The case's headers, its credential bound to its own request (as the client binds it)."""
+    from elastic_slurm.protocol.identity import request_digest
+
+    headers = dict(case["headers"])
+    cred = headers.get("X-Munge-Credential", "")
+    match = re.fullmatch(r"/v1/jobs/(\d{1,12})/.*", case["path"].partition("?")[0])
+    if cred.startswith("cred-") and match and case.get("bind", True):
+        digest = request_digest(
+            case["method"], case["path"].partition("?")[0], int(match[1]), case["body"]
+        )
+        headers["X-Munge-Credential"] = f"{cred}:{digest}"
+    return headers
+
+
 def _run_protocol(case: dict[str, Any]) -> int:
     proto = _protocol()
     response = proto.client.open(
-        case["path"], method=case["method"], headers=case["headers"], data=case["body"]
+        case["path"], method=case["method"], headers=_bound(case), data=case["body"]
     )
     if response.status_code >= 500:
         said = response.get_data()[:120]

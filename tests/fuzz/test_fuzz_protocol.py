@@ -9,13 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from hypothesis import example, given
 
 from .surfaces import PROTOCOL, SECRET, check, suite_settings
 
 
-@pytest.mark.xfail(strict=False, reason="fixed by the protocol branch (validation at the boundary)")
 @suite_settings()
 @given(PROTOCOL.strategy)
 @example(
