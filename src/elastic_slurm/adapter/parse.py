@@ -287,6 +287,8 @@ def _check_errors(data: dict[str, Any], argv: Sequence[str], text: str) -> None:
         if not isinstance(err, dict):
             raise SlurmOutputError(argv, f"errors[{i}]: an object expected, got {_shown(err)}")
         number = err.get("error_number")
+        if isinstance(number, bool) or not isinstance(number, int):
+            number = None  # not a number: the words decide
         words = "; ".join(
             str(err[k]) for k in ("source", "description", "error") if err.get(k) not in (None, "")
         )
