@@ -9,6 +9,7 @@ commands exit non-zero with "Unable to contact slurm controller (connect failure
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -269,8 +270,11 @@ def test_user_commands_say_the_controller_is_unreachable(
     command: list[str],
 ) -> None:
     t = _scripted_site(monkeypatch, [(0, DOWN_JSON, "")])
+    # main's logging.basicConfig writes to stderr only when the root logger has no handler
+    monkeypatch.setattr(logging.root, "handlers", [])
     t0 = time.monotonic()
     rc = main(["--site", str(site_file), *command])
+    logging.root.handlers.clear()
     out, err = capsys.readouterr()
     assert rc == 1 and out == ""
     assert err.startswith("elastic-slurm: the Slurm controller is unreachable (")

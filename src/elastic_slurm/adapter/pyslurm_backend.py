@@ -716,7 +716,7 @@ class PyslurmBackend(SlurmBackend):
             retry=retry_if_exception(lambda e: isinstance(e, SlurmCommandError) and e.transient),
             stop=stop_after_delay(self.retry_s),
             wait=wait_exponential(multiplier=0.1, max=2.0),
-            before_sleep=lambda s: log.warning(
+            before_sleep=lambda s: log.info(
                 "transient Slurm error, retrying (attempt %d): %s",
                 s.attempt_number,
                 s.outcome.exception() if s.outcome else None,

@@ -55,7 +55,7 @@ def _log_retry(state: RetryCallState) -> None:
     exc = state.outcome.exception() if state.outcome else None
     what = "slurmctld did not answer" if isinstance(exc, SlurmUnavailableError) else "transient"
     first = str(exc).splitlines()[-1].strip() if exc else ""
-    log.warning("%s, retrying (attempt %d): %s", what, state.attempt_number, first)
+    log.info("%s, retrying (attempt %d): %s", what, state.attempt_number, first)
 
 
 def failure(res: Completed) -> SlurmCommandError:
