@@ -315,3 +315,13 @@ def test_errors_are_one_line_with_a_slurm_like_exit_status(
     rc = main(["queue"])
     err = capsys.readouterr().err
     assert rc == status and err.startswith("elastic-slurm: error: ") and err.count("\n") == 1
+
+
+def test_checked_results_of_a_stopped_slurmctld_are_an_outage(golden: Golden) -> None:
+    down = Completed(("sinfo",), 1, "", golden.recorded("sinfo_slurmctld_down.stderr"), 19.0)
+    with pytest.raises(SlurmUnavailableError):
+        down.check()
+    refused = Completed(("scontrol", "x"), 1, "", "scontrol: error: Invalid job id specified", 0)
+    with pytest.raises(SlurmCommandError) as err:
+        refused.check()
+    assert not isinstance(err.value, SlurmUnavailableError)
