@@ -41,7 +41,7 @@ def stop_slurmctld(timeout_s: float = 15.0) -> None:
 
 
 def start_slurmctld(timeout_s: float = 60.0) -> None:
-    """Start slurmctld again as ``cluster up`` does and wait until ``scontrol ping`` says UP.
+    """Start slurmctld again as ``cluster up`` does; wait until it answers and the nodes are back.
 
     A no-op when it runs. The new record replaces the old one in the cluster's state file.
     """
@@ -66,6 +66,13 @@ def start_slurmctld(timeout_s: float = 60.0) -> None:
         if not processes.is_alive(rec):
             raise RuntimeError(f"slurmctld exited while starting; see {rec.log}")
         if "is UP" in cluster._slurm("scontrol", "ping").stdout:
+            break
+        time.sleep(0.5)
+    else:
+        raise RuntimeError(f"slurmctld did not answer `scontrol ping` within {timeout_s:g} s")
+    while time.monotonic() < deadline:  # the nodes register again: none left "unknown"
+        states = cluster._slurm("sinfo", "-h", "-N", "-o", "%T").stdout.split()
+        if states and not any(s.startswith("unk") for s in states):
             return
         time.sleep(0.5)
-    raise RuntimeError(f"slurmctld did not answer `scontrol ping` within {timeout_s:g} s")
+    raise RuntimeError(f"the nodes did not register with slurmctld within {timeout_s:g} s")

@@ -325,3 +325,9 @@ def test_checked_results_of_a_stopped_slurmctld_are_an_outage(golden: Golden) ->
     with pytest.raises(SlurmCommandError) as err:
         refused.check()
     assert not isinstance(err.value, SlurmUnavailableError)
+
+
+def test_a_failed_squeue_json_that_says_invalid_job_id_is_not_found() -> None:
+    said = json.dumps({"errors": [{"error": "Invalid job id specified", "error_number": 2017}]})
+    slurm, _ = _cli([(1, said, "")])
+    assert slurm.job(12) is None

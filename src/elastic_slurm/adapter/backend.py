@@ -245,7 +245,7 @@ class SlurmBackend(abc.ABC):
         except SlurmUnavailableError:
             raise
         except SlurmCommandError as exc:
-            if "Invalid job id" in exc.stderr:
+            if "Invalid job id" in exc.stderr + exc.stdout:  # later squeue --json: in stdout
                 return None
             raise
         return next((j for j in found if j.job_id == job_id), None)
