@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from hypothesis import strategies as st
 
 from elastic_slurm.adapter import parse
 from elastic_slurm.adapter.parse import MAX_EPOCH_S, MAX_U32, SlurmJob, SlurmNode
+from elastic_slurm.adapter.pyslurm_backend import job_from_pyslurm
 from elastic_slurm.errors import SlurmCommandError, SlurmOutputError
 from elastic_slurm.model.snapshot import JobState, NodeState
 
@@ -238,3 +240,37 @@ def test_sacct_records(text: str) -> None:
         assert r.state and all(isinstance(n, str) for n in r.nodes)
         for t in (r.start_s, r.end_s):
             assert t is None or 0 < t <= MAX_EPOCH_S
+
+
+PYSLURM_JOB = dict(
+    id=7,
+    name="j",
+    state="RUNNING",
+    allocated_nodes="n[1-2]",
+    num_nodes=2,
+    comment=None,
+    submit_time=50,
+    start_time=100,
+    end_time=900,
+    time_limit=10,
+    batch_host="n1",
+    working_directory="/tmp",
+    user_name="root",
+    partition="debug",
+    account=None,
+    qos=None,
+    state_reason="None",
+    array_id=None,
+    array_tasks_waiting=None,
+    array_tasks_parallel=None,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(changes=st.dictionaries(st.sampled_from(sorted(PYSLURM_JOB)), json_scalars, max_size=3))
+def test_pyslurm_records(changes: dict[str, Any]) -> None:
+    try:
+        job = job_from_pyslurm(SimpleNamespace(**{**PYSLURM_JOB, **changes}), "root")
+    except SlurmCommandError:
+        return
+    _check_job(job)

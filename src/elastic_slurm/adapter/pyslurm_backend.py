@@ -64,6 +64,7 @@ import functools
 import importlib.metadata
 import importlib.util
 import logging
+import math
 import os
 import pwd
 import re
@@ -436,6 +437,10 @@ def checked_job(job: SlurmJob) -> SlurmJob:
         "id": 0 < job.job_id <= parse.MAX_U32,
         "num_nodes": 0 <= job.node_count <= parse.MAX_U32,
         "array_id": job.array_job_id is None or 0 < job.array_job_id <= parse.MAX_U32,
+        "array_tasks_parallel": job.array_throttle is None
+        or 0 < job.array_throttle <= parse.MAX_U32,
+        "time_limit": job.time_limit_s is None or math.isfinite(job.time_limit_s),
+        "batch_host": job.batch_host is None or isinstance(job.batch_host, str),
         "submit_time": 0 <= job.submit_time_s <= parse.MAX_EPOCH_S,
         "start_time": job.start_time_s is None or 0 < job.start_time_s <= parse.MAX_EPOCH_S,
         "end_time": job.end_time_s is None or 0 < job.end_time_s <= parse.MAX_EPOCH_S,
