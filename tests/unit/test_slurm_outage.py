@@ -8,6 +8,7 @@ commands exit non-zero with "Unable to contact slurm controller (connect failure
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import time
@@ -331,3 +332,49 @@ def test_a_failed_squeue_json_that_says_invalid_job_id_is_not_found() -> None:
     said = json.dumps({"errors": [{"error": "Invalid job id specified", "error_number": 2017}]})
     slurm, _ = _cli([(1, said, "")])
     assert slurm.job(12) is None
+
+
+class Routed(Scripted):
+    """Slurm's commands get ``answer``; the submission checks (``test``, ``sh``) succeed."""
+
+    def __init__(self, answer: tuple[int, str, str]) -> None:
+        super().__init__([answer])
+
+    def run(self, argv: Sequence[str], **kwargs: object) -> Completed:  # type: ignore[override]
+        if argv[0] in ("test", "sh"):
+            return Completed(tuple(argv), 0, "", "", 0.0)
+        return super().run(argv)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["queue"],
+        ["show", "5"],
+        ["resize", "5", "--nodes", "2"],
+        ["cancel", "5"],
+        ["submit", "-N", "1", "--", "/bin/true"],
+    ],
+)
+def test_every_user_command_says_the_controller_is_unreachable(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    golden: Golden,
+    site_file: Path,
+    command: list[str],
+) -> None:
+    """``squeue --json`` answers an outage; ``sinfo`` (submit's size check) fails as 22.05's."""
+    sinfo = golden.recorded("sinfo_slurmctld_down.stderr")
+    t = Routed((0, DOWN_JSON, "") if command[0] != "submit" else (1, "", sinfo))
+    monkeypatch.setattr(factory, "transport_for", lambda site: t)
+    # commands that still build their backend with slurm_for's fixed window: keep it short
+    monkeypatch.setattr(factory, "SlurmCLI", functools.partial(SlurmCLI, retry_s=0.3))
+    monkeypatch.setattr(logging.root, "handlers", [])
+    rc = main(["--site", str(site_file), *command])
+    logging.root.handlers.clear()
+    out, err = capsys.readouterr()
+    assert (rc, out) == (1, "")
+    assert (
+        err.startswith("elastic-slurm: the Slurm controller is unreachable (")
+        and err.count("\n") == 1
+    ), err
