@@ -4,6 +4,13 @@ Every format Slurm prints that the project reads is parsed here and nowhere else
 outputs recorded from Slurm 22.05 (``tests/unit/test_parse.py``). Numbers in ``squeue --json``
 are plain integers in 22.05 and ``{"set": ..., "number": ...}`` objects in later releases, and
 ``job_state`` is a string in 22.05 and a list later; both shapes are accepted.
+
+Slurm's answers are input like any other: every field read is checked at this boundary (its
+type, its bounds, its node list), and an answer that fails raises
+:class:`~elastic_slurm.errors.SlurmOutputError` naming the field, never a ``TypeError`` deep in
+the controller or a silently wrong value. An answer that says slurmctld did not answer (the
+``errors`` list of ``squeue --json``, which exits 0 then) raises
+:class:`~elastic_slurm.errors.SlurmUnavailableError`: an outage is not an empty cluster.
 """
 
 from __future__ import annotations
