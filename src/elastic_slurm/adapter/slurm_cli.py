@@ -92,7 +92,7 @@ class SlurmCLI(SlurmBackend):
         self, transport: Transport, *, retry_s: float = 20.0, command_timeout_s: float = 30.0
     ) -> None:
         self.transport = transport
-        self.retry_s = retry_s
+        self.set_retry_window(retry_s)
         self.command_timeout_s = command_timeout_s
 
     # ------------------------------------------------------------------ running
