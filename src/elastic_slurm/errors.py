@@ -65,6 +65,8 @@ class SlurmCommandError(ElasticSlurmError):
         self.stdout = stdout
         self.stderr = stderr
         self.transient = transient
+        #: what went wrong in a few words (``None``: the exit status says it)
+        self.reason = reason
         what = reason or (f"exit status {returncode}" if returncode is not None else "no status")
         detail = (stderr.strip() or stdout.strip() or "(no output)").splitlines()
         shown = "\n    ".join(detail[-8:])
@@ -118,3 +120,17 @@ class JobInputError(ElasticSlurmError):
     def __init__(self, job_id: int | None, message: str) -> None:
         self.job_id = job_id
         super().__init__(f"job {job_id}: {message}" if job_id is not None else message)
+
+
+class SlurmOutputError(SlurmCommandError, ValueError):
+    """Slurm answered, but with something that cannot be read as what was asked.
+
+    Raised by the parsers at the boundary (a number where a string belongs, a missing field,
+    a negative or absurd count, a node list that does not parse): the message names the
+    command, the record and the field. Not transient: the same question gets the same answer.
+    It is also a :class:`ValueError`, which the parsers raised before.
+    """
+
+    def __init__(self, argv: Sequence[str], message: str, *, output: str = "") -> None:
+        self.field_message = message
+        super().__init__(argv, 0, output[:2000], message, reason="its output is unusable")

@@ -15,8 +15,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from elastic_slurm.adapter.backend import GrowPath, SlurmBackend, helper_parent
+from elastic_slurm.adapter.factory import slurm_for
 from elastic_slurm.adapter.parse import SlurmJob
 from elastic_slurm.adapter.tags import decode
+from elastic_slurm.config.schema import SiteConfig
 from elastic_slurm.controller.actuate import Actuator, ResizeOutcome
 from elastic_slurm.controller.journal import Journal
 from elastic_slurm.controller.observe import held_nodes
@@ -52,6 +54,22 @@ class JobInfo:
     def to_json(self) -> dict[str, Any]:
         """A JSON-able dict."""
         return {**asdict(self), "nodes": list(self.nodes)}
+
+
+def site_backend(site: SiteConfig) -> SlurmBackend:
+    """The site's Slurm backend, retrying an unreachable slurmctld for the site's window.
+
+    The window is ``controller.slurm_retry_s`` (seconds): after it, queries raise
+    :class:`~elastic_slurm.errors.SlurmUnavailableError`.
+
+    Raises
+    ------
+    ConfigError
+        The site's backend cannot be used (:func:`~elastic_slurm.adapter.factory.slurm_for`).
+    """
+    slurm = slurm_for(site)
+    slurm.set_retry_window(site.controller.slurm_retry_s)
+    return slurm
 
 
 def _pending_resize(job: SlurmJob) -> str:
@@ -94,6 +112,11 @@ def queue(
     """Jobs in submission order, helpers folded into their job (one ``squeue`` call).
 
     ``user`` keeps only that user's jobs; ``all_states`` keeps recently ended jobs too.
+
+    Raises
+    ------
+    SlurmUnavailableError
+        slurmctld did not answer: the queue is unknown, not empty.
     """
     listed = slurm.jobs()
     held = held_nodes(listed)
@@ -157,7 +180,15 @@ def resize_history(jobdir: JobDir) -> list[ResizeRecord]:
 
 
 def find_job(slurm: SlurmBackend, job_id: int) -> SlurmJob:
-    """The job, or :class:`InvalidRequest` saying it does not exist (any more)."""
+    """The job, or :class:`InvalidRequest` saying it does not exist (any more).
+
+    Raises
+    ------
+    InvalidRequest
+        slurmctld answered and does not know the job.
+    SlurmUnavailableError
+        slurmctld did not answer: whether the job exists is unknown.
+    """
     job = slurm.job(job_id)
     if job is None:
         raise InvalidRequest(f"job {job_id} does not exist (or has left slurmctld's memory)")

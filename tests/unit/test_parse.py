@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import uuid
 from typing import TYPE_CHECKING, Any
 
@@ -11,6 +12,7 @@ import pytest
 
 from elastic_slurm.adapter import parse
 from elastic_slurm.adapter.parse import AllocationRecord, SlurmJob, SlurmNode
+from elastic_slurm.errors import SlurmOutputError
 from elastic_slurm.model.snapshot import JobState, NodeState
 
 if TYPE_CHECKING:
@@ -184,7 +186,18 @@ def test_parse_squeue_json_recording_after_cancel(golden: Golden) -> None:
 
 
 def _job(**fields: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {"job_id": 1, "name": "j", "job_state": "RUNNING", "nodes": "n1"}
+    base: dict[str, Any] = {
+        "job_id": 1,
+        "name": "j",
+        "job_state": "RUNNING",
+        "nodes": "n1",
+        "node_count": 1,
+        "comment": "",
+        "submit_time": 100,
+        "start_time": 105,
+        "current_working_directory": "/tmp",
+        "user_name": "alice",
+    }
     return {**base, **fields}
 
 
@@ -253,19 +266,19 @@ def test_parse_squeue_json_no_nodes(nodes: str | None) -> None:
 
 
 def test_parse_squeue_json_missing_optional_fields() -> None:
-    job = _one({"job_id": "8"})
+    job = _one(_job(job_id=8, job_state="PENDING", nodes="", node_count=2, submit_time=0))
     assert job == SlurmJob(
         job_id=8,
-        name="",
-        state="UNKNOWN",
+        name="j",
+        state="PENDING",
         nodes=(),
-        node_count=0,
+        node_count=2,
         comment="",
         submit_time_s=0.0,
         start_time_s=None,
         batch_host=None,
-        workdir="",
-        user="",
+        workdir="/tmp",
+        user="alice",
         partition="",
         account="",
         qos="",
@@ -281,27 +294,27 @@ def test_parse_squeue_json_empty_job_list() -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("", "squeue --json printed something that is not JSON"),
-        ("squeue: error: Invalid job id specified", "printed something that is not JSON"),
-        ('{"jobs": [', "printed something that is not JSON"),
-        ("[]", r"squeue --json gave no job list \(errors: None\)"),
-        ('"jobs"', r"gave no job list \(errors: None\)"),
-        ("{}", r"gave no job list \(errors: None\)"),
-        ('{"jobs": null}', r"gave no job list \(errors: None\)"),
-        ('{"jobs": {}}', r"gave no job list \(errors: None\)"),
-        (
-            '{"errors": [{"error": "Invalid job id specified"}]}',
-            r"gave no job list \(errors: \[\{'error': 'Invalid job id specified'\}\]\)",
-        ),
+        ("", "squeue --json` failed, its output is unusable:\n    not JSON"),
+        ("squeue: error: Invalid job id specified", "not JSON"),
+        ('{"jobs": [', "not JSON"),
+        ("[]", r"an object expected, got list \[\]"),
+        ('"jobs"', r'an object expected, got str "jobs"'),
+        ("{}", r"jobs: a list expected, got NoneType null"),
+        ('{"jobs": null}', r"jobs: a list expected, got NoneType null"),
+        ('{"jobs": {}}', r"jobs: a list expected, got dict \{\}"),
+        # only "no such job" errors: not an outage, but still no job list
+        ('{"errors": [{"error": "Invalid job id specified"}]}', "jobs: a list expected"),
     ],
 )
 def test_parse_squeue_json_malformed(text: str, message: str) -> None:
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(SlurmOutputError, match=message):
         parse.parse_squeue_json(text)
 
 
 def test_parse_squeue_json_malformed_hostlist() -> None:
-    with pytest.raises(ValueError, match=r"malformed Slurm hostlist 'n\[1-'"):
+    with pytest.raises(
+        SlurmOutputError, match=r"jobs\[0\].nodes: malformed Slurm hostlist 'n\[1-'"
+    ):
         parse.parse_squeue_json(json.dumps({"jobs": [_job(nodes="n[1-")]}))
 
 
@@ -341,15 +354,21 @@ def test_parse_sinfo_nodes_table(text: str, expected: list[SlurmNode]) -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("n1|idle", r"sinfo line 1 is not name\|state\|cpus: 'n1\|idle'"),
-        ("n1|idle|1\n\nn2|idle|1|x", r"sinfo line 3 is not name\|state\|cpus: 'n2\|idle\|1\|x'"),
-        ("NODELIST STATE CPUS", "sinfo line 1 is not name"),
+        ("n1|idle", r"line 1 is not name\|state\|cpus: 'n1\|idle'"),
+        ("n1|idle|1\n\nn2|idle|1|x", r"line 3 is not name\|state\|cpus: 'n2\|idle\|1\|x'"),
+        ("NODELIST STATE CPUS", "line 1 is not name"),
         ("n1|idle|many", "many"),
-        ("n1|idle|", "line 1 has a CPU count that is not a number"),
+        ("n1|idle|", "line 1: CPU count '' is not a number"),
+        ("n1|idle|-1", "line 1: CPU count '-1' is not a number"),
+        ("n1|idle|99999999999", "line 1: CPU count '99999999999' is not a number in"),
+        ("n1|idle|²", "line 1: CPU count '²' is not a number"),
+        ("n 1|idle|1", "line 1: node name 'n 1' is not one"),
+        ("n1|12|1", "line 1: node state '12' is not one"),
+        ("n1||1", "line 1: node state '' is not one"),
     ],
 )
 def test_parse_sinfo_nodes_malformed(text: str, message: str) -> None:
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(SlurmOutputError, match=message):
         parse.parse_sinfo_nodes(text)
 
 
@@ -380,10 +399,13 @@ def test_parse_sbatch_parsable(text: str, job_id: int) -> None:
         "5.0",
         ";elastic",
         "sbatch: error: Batch job submission failed",
+        "0",
+        "99999999999",
+        "٣",
     ],
 )
 def test_parse_sbatch_parsable_no_job_id(text: str) -> None:
-    with pytest.raises(ValueError, match=f"sbatch printed no job id: {text.strip()!r}"):
+    with pytest.raises(SlurmOutputError, match=re.escape(f"no job id in {text.strip()!r}")):
         parse.parse_sbatch_parsable(text)
 
 

@@ -64,6 +64,16 @@ def test_decode_lenient_forms(text: str, tag: ElasticTag) -> None:
         "elastic-slurm:kind=malleable;min=two;max=4",
         "elastic-slurm:kind=malleable;min=1.5;max=4",
         "elastic-slurm:kind=malleable;min=;max=4",
+        # a comment its user rewrote: numbers Python's int and float take, but not Slurm's
+        "elastic-slurm:kind=malleable;min=1;max=1_0",
+        "elastic-slurm:kind=malleable;min=+1;max=4",
+        "elastic-slurm:kind=malleable;min=1;max=\u0663",  # an Arabic-Indic 3
+        "elastic-slurm:kind=malleable;min=1;max=99999999999",
+        "elastic-slurm:kind=malleable;min=1;max=" + "9" * 5000,
+        "elastic-slurm:kind=malleable;min=1;max=4;grace=inf",
+        "elastic-slurm:kind=malleable;min=1;max=4;grace=nan",
+        "elastic-slurm:kind=malleable;min=1;max=4;grace=-5",
+        "elastic-slurm:kind=malleable;min=1;max=4;grace=1e300",
     ],
 )
 def test_decode_rejects(text: str | None) -> None:

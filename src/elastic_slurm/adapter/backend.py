@@ -31,7 +31,7 @@ from elastic_slurm.adapter.dialect import Dialect, dialect_for
 from elastic_slurm.adapter.parse import AllocationRecord, SlurmJob, SlurmNode
 from elastic_slurm.adapter.tags import SizedBy
 from elastic_slurm.adapter.transport.base import Transport
-from elastic_slurm.errors import ResizeError, SlurmCommandError
+from elastic_slurm.errors import ResizeError, SlurmCommandError, SlurmUnavailableError
 from elastic_slurm.model.request import ElasticRequest
 from elastic_slurm.model.snapshot import JobState
 
@@ -89,6 +89,22 @@ class SlurmBackend(abc.ABC):
     name = "abstract"
     #: where checks outside Slurm run, and commands a backend delegates to Slurm's tools
     transport: Transport
+    #: how long (seconds) transient Slurm errors are retried (:meth:`set_retry_window`)
+    retry_s: float = 20.0
+
+    def set_retry_window(self, seconds: float) -> None:
+        """Retry transient Slurm errors (an unreachable slurmctld too) for ``seconds`` seconds.
+
+        User commands and the controller set the site's ``controller.slurm_retry_s``.
+
+        Raises
+        ------
+        ValueError
+            ``seconds`` is not in ``(0, 3600]``.
+        """
+        if not 0 < seconds <= 3600:
+            raise ValueError(f"a Slurm retry window is in (0, 3600] seconds, got {seconds!r}")
+        self.retry_s = float(seconds)
 
     # ------------------------------------------------------------------ primitives
     @abc.abstractmethod
@@ -217,11 +233,19 @@ class SlurmBackend(abc.ABC):
 
     # ------------------------------------------------------------------ shared queries
     def job(self, job_id: int) -> SlurmJob | None:
-        """One job, or ``None`` if slurmctld no longer knows it."""
+        """One job, or ``None`` if slurmctld no longer knows it.
+
+        Raises
+        ------
+        SlurmUnavailableError
+            slurmctld did not answer: whether the job exists is unknown (never ``None``).
+        """
         try:
             found = self.jobs([job_id])
+        except SlurmUnavailableError:
+            raise
         except SlurmCommandError as exc:
-            if "Invalid job id" in exc.stderr:
+            if "Invalid job id" in exc.stderr + exc.stdout:  # later squeue --json: in stdout
                 return None
             raise
         return next((j for j in found if j.job_id == job_id), None)

@@ -64,6 +64,7 @@ import functools
 import importlib.metadata
 import importlib.util
 import logging
+import math
 import os
 import pwd
 import re
@@ -87,7 +88,12 @@ from elastic_slurm.adapter.slurm_cli import SlurmCLI
 from elastic_slurm.adapter.tags import SizedBy
 from elastic_slurm.adapter.transport.base import Transport
 from elastic_slurm.adapter.transport.local import LocalTransport
-from elastic_slurm.errors import ConfigError, SlurmCommandError
+from elastic_slurm.errors import (
+    ConfigError,
+    SlurmCommandError,
+    SlurmOutputError,
+    SlurmUnavailableError,
+)
 from elastic_slurm.model.request import ElasticRequest
 from elastic_slurm.model.snapshot import JobState
 
@@ -401,7 +407,51 @@ def job_from_pyslurm(job: Any, user: str | None = None) -> SlurmJob:
     Empty strings stand for pyslurm's ``None``; a pending job has no nodes and no start
     time (pyslurm reports the expected start); times are seconds since the epoch. ``user``
     is the owner's name if known already (else ``job.user_name`` is asked).
+
+    Raises
+    ------
+    SlurmOutputError
+        A value is of the wrong type or out of bounds (:func:`checked_job`); the message
+        names the job and the field.
     """
+    try:
+        return checked_job(_job_from_pyslurm(job, user))
+    except SlurmOutputError:
+        raise
+    except (TypeError, ValueError, AttributeError, OverflowError) as exc:
+        raise SlurmOutputError(
+            ("pyslurm", "Jobs.load"), f"job {getattr(job, 'id', '?')!r}: {exc}"
+        ) from exc
+
+
+def checked_job(job: SlurmJob) -> SlurmJob:
+    """``job`` if its numbers are in bounds (as :func:`~.parse.parse_squeue_json` checks them).
+
+    Raises
+    ------
+    SlurmOutputError
+        The message names the job and the field.
+    """
+    argv = ("pyslurm", "Jobs.load")
+    checks = {
+        "id": 0 < job.job_id <= parse.MAX_U32,
+        "num_nodes": 0 <= job.node_count <= parse.MAX_U32,
+        "array_id": job.array_job_id is None or 0 < job.array_job_id <= parse.MAX_U32,
+        "array_tasks_parallel": job.array_throttle is None
+        or 0 < job.array_throttle <= parse.MAX_U32,
+        "time_limit": job.time_limit_s is None or math.isfinite(job.time_limit_s),
+        "batch_host": job.batch_host is None or isinstance(job.batch_host, str),
+        "submit_time": 0 <= job.submit_time_s <= parse.MAX_EPOCH_S,
+        "start_time": job.start_time_s is None or 0 < job.start_time_s <= parse.MAX_EPOCH_S,
+        "end_time": job.end_time_s is None or 0 < job.end_time_s <= parse.MAX_EPOCH_S,
+    }
+    for name, ok in checks.items():
+        if not ok:
+            raise SlurmOutputError(argv, f"job {job.job_id}: {name} is out of bounds")
+    return job
+
+
+def _job_from_pyslurm(job: Any, user: str | None) -> SlurmJob:
     state = str(job.state or "UNKNOWN")
     pending = parse.job_state(state) is JobState.PENDING
     nodes = () if pending else expand(job.allocated_nodes)
@@ -549,8 +599,12 @@ def command_error(
 
     >>> err = command_error(["pyslurm", "Job.modify", "JobId=3"],
     ...                     ValueError(("Unable to contact slurm controller", 1800)))
-    >>> err.returncode, err.transient, err.stderr
-    (1800, True, 'Unable to contact slurm controller')
+    >>> err.returncode, err.transient, err.stderr, type(err).__name__
+    (1800, True, 'Unable to contact slurm controller', 'SlurmUnavailableError')
+
+    A communication error number (:data:`~.parse.UNAVAILABLE_ERRNOS`: slurmctld unreachable,
+    in standby, timed out) or a message that says so gives
+    :class:`~elastic_slurm.errors.SlurmUnavailableError`; "Invalid job id" (2017) does not.
     """
     errno = getattr(exc, "errno", None)
     message = getattr(exc, "msg", None)
@@ -564,7 +618,11 @@ def command_error(
     elif isinstance(exc, ValueError) and len(exc.args) == 2 and isinstance(exc.args[1], int):
         message, errno = exc.args
     message = str(message or exc)
-    errno = errno if isinstance(errno, int) else None
+    errno = errno if isinstance(errno, int) and not isinstance(errno, bool) else None
+    reason = f"Slurm error {errno}" if errno is not None else type(exc).__name__
+    comm = errno is not None and errno in parse.UNAVAILABLE_ERRNOS and errno != -1
+    if (comm or parse.is_unavailable(message)) and errno != parse.INVALID_JOB_ID_ERRNO:
+        return SlurmUnavailableError(tuple(call), errno, "", message, reason=reason)
     transient = parse.is_transient(message) or (errno is not None and errno in transient_errnos)
     return SlurmCommandError(
         tuple(call),
@@ -628,7 +686,7 @@ class PyslurmBackend(SlurmBackend):
         self.transport: LocalTransport = transport or LocalTransport(
             env={"SLURM_CONF": self.slurm_conf}, default_timeout_s=command_timeout_s
         )
-        self.retry_s = retry_s
+        self.set_retry_window(retry_s)
         #: the command-line backend for the operations pyslurm cannot do
         self.cli = SlurmCLI(self.transport, retry_s=retry_s, command_timeout_s=command_timeout_s)
         with _lock:
@@ -640,6 +698,12 @@ class PyslurmBackend(SlurmBackend):
 
     def __repr__(self) -> str:
         return f"PyslurmBackend(slurm_conf={self.slurm_conf!r})"
+
+    def set_retry_window(self, seconds: float) -> None:
+        """As :meth:`SlurmBackend.set_retry_window`, for the delegated commands too."""
+        super().set_retry_window(seconds)
+        if hasattr(self, "cli"):
+            self.cli.set_retry_window(seconds)
 
     # ------------------------------------------------------------------ calling pyslurm
     def _call(self, call: Sequence[str], fn: Callable[[], T], *, retry: bool = True) -> T:
@@ -657,7 +721,7 @@ class PyslurmBackend(SlurmBackend):
             retry=retry_if_exception(lambda e: isinstance(e, SlurmCommandError) and e.transient),
             stop=stop_after_delay(self.retry_s),
             wait=wait_exponential(multiplier=0.1, max=2.0),
-            before_sleep=lambda s: log.warning(
+            before_sleep=lambda s: log.info(
                 "transient Slurm error, retrying (attempt %d): %s",
                 s.attempt_number,
                 s.outcome.exception() if s.outcome else None,
@@ -692,14 +756,24 @@ class PyslurmBackend(SlurmBackend):
         """Every node with its state (``sinfo``'s long form) and CPU count."""
         loaded = self._call(("pyslurm", "Nodes.load"), lambda: self._ps.Nodes.load())
         to_string = self._ps.get_node_state
-        return [
-            SlurmNode(
-                str(n.name),
-                node_state_long(str(n.state), n.allocated_cpus, n.total_cpus, to_string),
-                int(n.total_cpus or 0),
-            )
-            for n in loaded.values()
-        ]
+        out = []
+        for n in loaded.values():
+            try:
+                node = SlurmNode(
+                    str(n.name),
+                    node_state_long(str(n.state), n.allocated_cpus, n.total_cpus, to_string),
+                    int(n.total_cpus or 0),
+                )
+            except (TypeError, ValueError, AttributeError, OverflowError) as exc:
+                raise SlurmOutputError(
+                    ("pyslurm", "Nodes.load"), f"node {getattr(n, 'name', '?')!r}: {exc}"
+                ) from exc
+            if not node.name or not 0 <= node.cpus <= parse.MAX_U32:
+                raise SlurmOutputError(
+                    ("pyslurm", "Nodes.load"), f"node {node.name!r}: name or total_cpus unusable"
+                )
+            out.append(node)
+        return out
 
     def steps(self, job_id: int) -> dict[str, tuple[str, ...]]:
         """The job's steps and their nodes (``{"12.0": ("n1", "n2"), "12.batch": ("n1",)}``).

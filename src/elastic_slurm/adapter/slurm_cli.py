@@ -3,14 +3,23 @@
 It composes the pure builders of :mod:`.commands`, a :class:`~.transport.base.Transport` and the
 pure parsers of :mod:`.parse`. Errors that Slurm marks as passing (the 22.05 "DB index is being
 set" message after a resize, a busy or unreachable slurmctld, a timeout) are retried with
-exponential backoff; anything else raises at once.
+exponential backoff for ``retry_s`` seconds (the site's ``controller.slurm_retry_s``); anything
+else raises at once.
+
+A slurmctld that does not answer is never taken for an empty cluster: a command that says so
+(``Unable to contact slurm controller``, ``Socket timed out``...), one that times out, and
+``squeue --json``'s exit 0 with an ``errors`` list and no jobs (22.05) all raise
+:class:`~elastic_slurm.errors.SlurmUnavailableError` once the retries are over. With
+slurmctld stopped, each 22.05 command here took 19 s to give up (slurm.conf's
+``MessageTimeout`` of 20 s), so a query gives up after at most ``retry_s`` plus one
+command's time.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
-from typing import Literal
+from collections.abc import Callable, Mapping, Sequence
+from typing import Literal, TypeVar
 
 from tenacity import (
     RetryCallState,
@@ -25,19 +34,42 @@ from elastic_slurm.adapter.backend import SlurmBackend
 from elastic_slurm.adapter.parse import SlurmJob, SlurmNode
 from elastic_slurm.adapter.tags import SizedBy
 from elastic_slurm.adapter.transport.base import Completed, Transport
-from elastic_slurm.errors import ResizeError, SlurmCommandError
+from elastic_slurm.errors import ResizeError, SlurmCommandError, SlurmUnavailableError
 from elastic_slurm.model.request import ElasticRequest
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 def _retryable(exc: BaseException) -> bool:
     return isinstance(exc, SlurmCommandError) and exc.transient
 
 
+def _never_reached(exc: BaseException) -> bool:
+    """True when slurmctld was not reached at all: a submission can be sent again safely."""
+    return isinstance(exc, SlurmUnavailableError) and "connect failure" in exc.stderr
+
+
 def _log_retry(state: RetryCallState) -> None:
     exc = state.outcome.exception() if state.outcome else None
-    log.warning("transient Slurm error, retrying (attempt %d): %s", state.attempt_number, exc)
+    what = "slurmctld did not answer" if isinstance(exc, SlurmUnavailableError) else "transient"
+    first = str(exc).splitlines()[-1].strip() if exc else ""
+    log.info("%s, retrying (attempt %d): %s", what, state.attempt_number, first)
+
+
+def failure(res: Completed) -> SlurmCommandError:
+    """The error for a Slurm command that exited non-zero.
+
+    :class:`SlurmUnavailableError` when its message says that slurmctld did not answer,
+    else :class:`SlurmCommandError` (``transient`` when retrying can help).
+    """
+    text = res.stderr + res.stdout
+    if parse.is_unavailable(text):
+        return SlurmUnavailableError(res.argv, res.returncode, res.stdout, res.stderr)
+    return SlurmCommandError(
+        res.argv, res.returncode, res.stdout, res.stderr, transient=parse.is_transient(text)
+    )
 
 
 class SlurmCLI(SlurmBackend):
@@ -48,7 +80,8 @@ class SlurmCLI(SlurmBackend):
     transport
         Where the commands run (this machine, or a login node).
     retry_s
-        How long (seconds) transient errors are retried before they are raised.
+        How long (seconds) transient errors are retried before they are raised (the site's
+        ``controller.slurm_retry_s``).
     command_timeout_s
         Timeout (seconds) of one command.
     """
@@ -59,7 +92,7 @@ class SlurmCLI(SlurmBackend):
         self, transport: Transport, *, retry_s: float = 20.0, command_timeout_s: float = 30.0
     ) -> None:
         self.transport = transport
-        self.retry_s = retry_s
+        self.set_retry_window(retry_s)
         self.command_timeout_s = command_timeout_s
 
     # ------------------------------------------------------------------ running
@@ -70,18 +103,58 @@ class SlurmCLI(SlurmBackend):
         input_text: str | None,
         env: Mapping[str, str] | None = None,
     ) -> Completed:
-        res = self.transport.run(
-            argv, timeout_s=timeout_s or self.command_timeout_s, input_text=input_text, env=env
-        )
-        if res.returncode != 0:
-            raise SlurmCommandError(
-                res.argv,
-                res.returncode,
-                res.stdout,
-                res.stderr,
-                transient=parse.is_transient(res.stderr + res.stdout),
+        try:
+            res = self.transport.run(
+                argv, timeout_s=timeout_s or self.command_timeout_s, input_text=input_text, env=env
             )
+        except SlurmUnavailableError:
+            raise
+        except SlurmCommandError as exc:
+            if exc.returncode is None and exc.transient:  # timed out, or the host is unreachable
+                raise SlurmUnavailableError(
+                    exc.argv, None, exc.stdout, exc.stderr, reason=f"no answer: {exc.reason}"
+                ) from exc
+            raise
+        if res.returncode != 0:
+            raise failure(res)
         return res
+
+    def _retrying(
+        self, call: Callable[[], T], retryable: Callable[[BaseException], bool] = _retryable
+    ) -> T:
+        """``call()``, again while it raises a ``retryable`` error, for up to ``retry_s``."""
+        for attempt in Retrying(
+            retry=retry_if_exception(retryable),
+            stop=stop_after_delay(self.retry_s),
+            wait=wait_exponential(multiplier=0.1, max=2.0),
+            before_sleep=_log_retry,
+            reraise=True,
+        ):
+            with attempt:
+                return call()
+        raise AssertionError("unreachable: tenacity reraises")  # pragma: no cover
+
+    def query(
+        self,
+        argv: Sequence[str],
+        parser: Callable[[Completed], T],
+        env: Mapping[str, str] | None = None,
+    ) -> T:
+        """Run a read-only command and parse its output, both retried as one.
+
+        An answer that parses to an outage (``squeue --json``'s ``errors``) is retried like a
+        failed command.
+
+        Raises
+        ------
+        SlurmUnavailableError
+            slurmctld did not answer within ``retry_s`` seconds.
+        SlurmOutputError
+            Slurm's answer is unusable (the message names the field).
+        SlurmCommandError
+            The command failed for good.
+        """
+        return self._retrying(lambda: parser(self._once(argv, None, None, env)))
 
     def run(
         self,
@@ -96,44 +169,67 @@ class SlurmCLI(SlurmBackend):
 
         Raises
         ------
+        SlurmUnavailableError
+            slurmctld did not answer (the message said so, or the command timed out) for
+            ``retry_s`` seconds (without ``retry``: at once).
         SlurmCommandError
             It failed for good (``transient`` tells whether it was still failing transiently
             when the retry time ran out).
         """
         if not retry:
             return self._once(argv, timeout_s, input_text, env)
-        for attempt in Retrying(
-            retry=retry_if_exception(_retryable),
-            stop=stop_after_delay(self.retry_s),
-            wait=wait_exponential(multiplier=0.1, max=2.0),
-            before_sleep=_log_retry,
-            reraise=True,
-        ):
-            with attempt:
-                return self._once(argv, timeout_s, input_text, env)
-        raise AssertionError("unreachable: tenacity reraises")  # pragma: no cover
+        return self._retrying(lambda: self._once(argv, timeout_s, input_text, env))
 
     # ------------------------------------------------------------------ queries
     def version(self) -> tuple[int, int, int]:
         """Slurm's version, e.g. ``(22, 5, 8)``."""
-        return parse.parse_version(self.run(commands.scontrol_version()).stdout)
+        return self.query(commands.scontrol_version(), lambda r: parse.parse_version(r.stdout))
 
     def jobs(self, job_ids: Sequence[int] = ()) -> list[SlurmJob]:
-        """Every job slurmctld still knows (running, pending, recently ended), in one call."""
-        return parse.parse_squeue_json(self.run(commands.squeue_json(job_ids)).stdout)
+        """Every job slurmctld still knows (running, pending, recently ended), in one call.
+
+        ``squeue --json`` of 22.05 ignores ``--jobs`` (it lists every job, and says nothing of
+        an unknown id): callers pick theirs from the list (:meth:`job`).
+
+        Raises
+        ------
+        SlurmUnavailableError
+            slurmctld did not answer for ``retry_s`` seconds: Slurm's view is unknown, which
+            is not an empty list.
+        SlurmOutputError
+            The answer is unusable; the message names the job and field.
+        """
+        return self.query(
+            commands.squeue_json(job_ids), lambda r: parse.parse_squeue_json(r.stdout, r.argv)
+        )
 
     def steps(self, job_id: int) -> dict[str, tuple[str, ...]]:
         """The job's running steps and their nodes (``{"12.0": ("n1", "n2")}``)."""
-        return parse.parse_squeue_steps(self.run(commands.squeue_steps(job_id)).stdout)
+        return self.query(
+            commands.squeue_steps(job_id), lambda r: parse.parse_squeue_steps(r.stdout)
+        )
 
     def allocation_history(self, job_id: int) -> list[parse.AllocationRecord]:
         """Every size the job had, in order, from accounting (needs slurmdbd)."""
-        res = self.run(commands.sacct_allocations(job_id), env=commands.EPOCH_TIMES)
-        return parse.parse_sacct_allocations(res.stdout, job_id)
+        return self.query(
+            commands.sacct_allocations(job_id),
+            lambda r: parse.parse_sacct_allocations(r.stdout, job_id),
+            env=commands.EPOCH_TIMES,
+        )
 
     def nodes(self) -> list[SlurmNode]:
-        """Every node with its state and CPU count."""
-        return parse.parse_sinfo_nodes(self.run(commands.sinfo_nodes()).stdout)
+        """Every node with its state and CPU count.
+
+        Raises
+        ------
+        SlurmUnavailableError
+            slurmctld did not answer for ``retry_s`` seconds.
+        SlurmOutputError
+            A line is unusable; the message names it.
+        """
+        return self.query(
+            commands.sinfo_nodes(), lambda r: parse.parse_sinfo_nodes(r.stdout, r.argv)
+        )
 
     # ------------------------------------------------------------------ submit / cancel
     def submit(
@@ -155,12 +251,18 @@ class SlurmCLI(SlurmBackend):
         ------
         InvalidRequest, ValueError
             ``sized_by`` does not fit the job or ``hold`` (:func:`render.sbatch_argv`).
+        SlurmUnavailableError
+            slurmctld did not answer. Only a submission that never reached it (``connect
+            failure``) is sent again, for up to ``retry_s`` seconds: after a timeout the job
+            may have been queued, and a second sbatch would queue it twice.
         SlurmCommandError
             sbatch refused the job (its message is quoted); nothing was queued.
         """
         argv = render.sbatch_argv(req, output=output, chdir=chdir, hold=hold, sized_by=sized_by)
         script = render.batch_script(req, python=python, env=env)
-        res = self.run(argv, input_text=script, retry=False)
+        res = self._retrying(
+            lambda: self.run(argv, input_text=script, retry=False), retryable=_never_reached
+        )
         job_id = parse.parse_sbatch_parsable(res.stdout)
         log.info(
             "submitted %s job %d%s: %s",
@@ -248,6 +350,8 @@ class SlurmCLI(SlurmBackend):
         )
         res = self.transport.run(argv, timeout_s=immediate_s + 30)
         job_id, granted = parse.parse_salloc_job_id(res.stderr)
+        if res.returncode != 0 and job_id is None and parse.is_unavailable(res.stderr):
+            raise failure(res)  # nothing was allocated: slurmctld did not answer
         if res.returncode != 0 or not granted or job_id is None:
             if job_id is not None:
                 self.cancel(job_id)

@@ -12,6 +12,7 @@ held job (a job its user held is never released).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Literal, get_args
 
@@ -19,6 +20,10 @@ from elastic_slurm.errors import InvalidRequest
 from elastic_slurm.model.request import JobKind
 
 PREFIX = "elastic-slurm:"
+#: Largest node count a tag may carry (Slurm's 32-bit counts, without its NO_VAL markers).
+MAX_NODES = 0xFFFFFFFD
+#: Longest grace period a tag may carry (seconds; the site caps it lower when it is used).
+MAX_GRACE_S = 365 * 86400.0
 
 #: Who chooses a moldable job's start size: Slurm (within ``--nodes=MIN-MAX``) or the
 #: controller's policy (the job is submitted held until then).
@@ -110,16 +115,25 @@ def decode(comment: str | None) -> ElasticTag | None:
     'controller'
 
     A tag that marks another kind than moldable, or an unknown ``sized`` value, is malformed.
+    The comment is text its user can change at any time (``scontrol update Comment=``), so
+    node counts must be plain decimal numbers up to :data:`MAX_NODES` (no ``٣``, ``1_0`` or
+    ``+3``, which Python's ``int`` would take), and a grace period a finite number of
+    seconds in ``[0, MAX_GRACE_S]`` (no ``inf`` or ``nan``):
+
+    >>> [decode(f"elastic-slurm:kind=malleable;min=1;max=4;grace={g}") for g in ("inf", "nan")]
+    [None, None]
+    >>> decode("elastic-slurm:kind=malleable;min=1;max=1_0") is None
+    True
     """
     if not comment or not comment.startswith(PREFIX):
         return None
     fields = dict(item.split("=", 1) for item in comment[len(PREFIX) :].split(";") if "=" in item)
     try:
-        grace = float(fields["grace"]) if "grace" in fields else None
+        grace = _grace(fields["grace"]) if "grace" in fields else None
         tag = ElasticTag(
             JobKind(fields["kind"]),
-            int(fields["min"]),
-            int(fields["max"]),
+            _count(fields["min"]),
+            _count(fields["max"]),
             fields.get("speedup") or None,
             grace,
             "controller" if fields.get("sized") == "controller" else "slurm",
@@ -135,3 +149,19 @@ def decode(comment: str | None) -> ElasticTag | None:
     if tag.kind is JobKind.RIGID and tag.nodes_min != tag.nodes_max:
         return None
     return tag
+
+
+def _count(text: str) -> int:
+    """A node count written as plain decimal digits, up to :data:`MAX_NODES`."""
+    text = text.strip()
+    if not (text.isascii() and text.isdigit()) or len(text) > 10 or int(text) > MAX_NODES:
+        raise ValueError(f"not a node count: {text[:20]!r}")
+    return int(text)
+
+
+def _grace(text: str) -> float:
+    """A grace period in seconds: finite, in ``[0, MAX_GRACE_S]``."""
+    value = float(text)
+    if not math.isfinite(value) or not 0 <= value <= MAX_GRACE_S:
+        raise ValueError(f"not a grace period: {text[:20]!r}")
+    return value

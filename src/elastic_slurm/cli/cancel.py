@@ -6,7 +6,6 @@ import argparse
 import json
 
 from elastic_slurm import jobs
-from elastic_slurm.adapter.factory import slurm_for
 from elastic_slurm.config import load_site
 
 
@@ -20,7 +19,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 def run(args: argparse.Namespace) -> int:
     """Cancel each job."""
-    slurm = slurm_for(load_site(args.site))
+    slurm = jobs.site_backend(load_site(args.site))
     cancelled = {str(j): jobs.cancel(slurm, j) for j in args.job_ids}
     if args.json:
         print(json.dumps({"cancelled": cancelled}))

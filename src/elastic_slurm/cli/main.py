@@ -1,4 +1,10 @@
-"""The ``elastic-slurm`` command: parse the arguments, call the library, report errors."""
+"""The ``elastic-slurm`` command: parse the arguments, call the library, report errors.
+
+Every error the project raises on purpose is printed as one line, without a traceback, and
+ends the command with a Slurm-like exit status (:func:`exit_status`): 2 for a usage error
+(wrong arguments, an impossible request, a bad site config or job file: change what you
+typed), 1 for everything else, as Slurm's own commands exit 1 when slurmctld does not answer.
+"""
 
 from __future__ import annotations
 
@@ -26,7 +32,41 @@ from elastic_slurm.cli import (
     submit,
     validate,
 )
-from elastic_slurm.errors import ElasticSlurmError
+from elastic_slurm.errors import (
+    ConfigError,
+    ElasticSlurmError,
+    InvalidRequest,
+    NotRootError,
+    SlurmUnavailableError,
+)
+
+#: Exit status of a usage error (as argparse's): the command line, request or config is wrong.
+EXIT_USAGE = 2
+#: Exit status of every other error (Slurm's commands exit 1 when slurmctld does not answer).
+EXIT_ERROR = 1
+_USAGE_ERRORS = (InvalidRequest, ConfigError, NotRootError)
+
+
+def exit_status(exc: BaseException) -> int:
+    """The exit status for an error: :data:`EXIT_USAGE` for a usage error, else 1.
+
+    >>> exit_status(InvalidRequest("x")), exit_status(SlurmUnavailableError(["squeue"], 1, "", ""))
+    (2, 1)
+    """
+    return EXIT_USAGE if isinstance(exc, _USAGE_ERRORS) else EXIT_ERROR
+
+
+def one_line(exc: BaseException) -> str:
+    r"""The message of an error on one line (Slurm's quoted output joined by ``; ``).
+
+    >>> one_line(SlurmUnavailableError(["squeue"], 1, "", "squeue: error: a\nb\n"))
+    'the Slurm controller is unreachable (squeue: error: a; b)'
+    """
+    if isinstance(exc, SlurmUnavailableError):
+        said = [ln.strip() for ln in (exc.stderr or exc.stdout).splitlines() if ln.strip()]
+        detail = "; ".join(said[-3:]) or exc.reason or "no answer"
+        return f"the Slurm controller is unreachable ({detail[:300]})"
+    return "; ".join(ln.strip() for ln in str(exc).splitlines() if ln.strip())
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -79,9 +119,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         return int(args.func(args) or 0)
+    except SlurmUnavailableError as exc:
+        print(f"elastic-slurm: {one_line(exc)}", file=sys.stderr)
+        return EXIT_ERROR
     except ElasticSlurmError as exc:
-        print(f"elastic-slurm: error: {exc}", file=sys.stderr)
-        return 2
+        print(f"elastic-slurm: error: {one_line(exc)}", file=sys.stderr)
+        return exit_status(exc)
+    except OSError as exc:  # a file that cannot be read or written, a port in use...
+        print(f"elastic-slurm: error: {one_line(exc)}", file=sys.stderr)
+        return EXIT_ERROR
     except KeyboardInterrupt:
         print("elastic-slurm: interrupted", file=sys.stderr)
         return 130

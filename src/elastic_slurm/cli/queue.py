@@ -9,7 +9,6 @@ from rich.console import Console
 from rich.table import Table
 
 from elastic_slurm import jobs
-from elastic_slurm.adapter.factory import slurm_for
 from elastic_slurm.adapter.hostlist import compress
 from elastic_slurm.config import load_site
 
@@ -25,7 +24,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 def run(args: argparse.Namespace) -> int:
     """Print the queue."""
-    found = jobs.queue(slurm_for(load_site(args.site)), user=args.user, all_states=args.all)
+    found = jobs.queue(jobs.site_backend(load_site(args.site)), user=args.user, all_states=args.all)
     if args.json:
         print(json.dumps([j.to_json() for j in found]))
         return 0

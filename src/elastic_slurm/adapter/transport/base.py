@@ -6,7 +6,8 @@ import abc
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from elastic_slurm.errors import SlurmCommandError
+from elastic_slurm.adapter.parse import is_unavailable
+from elastic_slurm.errors import SlurmCommandError, SlurmUnavailableError
 
 
 @dataclass(frozen=True)
@@ -20,8 +21,19 @@ class Completed:
     elapsed_s: float
 
     def check(self, *, transient: bool = False) -> Completed:
-        """Return self if the command succeeded, else raise :class:`SlurmCommandError`."""
+        """Return self if the command succeeded, else raise :class:`SlurmCommandError`.
+
+        Raises
+        ------
+        SlurmUnavailableError
+            It failed saying that slurmctld did not answer
+            (:func:`~elastic_slurm.adapter.parse.is_unavailable`).
+        SlurmCommandError
+            It failed otherwise.
+        """
         if self.returncode != 0:
+            if is_unavailable(self.stderr + self.stdout):
+                raise SlurmUnavailableError(self.argv, self.returncode, self.stdout, self.stderr)
             raise SlurmCommandError(
                 self.argv, self.returncode, self.stdout, self.stderr, transient=transient
             )
