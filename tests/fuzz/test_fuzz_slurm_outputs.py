@@ -3,15 +3,11 @@ SlurmCommandError. Today the parsers raise ValueError, TypeError or KeyError."""
 
 from __future__ import annotations
 
-import pytest
 from hypothesis import given
 
 from .surfaces import SLURM_OUTPUTS, check, suite_settings
 
 
-@pytest.mark.xfail(
-    strict=False, reason="fixed by the adapter branch (parsers raise SlurmCommandError)"
-)
 @suite_settings()
 @given(SLURM_OUTPUTS.strategy)
 def test_slurm_outputs(case: tuple[str, str]) -> None:

@@ -87,7 +87,11 @@ def slurm_for(site: SiteConfig) -> SlurmBackend:
             )
         log.debug("%s: backend auto over SSH: the command-line tools", site.name)
     transport = transport_for(site)
-    cli = SlurmCLI(transport, command_timeout_s=site.transport.command_timeout_s)
+    cli = SlurmCLI(
+        transport,
+        command_timeout_s=site.transport.command_timeout_s,
+        retry_s=site.controller.slurm_retry_s,
+    )
     if site.backend == "cli" or site.transport.kind == "ssh":
         return cli
 
@@ -110,6 +114,7 @@ def slurm_for(site: SiteConfig) -> SlurmBackend:
                 transport,
                 slurm_conf=site.slurm_conf,
                 command_timeout_s=site.transport.command_timeout_s,
+                retry_s=site.controller.slurm_retry_s,
             )
         except (ConfigError, ImportError) as exc:
             ok, why = False, str(exc)

@@ -539,10 +539,17 @@ def parse_version(text: str) -> tuple[int, int, int]:
 
     >>> parse_version("slurm-wlm 22.05.8")
     (22, 5, 8)
+
+    Raises
+    ------
+    SlurmOutputError
+        No version in ``text`` (also a :class:`ValueError`).
     """
     m = _VERSION.search(text)
     if not m:
-        raise ValueError(f"no Slurm version in {text.strip()!r}")
+        raise SlurmOutputError(
+            ("scontrol", "--version"), f"no Slurm version in {text.strip()[:80]!r}", output=text
+        )
     return int(m.group(1)), int(m.group(2)), int(m.group(3))
 
 
