@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from elastic_slurm.jobdir import SUBDIR, JobDir, write_json_atomic
+from elastic_slurm.errors import JobInputError
 from elastic_slurm.model.resize_order import AckStatus, ResizeAck, ResizeAction, ResizeOrder
+from elastic_slurm.protocol.jobdir import SUBDIR, JobDir, write_json_atomic
 
 
 @pytest.fixture
@@ -124,8 +125,8 @@ def test_write_json_atomic_leaves_no_temporary_file(tmp_path: Path) -> None:
 def test_malformed_order_file_raises(jobdir: JobDir) -> None:
     jobdir.order_path(1).parent.mkdir(parents=True)
     jobdir.order_path(1).write_text('{"seq": 1}')
-    with pytest.raises(KeyError):
+    with pytest.raises(JobInputError, match=r"job 4: orders/000001.json: "):
         jobdir.read_order(1)
     jobdir.order_path(2).write_text("{not json")
-    with pytest.raises(json.JSONDecodeError):
+    with pytest.raises(JobInputError, match=r"orders/000002.json: not JSON"):
         jobdir.read_order(2)

@@ -44,11 +44,11 @@ from elastic_slurm.adapter.tags import decode
 from elastic_slurm.controller.journal import Journal, ResizeRow
 from elastic_slurm.controller.starts import Starts
 from elastic_slurm.errors import ResizeError, SlurmCommandError
-from elastic_slurm.jobdir import JobDir
 from elastic_slurm.model.decisions import Decision, Expand, Shrink, Start
 from elastic_slurm.model.offer import AnswerKind, Offer, final_count
 from elastic_slurm.model.resize_order import AckStatus, ResizeAction, ResizeOrder
 from elastic_slurm.model.snapshot import JobState
+from elastic_slurm.protocol.jobdir import JobDir
 
 log = logging.getLogger(__name__)
 

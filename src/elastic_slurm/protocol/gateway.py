@@ -25,10 +25,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from elastic_slurm.jobdir import JobDir
 from elastic_slurm.model.offer import Answer, AnswerKind
 from elastic_slurm.model.resize_order import AckStatus, ResizeAck
 from elastic_slurm.protocol.identity import IdentityError, credential_user, same_secret
+from elastic_slurm.protocol.jobdir import JobDir
 
 log = logging.getLogger(__name__)
 
