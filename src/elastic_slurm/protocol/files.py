@@ -122,7 +122,7 @@ class JobFiles:
         return JobInputError(self.job_id, f"{where}: {reason}")
 
     def _where(self, sub: Sequence[str], name: str = "") -> str:
-        return "/".join([*self.parts[-1:], *sub, *([name] if name else [])])
+        return "/".join([*sub, *([name] if name else [])]) or "/".join(self.parts)
 
     def _check(self, st: os.stat_result, who: _Resolved, where: str, *, is_dir: bool) -> None:
         if is_dir and not stat.S_ISDIR(st.st_mode):
