@@ -284,9 +284,11 @@ def test_huge_order_number_is_refused_fast(jobdir: JobDir, name: str) -> None:
         returns_within(1.0, lambda: resize_history(jobdir))
 
 
-def test_too_many_entries_are_not_scanned(jobdir: JobDir) -> None:
-    from elastic_slurm.protocol.files import MAX_ENTRIES
+def test_too_many_entries_are_not_scanned(jobdir: JobDir, monkeypatch) -> None:  # noqa: ANN001
+    from elastic_slurm.protocol import files
 
+    assert files.MAX_ENTRIES == 4096
+    monkeypatch.setattr(files, "MAX_ENTRIES", MAX_ENTRIES := 40)  # creating 4096 files is slow
     orders = jobdir.path / "orders"
     orders.mkdir(parents=True)
     for i in range(MAX_ENTRIES + 1):
@@ -447,3 +449,15 @@ def _offer(number: int) -> Offer:
         issued_at=1.0,
         deadline_at=2.0,
     )
+
+
+def test_for_job_looks_the_user_up(tmp_path: Path) -> None:
+    import pwd
+
+    root = pwd.getpwuid(0)
+    assert JobDir.for_job(tmp_path, 4, user=root.pw_name).files.owner.uid == 0
+    assert JobDir.for_job(tmp_path, 4, user="0").files.owner.uid == 0
+    assert JobDir.for_job(tmp_path, 4, user="4000000").files.owner.uid == 4_000_000
+    assert JobDir.for_job(tmp_path, 4, uid=7, user="root").files.owner.uid == 7
+    with pytest.raises(JobInputError, match="job 4: user 'no-such-user-x' is not known"):
+        JobDir.for_job(tmp_path, 4, user="no-such-user-x")

@@ -32,6 +32,7 @@ one without talks through the files directly.
 from __future__ import annotations
 
 import json
+import pwd
 import re
 import time
 from collections.abc import Callable
@@ -211,6 +212,17 @@ def _object(data: Any) -> dict[str, Any]:
     return data
 
 
+def _lookup_user(user: str, job_id: int) -> tuple[int, int | None]:
+    """``(uid, gid)`` of ``user`` (a name, or a number Slurm printed for an unnamed user)."""
+    try:
+        entry = pwd.getpwuid(int(user)) if user.isdigit() else pwd.getpwnam(user)
+    except (KeyError, OverflowError):
+        if user.isdigit() and int(user) < 2**32:
+            return int(user), None  # a uid without a name: files must still be its
+        raise JobInputError(job_id, f"user {user!r} is not known on this host") from None
+    return entry.pw_uid, entry.pw_gid
+
+
 class JobDir:
     """The channel directory of one job.
 
@@ -239,9 +251,35 @@ class JobDir:
 
     @classmethod
     def for_job(
-        cls, workdir: str | Path, job_id: int, *, uid: int | None = None, gid: int | None = None
+        cls,
+        workdir: str | Path,
+        job_id: int,
+        *,
+        uid: int | None = None,
+        gid: int | None = None,
+        user: str | None = None,
     ) -> JobDir:
-        """The directory of job ``job_id`` submitted from ``workdir`` (owned by ``uid:gid``)."""
+        """The directory of job ``job_id`` submitted from ``workdir``.
+
+        Parameters
+        ----------
+        workdir
+            The job's working directory (Slurm's ``WorkDir``).
+        job_id
+            The job.
+        uid, gid
+            Its owner, if known as numbers.
+        user
+            Its owner's name (or number) as Slurm reports it, looked up when ``uid`` is not
+            given: what the controller passes (``JobDir.for_job(w, id, user=job.user)``).
+
+        Raises
+        ------
+        JobInputError
+            ``user`` is not a user of this host.
+        """
+        if uid is None and user:
+            uid, gid = _lookup_user(user, job_id)
         return cls(Path(workdir) / SUBDIR / f"job-{job_id}", uid=uid, gid=gid)
 
     def __repr__(self) -> str:
