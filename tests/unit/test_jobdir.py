@@ -461,3 +461,18 @@ def test_for_job_looks_the_user_up(tmp_path: Path) -> None:
     assert JobDir.for_job(tmp_path, 4, uid=7, user="root").files.owner.uid == 7
     with pytest.raises(JobInputError, match="job 4: user 'no-such-user-x' is not known"):
         JobDir.for_job(tmp_path, 4, user="no-such-user-x")
+
+
+def test_create_and_answered(jobdir: JobDir, target: Path) -> None:
+    jobdir.create()
+    jobdir.create()
+    assert jobdir.path.is_dir() and stat.S_IMODE(jobdir.path.stat().st_mode) & 0o022 == 0
+    assert not jobdir.answered(1)
+    jobdir.answer_request(1, True, 2, "served")
+    assert jobdir.answered(1) and not jobdir.answered(2) and not jobdir.answered(0)
+    jobdir.answer_path(2).symlink_to(target.parent / "missing")
+    assert jobdir.answered(2)  # the entry is there, whatever it points to (never followed)
+    (jobdir.path / "requests").rename(jobdir.path / "elsewhere")
+    (jobdir.path / "requests").symlink_to(jobdir.path / "elsewhere")
+    with pytest.raises(JobInputError, match="requests: a symlink"):
+        jobdir.answered(1)

@@ -290,6 +290,16 @@ class JobDir:
         """Where distributed data and state are kept across a restart."""
         return self.path / "checkpoint"
 
+    def create(self) -> None:
+        """Make the directory if missing: mode 0755, the job's user's, nothing followed.
+
+        Raises
+        ------
+        JobInputError
+            A symlink, a foreign owner or a loose mode on the way.
+        """
+        self.files.makedirs()
+
     # ------------------------------------------------------------------ plumbing
     def _read(
         self, sub: tuple[str, ...], name: str, parse: Callable[[Any], T], cap: int = 256 * 1024
@@ -512,6 +522,12 @@ class JobDir:
                 "at": time.time(),
             },
         )
+
+    def answered(self, number: int) -> bool:
+        """Whether evolving request ``number`` has an answer file (an entry; nothing followed)."""
+        if not self._in_range(number):
+            return False
+        return self.files.exists(("requests",), f"{number:06d}.answer.json")
 
     def request_answer(self, number: int) -> dict[str, Any] | None:
         """The controller's answer to evolving request ``number``, once it answered."""
