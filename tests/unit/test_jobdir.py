@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from elastic_slurm.errors import JobInputError
 from elastic_slurm.model.offer import Offer
@@ -476,3 +478,51 @@ def test_create_and_answered(jobdir: JobDir, target: Path) -> None:
     (jobdir.path / "requests").symlink_to(jobdir.path / "elsewhere")
     with pytest.raises(JobInputError, match="requests: a symlink"):
         jobdir.answered(1)
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner),
+    max_leaves=20,
+)
+_fields = st.fixed_dictionaries(
+    {},
+    optional={
+        k: _json | st.integers() | st.sampled_from(["expand", "done", "accept", "n1"])
+        for k in ["seq", "number", "action", "status", "nodes", "issued_at", "at", "delta"]
+        + ["ranks", "count", "answer", "hosts", "deadline_at", "phases_s", "granted", "order"]
+    },
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(value=_json | _fields, raw=st.binary(max_size=64), use_raw=st.booleans())
+def test_any_content_is_parsed_or_refused_cleanly(
+    tmp_path_factory: pytest.TempPathFactory, value: object, raw: bytes, use_raw: bool
+) -> None:
+    jobdir = JobDir.for_job(tmp_path_factory.mktemp("w"), 9)
+    data = raw if use_raw else json.dumps(value).encode()
+    for path in [
+        jobdir.order_path(1),
+        jobdir.ack_path(1, AckStatus.DONE),
+        jobdir.offer_path(1),
+        jobdir.answer_offer_path(1),
+        jobdir.request_path(1),
+        jobdir.answer_path(1),
+        jobdir.registration_path,
+    ]:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    for call in [
+        lambda: jobdir.read_order(1),
+        lambda: jobdir.final_ack(1),
+        jobdir.open_offer,
+        lambda: jobdir.read_answer(1),
+        jobdir.requests,
+        lambda: jobdir.request_answer(1),
+        jobdir.registration,
+    ]:
+        try:
+            call()
+        except JobInputError as exc:
+            assert str(exc).startswith("job 9: ")
