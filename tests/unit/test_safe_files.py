@@ -189,7 +189,7 @@ def test_hard_link_to_a_root_file_is_refused(tmp_path: Path) -> None:
 
 @needs_root
 def test_root_owned_directory_and_single_link_file_are_trusted(tmp_path: Path) -> None:
-    """What an older controller left (root-owned ``orders/``) still reads; no user made it."""
+    """What an older controller left (root-owned ``orders/``) is read; no user can make it."""
     uid = 4243
     tmp_path.chmod(0o755)
     os.chown(tmp_path, uid, uid)
@@ -199,6 +199,14 @@ def test_root_owned_directory_and_single_link_file_are_trusted(tmp_path: Path) -
     (tmp_path / "d" / "orders" / "000001.json").write_text("{}")
     files = JobFiles(tmp_path, ("d",), owner=Owner(uid, uid))
     assert files.read_json(("orders",), "000001.json") == {}
+    # but root writes for the user only into the user's directories
+    with pytest.raises(JobInputError, match="d/orders: owned by uid 0: not written for the job"):
+        files.write_json(("orders",), "000002.json", {})
+    with pytest.raises(JobInputError, match="not written for the job"):
+        files.makedirs(("orders", "sub"))
+    assert [p.name for p in (tmp_path / "d" / "orders").iterdir()] == ["000001.json"]
+    files.write_json((), "f.json", {})
+    assert (tmp_path / "d" / "f.json").stat().st_uid == uid
 
 
 @pytest.fixture

@@ -167,6 +167,10 @@ class JobFiles:
                 if depth == 0:
                     who.adopt(st)
                 self._check(st, who, where, is_dir=True)
+                if create and st.st_uid != who.uid and os.geteuid() == 0:
+                    # root's own directory (left by an older controller, or renamed into
+                    # place): read, but root writes for a user only into that user's
+                    raise self._err(where, f"owned by uid {st.st_uid}: not written for the job")
             yield fd, who
         finally:
             os.close(fd)
