@@ -28,8 +28,8 @@ from elastic_slurm import api, jobs
 from elastic_slurm.adapter.capabilities import cached_probe
 from elastic_slurm.adapter.factory import slurm_for
 from elastic_slurm.config import load_site
-from elastic_slurm.jobdir import JobDir
 from elastic_slurm.model import ElasticRequest, JobKind
+from elastic_slurm.protocol.jobdir import JobDir
 from elastic_slurm.resources import example
 
 

@@ -23,11 +23,11 @@ from elastic_slurm.controller.actuate import Actuator, ResizeOutcome
 from elastic_slurm.controller.journal import Journal
 from elastic_slurm.controller.observe import held_nodes
 from elastic_slurm.errors import InvalidRequest, ResizeError
-from elastic_slurm.jobdir import JobDir
 from elastic_slurm.model.decisions import Expand, Shrink
 from elastic_slurm.model.request import JobKind
 from elastic_slurm.model.resize_order import AckStatus
 from elastic_slurm.model.snapshot import JobState
+from elastic_slurm.protocol.jobdir import JobDir
 
 
 @dataclass(frozen=True)

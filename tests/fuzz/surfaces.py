@@ -692,10 +692,8 @@ SWF = _swf_surface()
 
 
 def _jobdir_class() -> Any:
-    try:
-        from elastic_slurm.protocol.jobdir import JobDir  # type: ignore[import-not-found]
-    except ImportError:
-        from elastic_slurm.jobdir import JobDir
+    from elastic_slurm.protocol.jobdir import JobDir
+
     return JobDir
 
 

@@ -23,10 +23,10 @@ import pytest
 from elastic_slurm import api
 from elastic_slurm.config import load_site
 from elastic_slurm.controller.journal import PHASES, Journal, ResizeRow
-from elastic_slurm.jobdir import JobDir
 from elastic_slurm.model import ElasticRequest, JobKind
 from elastic_slurm.model.resize_order import AckStatus
 from elastic_slurm.protocol.address import default_address
+from elastic_slurm.protocol.jobdir import JobDir
 from elastic_slurm.resources import example
 
 from .helpers import all_idle, helpers_alive, job_state, slurm_held, squeue_jobs, wait

@@ -14,10 +14,10 @@ import pytest
 from elastic_slurm import api
 from elastic_slurm.adapter.capabilities import cached_probe
 from elastic_slurm.controller.daemon import Controller
-from elastic_slurm.jobdir import JobDir
 from elastic_slurm.model import ElasticRequest, JobKind
 from elastic_slurm.model.resize_order import AckStatus, ResizeAction, ResizeOrder
 from elastic_slurm.plugins.registry import make_policy
+from elastic_slurm.protocol.jobdir import JobDir
 from elastic_slurm.resources import example
 
 from .helpers import all_idle, job_state, sacct_sizes, scontrol_job, slurm_held, wait

@@ -27,9 +27,9 @@ import pytest
 from elastic_slurm import api
 from elastic_slurm.adapter.capabilities import _pmix, cached_probe
 from elastic_slurm.adapter.transport.local import LocalTransport
-from elastic_slurm.jobdir import JobDir
 from elastic_slurm.model import ElasticRequest, JobKind
 from elastic_slurm.model.resize_order import AckStatus, ResizeAction, ResizeOrder
+from elastic_slurm.protocol.jobdir import JobDir
 
 from .helpers import all_idle, job_state, slurm_held, wait
 

@@ -22,12 +22,12 @@ from elastic_slurm import api
 from elastic_slurm.config import load_site
 from elastic_slurm.controller.actuate import Actuator, ResizeOutcome
 from elastic_slurm.controller.journal import Journal
-from elastic_slurm.jobdir import JobDir
 from elastic_slurm.model import ElasticRequest, JobKind
 from elastic_slurm.model.decisions import Decision, Expand, Shrink
 from elastic_slurm.protocol.address import default_address, site_munge_socket
 from elastic_slurm.protocol.client import ControllerClient, RefusedError
 from elastic_slurm.protocol.identity import make_credential, request_digest
+from elastic_slurm.protocol.jobdir import JobDir
 from elastic_slurm.protocol.server import ProtocolServer, serve
 
 from .helpers import all_idle, job_state, scontrol_job, slurm_held, wait

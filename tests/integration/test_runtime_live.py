@@ -17,9 +17,9 @@ import pytest
 
 from elastic_slurm import api
 from elastic_slurm.adapter.capabilities import cached_probe
-from elastic_slurm.jobdir import JobDir
 from elastic_slurm.model import ElasticRequest, JobKind
 from elastic_slurm.model.resize_order import AckStatus, ResizeAction, ResizeOrder
+from elastic_slurm.protocol.jobdir import JobDir
 from elastic_slurm.resources import example
 
 from .helpers import (

@@ -19,7 +19,6 @@ from elastic_slurm.controller.actuate import Actuator
 from elastic_slurm.controller.daemon import Controller
 from elastic_slurm.controller.journal import Journal
 from elastic_slurm.errors import SlurmUnavailableError
-from elastic_slurm.jobdir import JobDir
 from elastic_slurm.model.decisions import Decision, Expand, Shrink
 from elastic_slurm.model.offer import Answer, AnswerKind, Offer
 from elastic_slurm.model.request import JobKind
@@ -27,6 +26,7 @@ from elastic_slurm.model.resize_order import AckStatus, ResizeAck, ResizeOrder
 from elastic_slurm.model.snapshot import ClusterSnapshot
 from elastic_slurm.model.triggers import Trigger
 from elastic_slurm.plugins.policy import Policy
+from elastic_slurm.protocol.jobdir import JobDir
 
 #: Calls that change something in Slurm (queries are not in it).
 CHANGES = {

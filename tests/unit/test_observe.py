@@ -185,8 +185,8 @@ def test_job_view_keeps_times_and_name() -> None:
 
 def test_stale_helpers_are_those_no_resize_will_use(tmp_path) -> None:  # noqa: ANN001
     from elastic_slurm.controller.observe import stale_helpers
-    from elastic_slurm.jobdir import JobDir
     from elastic_slurm.model.resize_order import AckStatus, ResizeAck, ResizeAction, ResizeOrder
+    from elastic_slurm.protocol.jobdir import JobDir
 
     w = str(tmp_path)
     run = {"state": "RUNNING", "workdir": w}

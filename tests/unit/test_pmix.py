@@ -226,8 +226,8 @@ class FakeChannel:
 
 def _ec(tmp_path):
     pytest.importorskip("mpi4py")
-    from elastic_slurm.jobdir import JobDir
     from elastic_slurm.mpi_runtime.session import ElasticComm
+    from elastic_slurm.protocol.jobdir import JobDir
 
     return ElasticComm(FakeComm(), jobdir=JobDir(tmp_path), channel=FakeChannel())
 

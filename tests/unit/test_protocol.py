@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 import requests
 
-from elastic_slurm.jobdir import JobDir
 from elastic_slurm.model.offer import Answer, AnswerKind, Offer, final_count
 from elastic_slurm.model.resize_order import AckStatus, ResizeAck, ResizeAction, ResizeOrder
 from elastic_slurm.mpi_runtime.channel import FileChannel, HttpChannel, channel_for
@@ -28,6 +27,7 @@ from elastic_slurm.protocol.identity import (
     request_digest,
     same_secret,
 )
+from elastic_slurm.protocol.jobdir import JobDir
 from elastic_slurm.protocol.server import ProtocolServer
 
 SECRET = "s3cret-of-job-12"

@@ -23,9 +23,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from elastic_slurm.controller import metrics
-from elastic_slurm.jobdir import JobDir
 from elastic_slurm.protocol.gateway import Gateway, JobRecord
 from elastic_slurm.protocol.identity import IdentityError
+from elastic_slurm.protocol.jobdir import JobDir
 from elastic_slurm.protocol.server import ProtocolServer
 
 SECRET = "s3cret-of-job-12"

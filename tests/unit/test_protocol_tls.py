@@ -21,10 +21,10 @@ from cryptography.x509.oid import NameOID
 
 from elastic_slurm.config import load_site
 from elastic_slurm.errors import ConfigError
-from elastic_slurm.jobdir import JobDir
 from elastic_slurm.protocol.address import controller_url, default_address, parse_address
 from elastic_slurm.protocol.client import CA_ENV, ControllerClient
 from elastic_slurm.protocol.gateway import Gateway, JobRecord
+from elastic_slurm.protocol.jobdir import JobDir
 from elastic_slurm.protocol.server import ProtocolServer
 
 SECRET = "tls-secret"

@@ -11,7 +11,7 @@ from elastic_slurm.adapter.hostlist import compress
 from elastic_slurm.config import load_site
 from elastic_slurm.controller.observe import held_nodes
 from elastic_slurm.errors import SlurmCommandError
-from elastic_slurm.jobdir import JobDir
+from elastic_slurm.protocol.jobdir import JobDir
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

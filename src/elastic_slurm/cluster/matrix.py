@@ -42,10 +42,10 @@ from elastic_slurm.adapter.capabilities import Capabilities, probe
 from elastic_slurm.adapter.factory import job_python, slurm_for
 from elastic_slurm.cluster.local import LocalCluster
 from elastic_slurm.errors import ElasticSlurmError
-from elastic_slurm.jobdir import JobDir
 from elastic_slurm.model.request import ElasticRequest, JobKind
 from elastic_slurm.model.resize_order import AckStatus, ResizeAction, ResizeOrder
 from elastic_slurm.model.snapshot import JobState
+from elastic_slurm.protocol.jobdir import JobDir
 from elastic_slurm.resources import example
 
 CHECKS = (

@@ -54,12 +54,12 @@ from elastic_slurm.controller.observe import snapshot
 from elastic_slurm.controller.resize_state import ResizeEvent, ResizePhase, transition
 from elastic_slurm.controller.starts import Starts
 from elastic_slurm.errors import ResizeError, SlurmCommandError, SlurmUnavailableError
-from elastic_slurm.jobdir import JobDir
 from elastic_slurm.model.decisions import Decision, Expand, Shrink, Start
 from elastic_slurm.model.offer import AnswerKind, Offer, final_count
 from elastic_slurm.model.resize_order import AckStatus, ResizeAction, ResizeOrder
 from elastic_slurm.model.snapshot import ClusterSnapshot, JobState
 from elastic_slurm.plugins import legality
+from elastic_slurm.protocol.jobdir import JobDir
 
 log = logging.getLogger(__name__)
 

@@ -17,11 +17,11 @@ from elastic_slurm.adapter.backend import SIBLING_PREFIX, helper_parent
 from elastic_slurm.adapter.parse import SlurmJob, SlurmNode, array_task_count
 from elastic_slurm.adapter.tags import ElasticTag, decode
 from elastic_slurm.controller.starts import awaits_controller as awaits
-from elastic_slurm.jobdir import JobDir
 from elastic_slurm.model.request import JobKind
 from elastic_slurm.model.resize_order import AckStatus, ResizeAction
 from elastic_slurm.model.snapshot import ClusterSnapshot, JobState, JobView, NodeView
 from elastic_slurm.model.speedup import SpeedupModel, from_spec
+from elastic_slurm.protocol.jobdir import JobDir
 
 
 def held_nodes(jobs: Sequence[SlurmJob]) -> dict[int, tuple[str, ...]]:

@@ -15,10 +15,10 @@ import os
 from collections.abc import Mapping
 
 from elastic_slurm import envvars
-from elastic_slurm.jobdir import JobDir
 from elastic_slurm.model.offer import Answer, Offer
 from elastic_slurm.model.resize_order import ResizeAck, ResizeOrder
 from elastic_slurm.protocol.client import ControllerClient, RefusedError
+from elastic_slurm.protocol.jobdir import JobDir
 
 log = logging.getLogger(__name__)
 

@@ -33,11 +33,11 @@ from elastic_slurm.adapter.backend import SlurmBackend
 from elastic_slurm.adapter.slurm_cli import SlurmCLI
 from elastic_slurm.adapter.transport.local import LocalTransport
 from elastic_slurm.errors import ElasticSlurmError
-from elastic_slurm.jobdir import JobDir
 from elastic_slurm.model.resize_order import AckStatus, ResizeAck
 from elastic_slurm.mpi_runtime.channel import channel_for
 from elastic_slurm.mpi_runtime.preflight import check_hosts
 from elastic_slurm.mpi_runtime.slurm_env import resized_env
+from elastic_slurm.protocol.jobdir import JobDir
 from elastic_slurm.waiting import DeadlineExceeded, wait_for
 
 log = logging.getLogger(__name__)

@@ -49,7 +49,6 @@ import numpy as np
 from mpi4py import MPI
 
 from elastic_slurm import envvars
-from elastic_slurm.jobdir import JobDir, write_json_atomic
 from elastic_slurm.model.offer import Answer, AnswerKind, Offer
 from elastic_slurm.model.resize_order import AckStatus, ResizeAck, ResizeOrder
 from elastic_slurm.mpi_runtime.channel import FileChannel, channel_for
@@ -66,6 +65,7 @@ from elastic_slurm.mpi_runtime.layout import Layout, current_layout
 from elastic_slurm.mpi_runtime.probe import SPAWN, choose_join, spawn_info
 from elastic_slurm.mpi_runtime.redistribute import redistribute_rows
 from elastic_slurm.protocol.client import RefusedError
+from elastic_slurm.protocol.jobdir import JobDir, write_json_atomic
 
 log = logging.getLogger("elastic_slurm.mpi_runtime")
 

@@ -1,7 +1,7 @@
 """The controller's side of the protocol: check who speaks, then read or write the job directory.
 
 Each handler admits the message (:meth:`Gateway.admit`), then maps it onto the job's
-directory (:class:`~elastic_slurm.jobdir.JobDir`), the durable record the controller's
+directory (:class:`~elastic_slurm.protocol.jobdir.JobDir`), the durable record the controller's
 actuator reads: an answer to an offer, an acknowledgement, an evolving request. The actuator
 never trusts the network directly, and a restarted controller finds everything in the same
 files.
@@ -37,7 +37,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from elastic_slurm.errors import ElasticSlurmError
-from elastic_slurm.jobdir import JobDir
 from elastic_slurm.model.offer import Answer, AnswerKind
 from elastic_slurm.model.resize_order import AckStatus, ResizeAck
 from elastic_slurm.protocol.identity import (
@@ -47,6 +46,7 @@ from elastic_slurm.protocol.identity import (
     request_digest,
     same_secret,
 )
+from elastic_slurm.protocol.jobdir import JobDir
 
 log = logging.getLogger(__name__)
 
