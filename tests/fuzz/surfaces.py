@@ -19,6 +19,7 @@ import io
 import json
 import math
 import os
+import pwd
 import re
 import shutil
 import signal
@@ -838,13 +839,14 @@ class _Protocol:
         from elastic_slurm.protocol.server import create_app
 
         self.base = Path(tempfile.mkdtemp(prefix="es-fuzz-proto-"))
-        jobs = {12: JobRecord(12, "alice", str(self.base), True)}
+        owner = pwd.getpwuid(os.geteuid()).pw_name  # the job's files are this process's
+        jobs = {12: JobRecord(12, owner, str(self.base), True)}
 
         def verify(credential: str, _socket: str | None) -> Credential:
             # "cred-USER[:PAYLOAD]" stands for a credential MUNGE decoded
             if credential.startswith("cred-"):
                 user, _, payload = credential.removeprefix("cred-").partition(":")
-                return Credential(user, payload)
+                return Credential(owner if user == "alice" else user, payload)
             raise IdentityError(f"not a credential: {credential[:20]!r}")
 
         _jobdir_class().for_job(self.base, 12).write_secret(SECRET)

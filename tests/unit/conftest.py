@@ -63,3 +63,22 @@ class Golden:
 def golden() -> Golden:
     """The 22.05 directory of recorded outputs and golden files."""
     return Golden(GOLDEN_DIR, os.environ.get(REGEN_VAR) == "1")
+
+
+@pytest.fixture
+def fictional_users(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Users of the tests' job records (alice, bob) own files as this process's user.
+
+    The controller's side of a job directory checks that every file belongs to the job's user,
+    looked up by name; the protocol's tests name users who do not exist on this host.
+    """
+    from elastic_slurm.protocol import jobdir
+
+    real = jobdir._lookup_user
+
+    def lookup(user: str, job_id: int) -> tuple[int, int | None]:
+        if user in ("alice", "bob"):
+            return os.geteuid(), os.getegid()
+        return real(user, job_id)
+
+    monkeypatch.setattr(jobdir, "_lookup_user", lookup)

@@ -30,6 +30,8 @@ from elastic_slurm.protocol.identity import (
 from elastic_slurm.protocol.jobdir import JobDir
 from elastic_slurm.protocol.server import ProtocolServer
 
+pytestmark = pytest.mark.usefixtures("fictional_users")
+
 SECRET = "s3cret-of-job-12"
 USERS = {"cred-alice": "alice", "cred-bob": "bob", "cred-root": "root"}
 

@@ -23,10 +23,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from elastic_slurm.controller import metrics
+from elastic_slurm.errors import JobInputError
 from elastic_slurm.protocol.gateway import Gateway, JobRecord
 from elastic_slurm.protocol.identity import IdentityError
 from elastic_slurm.protocol.jobdir import JobDir
 from elastic_slurm.protocol.server import ProtocolServer
+
+pytestmark = pytest.mark.usefixtures("fictional_users")
 
 SECRET = "s3cret-of-job-12"
 REGISTER = "/v1/jobs/12/register"
@@ -457,11 +460,11 @@ def test_an_unusable_secret_file_or_a_failure_is_an_answer(setup, monkeypatch, c
     def unreadable(self) -> str:
         raise OSError("secret is a FIFO")
 
-    monkeypatch.setattr(JobDir, "read_secret", unreadable)
     headers = {"Authorization": f"Bearer {SECRET}"}
-    r = requests.get(f"{srv.url}/v1/jobs/12/next?seq=1", headers=headers, timeout=5)
+    with monkeypatch.context() as patch:
+        patch.setattr(JobDir, "read_secret", unreadable)
+        r = requests.get(f"{srv.url}/v1/jobs/12/next?seq=1", headers=headers, timeout=5)
     assert r.status_code == 401 and "job 12 has no usable secret" in r.json()["error"]
-    monkeypatch.undo()
 
     def broken(self, seq: int) -> None:
         raise RuntimeError("disk on fire")
@@ -471,3 +474,10 @@ def test_an_unusable_secret_file_or_a_failure_is_an_answer(setup, monkeypatch, c
         r = requests.get(f"{srv.url}/v1/jobs/12/next?seq=1", headers=headers, timeout=5)
     assert r.status_code == 500 and "disk on fire" in r.json()["error"]
     assert any("failed" in r.getMessage() and r.exc_info for r in caplog.records)
+
+    def hostile(self, seq: int) -> None:
+        raise JobInputError(12, "orders: a symbolic link")
+
+    monkeypatch.setattr(JobDir, "read_order", hostile)
+    r = requests.get(f"{srv.url}/v1/jobs/12/next?seq=1", headers=headers, timeout=5)
+    assert r.status_code == 422 and "orders: a symbolic link" in r.json()["error"]

@@ -27,6 +27,8 @@ from elastic_slurm.protocol.gateway import Gateway, JobRecord
 from elastic_slurm.protocol.jobdir import JobDir
 from elastic_slurm.protocol.server import ProtocolServer
 
+pytestmark = pytest.mark.usefixtures("fictional_users")
+
 SECRET = "tls-secret"
 
 

@@ -302,7 +302,7 @@ class Actuator:
         metrics.resize(action, outcome, dict(phases_s))
 
     def _jobdir(self, job: SlurmJob) -> JobDir:
-        return JobDir.for_job(job.workdir, job.job_id)
+        return JobDir.for_job(job.workdir, job.job_id, user=job.user)
 
     def _expand(self, job: SlurmJob, nodes: tuple[str, ...], d: Expand) -> None:
         decided = time.time()

@@ -262,7 +262,7 @@ class Launcher:
     def _run(self) -> int:
         generation = 0
         nodes = self.current_nodes()
-        self.jobdir.path.mkdir(parents=True, exist_ok=True)
+        self.jobdir.create()
         while True:
             argv = mpirun_argv(nodes, self.ntasks_per_node, self.program)
             self.jobdir.log_event(

@@ -259,8 +259,8 @@ class Gateway:
         if len(msg.secret) > MAX_SECRET or _TOKEN.match(msg.secret) is None:
             raise ProtocolError(401, "malformed job secret")
         rec = self.record(msg.job_id)
-        jobdir = JobDir.for_job(rec.workdir, msg.job_id)
         try:
+            jobdir = JobDir.for_job(rec.workdir, msg.job_id, user=rec.user)
             stored = jobdir.read_secret()
         except (ElasticSlurmError, OSError, ValueError) as exc:  # a FIFO, a symlink, garbage
             raise ProtocolError(401, f"job {msg.job_id} has no usable secret: {exc}") from exc

@@ -30,7 +30,7 @@ from werkzeug.exceptions import HTTPException
 from elastic_slurm.adapter.backend import SlurmBackend
 from elastic_slurm.adapter.parse import SlurmJob
 from elastic_slurm.controller import metrics
-from elastic_slurm.errors import ConfigError
+from elastic_slurm.errors import ConfigError, JobInputError
 from elastic_slurm.model.snapshot import JobState
 from elastic_slurm.protocol.address import parse_address
 from elastic_slurm.protocol.gateway import (
@@ -251,6 +251,11 @@ def create_app(
     @app.errorhandler(ProtocolError)
     def _refused(exc: ProtocolError):  # type: ignore[no-untyped-def]
         return refused(exc.status, str(exc), exc.user)
+
+    @app.errorhandler(JobInputError)
+    def _job_input(exc: JobInputError):  # type: ignore[no-untyped-def]
+        # the job's own directory is unusable (a symlink, a FIFO, garbage): its problem, a 4xx
+        return refused(422, str(exc))
 
     @app.errorhandler(HTTPException)
     def _http(exc: HTTPException):  # type: ignore[no-untyped-def]
