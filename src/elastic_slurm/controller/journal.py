@@ -30,8 +30,8 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -310,3 +310,23 @@ class Journal:
             )
             for r in rows
         ]
+
+
+def settle(rows: Sequence[ResizeRow], running: Collection[int]) -> list[ResizeRow]:
+    """Rows as they stand now: an open one whose job no longer runs is closed (``job_ended``).
+
+    A controller closes such a row itself (``failed`` when it sees the job end, ``job_ended``
+    when it starts again); until it has, ``show`` and ``status`` show it closed all the same,
+    so they never call a resize of an ended job "under way". ``running``: the ids of the jobs
+    Slurm lists as running.
+
+    >>> row = ResizeRow(7, 1, "expand", "awaiting_done", ("n1",), ("n1", "n2"), 100.0)
+    >>> [(r.open, r.outcome) for r in settle([row], running=[])]
+    [(False, 'job_ended')]
+    >>> settle([row], running=[7]) == [row]
+    True
+    """
+    return [
+        r if not r.open or r.job_id in running else replace(r, open=False, outcome="job_ended")
+        for r in rows
+    ]
