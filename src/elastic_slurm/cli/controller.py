@@ -82,8 +82,7 @@ def stop_on_signals(controller: Controller) -> Iterator[None]:
     """
 
     def handler(signum: int, frame: FrameType | None) -> None:
-        log.warning("%s: stopping after the cycle under way", signal.Signals(signum).name)
-        controller.stop()
+        controller.stop()  # only a flag: logging here could re-enter a handler's lock
 
     previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
@@ -143,6 +142,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         with stop_on_signals(controller):
             status = controller.run()
+        log.warning("controller stopped (exit status %d)", status)
     finally:
         if server is not None:
             server.stop()

@@ -459,7 +459,7 @@ class Controller:
         seen = []
         for job_id, old, new in size_changes(before, held, ours | self._ours_before):
             job = jobs[job_id]
-            seq, how = 0, "resized outside elastic-slurm (scontrol or Slurm itself)"
+            seq, how = 0, "resized outside the controller (elastic-slurm resize or scontrol)"
             try:
                 if job.workdir:
                     last = JobDir.for_job(job.workdir, job_id).last_order_seq()
