@@ -14,6 +14,7 @@ import argparse
 import contextlib
 import logging
 import signal
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
@@ -26,6 +27,7 @@ from elastic_slurm.controller import metrics
 from elastic_slurm.controller.daemon import Controller
 from elastic_slurm.controller.journal import Journal
 from elastic_slurm.controller.logs import FORMATS, LEVELS, setup_logging
+from elastic_slurm.errors import ConfigError
 from elastic_slurm.plugins.registry import make_policy
 from elastic_slurm.protocol.address import default_address, site_munge_socket
 from elastic_slurm.protocol.server import serve
@@ -103,7 +105,13 @@ def run(args: argparse.Namespace) -> int:
     slurm = slurm_for(site)
     grow_path = cached_probe(slurm.transport, site.name, preference=site.grow_path).grow_path
     path = journal_path(args, site)
-    journal = Journal(path)
+    try:
+        journal = Journal(path)
+    except (OSError, sqlite3.Error) as exc:
+        raise ConfigError(
+            f"cannot open the controller's journal {path}: {exc}; give --journal, or set "
+            "controller.journal in the site config to a place this user may write"
+        ) from exc
     controller = Controller(
         slurm,
         policy,
@@ -122,7 +130,13 @@ def run(args: argparse.Namespace) -> int:
         max_failed_cycles=c.max_failed_cycles,
     )
     if c.metrics_address:
-        metrics.serve(c.metrics_address)
+        try:
+            metrics.serve(c.metrics_address)
+        except OSError as exc:
+            journal.close()
+            raise ConfigError(
+                f"cannot serve metrics on controller.metrics_address {c.metrics_address}: {exc}"
+            ) from exc
     server = None
     if not args.dry_run:
         server = serve(
