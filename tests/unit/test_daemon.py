@@ -465,3 +465,30 @@ def test_metrics_of_a_cycle_its_decisions_and_resizes(tmp_path: Path) -> None:
         "grow": 1,
     }
     assert math.isfinite(_sample("elastic_slurm_cycle_seconds_sum"))
+
+
+def test_a_tag_that_cannot_be_read_leaves_only_its_job_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from elastic_slurm.adapter import tags
+    from elastic_slurm.controller import daemon, observe
+    from elastic_slurm.errors import JobInputError
+
+    def strict(comment: str | None) -> Any:  # a tag parser that refuses what it cannot read
+        if comment and "EVIL" in comment:
+            raise JobInputError(None, "its elastic tag is unreadable")
+        return tags.decode(comment)
+
+    for module in (observe, daemon):
+        monkeypatch.setattr(module, "decode", strict)
+    evil = _job(1, ["n1"], str(tmp_path), MALLEABLE + ";speedup=EVIL")
+    slurm = StubSlurm([evil, _job(2, ["n2"], str(tmp_path))], nodes=4)
+    policy = StubPolicy(lambda snap: [Expand(v.job_id, 1, "grow") for v in snap.jobs][:2])
+    controller = _controller(slurm, policy)
+    cycle = controller.step()
+    assert cycle.skipped == (1,)
+    assert {v.job_id for v in cycle.snapshot.jobs} == {1, 2}  # still seen: its nodes are used
+    assert 1 in _resizing(cycle.snapshot) and 2 not in _resizing(cycle.snapshot)
+    assert len(slurm.listed[1].nodes) == 1 and len(slurm.listed[2].nodes) == 2
+    (skip,) = [r for r in controller.journal.records if r["kind"] == "skipped"]
+    assert skip["reason"] == "its elastic tag is unreadable"
