@@ -167,3 +167,27 @@ def test_a_journal_from_before_by_is_read_as_the_policy_s(tmp_path: Path) -> Non
     (row,) = journal.resizes(open_only=True)
     assert (row.job_id, row.by) == (3, "policy")
     assert journal.has_resize(3, 1) and not journal.has_resize(3, 2)
+
+
+def test_status_and_show_do_without_a_journal_they_cannot_read(
+    tmp_path: Path,
+    site: SiteConfig,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    site.controller.journal.parent.mkdir(parents=True)
+    site.controller.journal.write_text("not a database")
+    _use(monkeypatch, _Slurm([_job(8, "RUNNING", ["n1"], tmp_path)]))
+    assert status.run(_status()) == 0
+    assert json.loads(capsys.readouterr().out)["resizes"] == []
+    assert status.run(_with_journal(site)) == 0
+    captured = capsys.readouterr()
+    assert "warning: journal not read" in captured.err
+    assert show.run(_show(8)) == 0
+    assert "JobId=8" in capsys.readouterr().out
+
+
+def _with_journal(site: SiteConfig) -> argparse.Namespace:
+    args = _status()
+    args.journal = site.controller.journal
+    return args

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sqlite3
 import sys
 import time
 from pathlib import Path
@@ -25,7 +26,7 @@ from elastic_slurm.adapter.factory import slurm_for
 from elastic_slurm.adapter.hostlist import compress
 from elastic_slurm.adapter.parse import job_state
 from elastic_slurm.config import load_site
-from elastic_slurm.controller.journal import ResizeRow, settle
+from elastic_slurm.controller.journal import Journal, ResizeRow, settle
 from elastic_slurm.model.snapshot import JobState, NodeState
 
 
@@ -89,17 +90,21 @@ def run(args: argparse.Namespace) -> int:
     path: Path = args.journal if args.journal is not None else site.controller.journal
     rows: list[ResizeRow] = []
     talks: dict[tuple[int, int], str] = {}
-    if path.is_file():
-        from elastic_slurm.controller.journal import Journal
-
+    readable = False
+    try:
+        if not path.is_file():
+            raise FileNotFoundError(f"no journal at {path}")
         journal = Journal(path)
         try:
             rows = journal.resizes()
             talks = negotiations(journal.records)
         finally:
             journal.close()
-    elif args.journal is not None:
-        print(f"elastic-slurm: warning: no journal at {args.journal}", file=sys.stderr)
+        readable = True
+    except (OSError, sqlite3.Error) as exc:
+        # the site's journal is the controller's (mode 0700): most users cannot read it
+        if args.journal is not None:
+            print(f"elastic-slurm: warning: journal not read: {exc}", file=sys.stderr)
     running = [j.job_id for j in found if job_state(j.state) is JobState.RUNNING]
     rows = settle(rows, running)
     resizes = [r for r in rows if r.open]
@@ -171,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
         )
     console.print(table)
     if not resizes:
-        console.print("resizes under way: none" + ("" if path.is_file() else " known"))
+        console.print("resizes under way: none" + ("" if readable else " known"))
     else:
         opened = Table(box=None, pad_edge=False)
         cols = (

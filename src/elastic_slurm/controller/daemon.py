@@ -268,7 +268,7 @@ class Controller:
             # a helper allocation must never outlive its job (the launcher also cancels them)
             log.warning("cancelling helper allocations %s: their jobs have ended", orphans)
             self.journal.write("note", message=f"cancelled orphan helpers {orphans}")
-            self._slurm.cancel(*orphans)
+            self._cancel(orphans)
         stale = (
             []
             if self.dry_run
@@ -283,7 +283,7 @@ class Controller:
         if stale:
             log.warning("cancelling helper allocations %s: no resize uses them", stale)
             self.journal.write("note", message=f"cancelled stale helpers {stale}")
-            self._slurm.cancel(*stale)
+            self._cancel(stale)
             by_id = {j.job_id: j for j in listed}
             ours |= {p for h in stale if (p := helper_parent(by_id[h].name)) is not None}
         if not self._recovered and not self.dry_run:
@@ -337,6 +337,15 @@ class Controller:
         self._skips.end()
         self.last = Cycle(snap, trigger, decisions, finished, skipped, observed)
         return self.last
+
+    def _cancel(self, helpers: list[int]) -> None:
+        """Cancel helper allocations; a refusal is logged (the next cycle tries again)."""
+        try:
+            self._slurm.cancel(*helpers)
+        except SlurmCommandError as exc:
+            if is_outage(exc):
+                raise
+            log.warning("could not cancel helper allocations %s: %s", helpers, _one_line(exc))
 
     def _observe(self) -> tuple[list[SlurmJob], list[SlurmNode]]:
         """Slurm's jobs and nodes, both or neither (an outage raises)."""
