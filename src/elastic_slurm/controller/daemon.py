@@ -542,10 +542,11 @@ class Controller:
             throttle = sweep.throttle_for(target)
             t0 = time.time()
             try:
-                self.slurm.set_array_throttle(sweep.array_id, throttle)
+                self._slurm.set_array_throttle(sweep.array_id, throttle)
                 ok, message = True, ""
             except SlurmCommandError as exc:
                 ok, message = False, str(exc)
+            metrics.resize(type(d).__name__.lower(), "done" if ok else "failed")
             self.journal.write(
                 "outcome",
                 job_id=sweep.array_id,
