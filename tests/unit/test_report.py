@@ -223,6 +223,16 @@ def test_a_resize_by_a_user_is_an_event_like_the_policy_s() -> None:
     assert "3 resize(s) done, 1 failed (1 by users)" in summary_line(s)
 
 
+def test_a_skipped_job_is_an_event_with_its_reason(tmp_path: Path) -> None:
+    records = [
+        *known_sequence(),
+        {"t": T0 + 29, "kind": "skipped", "job_id": 2, "reason": "requests/000001.json: not JSON"},
+    ]
+    (skipped,) = [e for e in job_events(records) if e.what == "skipped"]
+    assert (skipped.job_id, skipped.message) == (2, "requests/000001.json: not JSON")
+    assert draw_report(records, tmp_path / "r.png").is_file()
+
+
 def test_summary_without_sizes_has_no_utilisation() -> None:
     s = summary([{"t": T0, "kind": "note", "message": "x"}])
     assert (s["jobs"], s["utilization"], s["span_s"]) == (0, None, 0.0)

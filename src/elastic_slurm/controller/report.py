@@ -10,8 +10,9 @@ Everything here reads the flat records of :attr:`elastic_slurm.controller.journa
   record's time; the jobs of the last ``sizes`` record are drawn up to the journal's last record.
 * ``outcome`` records (finished resizes: ``job_id``, ``action``, ``ok`` and, when the resize got
   that far, ``seconds``, ``nodes``, ``strategy``; ``by``: ``user`` for a size change the
-  controller saw but did not make, drawn as any other resize) and ``overdue`` and ``recovery``
-  notes become events (:class:`JobEvent`). Other kinds are ignored.
+  controller saw but did not make, drawn as any other resize), ``overdue`` and ``recovery``
+  notes, and ``skipped`` records (a job left out of a cycle: its input was unusable) become
+  events (:class:`JobEvent`). Other kinds are ignored.
 
 Times are seconds since the journal's first record (of any kind). Records are taken in the
 order they were written; a record stamped earlier than the one before it (the clock stepped
@@ -30,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 #: Record kinds that become events on a job's row.
-EVENT_KINDS = ("outcome", "overdue", "recovery")
+EVENT_KINDS = ("outcome", "overdue", "recovery", "skipped")
 
 Record = Mapping[str, Any]
 
@@ -117,8 +118,8 @@ class JobEvent:
     what
         ``"expand"`` or ``"shrink"`` (a resize that succeeded), ``"start"`` (a moldable job
         sized and released), ``"declined"`` (an offer the job rejected or let lapse),
-        ``"failed"`` (a resize that did not happen otherwise), ``"overdue"`` or ``"recovery"``
-        (notes).
+        ``"failed"`` (a resize that did not happen otherwise), ``"overdue"``, ``"recovery"``
+        (notes) or ``"skipped"`` (left out of cycles; ``message`` says why).
     action
         The resize's action (``"expand"``, ``"shrink"``) when the record names one, else ``""``.
     seconds
@@ -253,7 +254,7 @@ def job_events(records: Sequence[Record]) -> list[JobEvent]:
                 seconds=float(seconds) if isinstance(seconds, int | float) else None,
                 nodes_after=len(nodes) if isinstance(nodes, list) else None,
                 strategy=r.get("strategy"),
-                message=str(r.get("message") or ""),
+                message=str(r.get("message") or r.get("reason") or ""),
                 by=str(r.get("by") or "policy") if kind == "outcome" else "",
             )
         )
@@ -423,6 +424,7 @@ _MARKERS = {
     "failed": ("X", "tab:red", "failed resize"),
     "overdue": ("D", "tab:purple", "overdue"),
     "recovery": ("s", "tab:gray", "recovery"),
+    "skipped": ("x", "tab:brown", "left out (unusable input)"),
 }
 _STATE_STYLE = {
     # (face colour, alpha): pending lighter than running
