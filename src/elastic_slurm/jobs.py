@@ -75,7 +75,7 @@ def site_backend(site: SiteConfig) -> SlurmBackend:
 def _pending_resize(job: SlurmJob) -> str:
     if not job.workdir:
         return ""
-    jobdir = JobDir.for_job(job.workdir, job.job_id)
+    jobdir = JobDir.for_job(job.workdir, job.job_id, user=job.user)
     order = jobdir.open_order()
     if order is None:
         return ""

@@ -67,7 +67,7 @@ def golden() -> Golden:
 
 @pytest.fixture
 def fictional_users(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Users of the tests' job records (alice, bob) own files as this process's user.
+    """Users of the tests' job records (alice, bob, u) own files as this process's user.
 
     The controller's side of a job directory checks that every file belongs to the job's user,
     looked up by name; the protocol's tests name users who do not exist on this host.
@@ -77,7 +77,7 @@ def fictional_users(monkeypatch: pytest.MonkeyPatch) -> None:
     real = jobdir._lookup_user
 
     def lookup(user: str, job_id: int) -> tuple[int, int | None]:
-        if user in ("alice", "bob"):
+        if user in ("alice", "bob", "u"):
             return os.geteuid(), os.getegid()
         return real(user, job_id)
 

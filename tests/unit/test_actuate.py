@@ -7,6 +7,8 @@ import pytest
 from elastic_slurm.controller.actuate import choose_keep
 from elastic_slurm.errors import ResizeError
 
+pytestmark = pytest.mark.usefixtures("fictional_users")
+
 N4 = ["n1", "n2", "n3", "n4"]
 
 

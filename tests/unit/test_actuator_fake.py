@@ -28,6 +28,8 @@ from elastic_slurm.model.triggers import Trigger
 from elastic_slurm.plugins.policy import Policy
 from elastic_slurm.protocol.jobdir import JobDir
 
+pytestmark = pytest.mark.usefixtures("fictional_users")
+
 #: Calls that change something in Slurm (queries are not in it).
 CHANGES = {
     "submit",

@@ -13,6 +13,8 @@ from elastic_slurm.controller.observe import job_view, snapshot
 from elastic_slurm.model.request import JobKind
 from elastic_slurm.model.snapshot import ClusterSnapshot, JobState, JobView, NodeState, NodeView
 
+pytestmark = pytest.mark.usefixtures("fictional_users")
+
 if TYPE_CHECKING:
     from conftest import Golden
 
@@ -209,3 +211,30 @@ def test_stale_helpers_are_those_no_resize_will_use(tmp_path) -> None:  # noqa: 
     # an order not yet acknowledged: its job's helpers may be in use
     jobdir.write_order(ResizeOrder(2, ResizeAction.SHRINK, ("n3",), 3.0))
     assert stale_helpers(jobs, (), now_s=100.0, min_age_s=30.0) == [2]
+
+
+def test_stale_helpers_keep_the_helpers_of_a_job_whose_directory_breaks(tmp_path) -> None:  # noqa: ANN001
+    from elastic_slurm.controller.observe import stale_helpers
+    from elastic_slurm.protocol.jobdir import JobDir
+
+    def job(job_id: int, name: str, nodes: tuple[str, ...]) -> SlurmJob:
+        return SlurmJob(
+            job_id, name, "RUNNING", nodes, len(nodes), "", 1.0, 1.0, nodes[0], str(tmp_path),
+            "u", "p", "a", "q", "None",
+        )  # fmt: skip
+
+    orders = JobDir.for_job(tmp_path, 1).path / "orders"
+    orders.mkdir(parents=True)
+    (orders / "000001.json").write_text("{")  # unreadable, and no acknowledgement
+    (JobDir.for_job(tmp_path, 1).path / "acks").mkdir()
+    (JobDir.for_job(tmp_path, 1).path / "acks" / "000001.done.json").write_text("[")
+    listed = [job(1, "heat", ("n1",)), job(2, "sibling:1", ("n2",))]
+    errors: list[tuple[int, Exception]] = []
+    assert (
+        stale_helpers(listed, (), 1000.0, 10.0, on_error=lambda j, e: errors.append((j, e))) == []
+    )
+    assert [j for j, _ in errors] == [1]
+    from elastic_slurm.errors import JobInputError
+
+    with pytest.raises(JobInputError):  # without on_error the error is the caller's
+        stale_helpers(listed, (), 1000.0, 10.0)

@@ -18,6 +18,7 @@ from elastic_slurm.controller.report import (
     job_events,
     job_spans,
     summary,
+    summary_line,
     utilisation_series,
 )
 
@@ -184,6 +185,7 @@ def test_summary_of_a_known_sequence() -> None:
         "jobs": 2,
         "resizes_done": 2,
         "resizes_failed": 1,
+        "resizes_by_user": 0,
         "overdue": 1,
         "recoveries": 0,
         "span_s": 30.0,
@@ -191,6 +193,44 @@ def test_summary_of_a_known_sequence() -> None:
         "start": T0,
         "end": T0 + 30,
     }
+
+
+def test_a_resize_by_a_user_is_an_event_like_the_policy_s() -> None:
+    records = [
+        *known_sequence(),
+        {
+            "t": T0 + 31,
+            "kind": "outcome",
+            "job_id": 1,
+            "seq": 0,
+            "action": "shrink",
+            "ok": True,
+            "nodes": ["a"],
+            "by": "user",
+            "message": "resized outside elastic-slurm (scontrol or Slurm itself)",
+        },
+    ]
+    events = job_events(records)
+    assert [(e.what, e.by) for e in events] == [
+        ("expand", "policy"),
+        ("shrink", "policy"),
+        ("failed", "policy"),
+        ("overdue", ""),
+        ("shrink", "user"),
+    ]
+    s = summary(records)
+    assert (s["resizes_done"], s["resizes_by_user"]) == (3, 1)
+    assert "3 resize(s) done, 1 failed (1 by users)" in summary_line(s)
+
+
+def test_a_skipped_job_is_an_event_with_its_reason(tmp_path: Path) -> None:
+    records = [
+        *known_sequence(),
+        {"t": T0 + 29, "kind": "skipped", "job_id": 2, "reason": "requests/000001.json: not JSON"},
+    ]
+    (skipped,) = [e for e in job_events(records) if e.what == "skipped"]
+    assert (skipped.job_id, skipped.message) == (2, "requests/000001.json: not JSON")
+    assert draw_report(records, tmp_path / "r.png").is_file()
 
 
 def test_summary_without_sizes_has_no_utilisation() -> None:

@@ -1,26 +1,45 @@
-"""``elastic-slurm controller run``: run a policy against live Slurm until interrupted."""
+"""``elastic-slurm controller run``: run a policy against live Slurm, as a service.
+
+SIGTERM (``systemctl stop``) and SIGINT (Ctrl-C) let the cycle under way finish, then the
+controller closes its journal and exits 0; after ``controller.max_failed_cycles`` failed cycles
+in a row it exits 1, for the service manager to restart it with back-off. The journal is the
+site config's ``controller.journal`` unless ``--journal`` is given; logs go to stderr at the
+site's level and format unless ``--log-level``/``--log-format`` say otherwise; metrics are
+served for Prometheus on ``controller.metrics_address`` when the site sets one.
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
+import signal
+import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 
 from elastic_slurm.adapter.capabilities import cached_probe
 from elastic_slurm.adapter.factory import slurm_for
 from elastic_slurm.config import load_site
+from elastic_slurm.config.schema import SiteConfig
+from elastic_slurm.controller import metrics
 from elastic_slurm.controller.daemon import Controller
 from elastic_slurm.controller.journal import Journal
+from elastic_slurm.controller.logs import FORMATS, LEVELS, setup_logging
+from elastic_slurm.errors import ConfigError
 from elastic_slurm.plugins.registry import make_policy
 from elastic_slurm.protocol.address import default_address, site_munge_socket
 from elastic_slurm.protocol.server import serve
+
+log = logging.getLogger(__name__)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Register the ``controller`` subcommand."""
     p = sub.add_parser("controller", help="run a scheduling policy against live Slurm")
     csub = p.add_subparsers(dest="controller_cmd", required=True, metavar="{run}")
-    r = csub.add_parser("run", help="observe, decide and resize until interrupted (Ctrl-C)")
+    r = csub.add_parser("run", help="observe, decide and resize until stopped (SIGTERM or Ctrl-C)")
     r.add_argument("--policy", help="policy name (default: the site config's)")
     r.add_argument(
         "--dry-run",
@@ -36,27 +55,67 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     r.add_argument(
         "--journal",
         type=Path,
-        default=Path("controller-journal.sqlite"),
-        help="the SQLite journal of decisions, outcomes and resizes under way; a controller "
-        "restarted on the same journal settles what the previous one left open",
+        default=None,
+        help="the SQLite journal of decisions, outcomes and resizes under way (default: the "
+        "site config's controller.journal); a controller restarted on the same journal "
+        "settles what the previous one left open",
+    )
+    r.add_argument("--log-level", choices=LEVELS, default=None, help="default: the site config's")
+    r.add_argument(
+        "--log-format",
+        choices=FORMATS,
+        default=None,
+        help="text, or json (one object a line); default: the site config's",
     )
     p.set_defaults(func=run)
 
 
+def journal_path(args: argparse.Namespace, site: SiteConfig) -> Path:
+    """Where the journal is: ``--journal``, else the site config's ``controller.journal``."""
+    return args.journal if args.journal is not None else site.controller.journal
+
+
+@contextlib.contextmanager
+def stop_on_signals(controller: Controller) -> Iterator[None]:
+    """While inside, SIGTERM and SIGINT ask ``controller`` to stop after its cycle.
+
+    The handlers only set a flag (:meth:`Controller.stop`): no step is interrupted half-done.
+    The previous handlers are put back on leaving.
+    """
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        controller.stop()  # only a flag: logging here could re-enter a handler's lock
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
 def run(args: argparse.Namespace) -> int:
-    """Build the controller from the site config and run it."""
+    """Build the controller from the site config and run it; the service's exit status."""
     site = load_site(args.site)
-    name = args.policy or site.controller.policy.name
-    options = site.controller.policy.options if name == site.controller.policy.name else {}
-    policy = make_policy(name, options)
-    logging.getLogger("elastic_slurm").setLevel(logging.INFO)
     c = site.controller
+    setup_logging(args.log_level or c.log_level, args.log_format or c.log_format)
+    name = args.policy or c.policy.name
+    options = c.policy.options if name == c.policy.name else {}
+    policy = make_policy(name, options)
     slurm = slurm_for(site)
     grow_path = cached_probe(slurm.transport, site.name, preference=site.grow_path).grow_path
+    path = journal_path(args, site)
+    try:
+        journal = Journal(path)
+    except (OSError, sqlite3.Error) as exc:
+        raise ConfigError(
+            f"cannot open the controller's journal {path}: {exc}; give --journal, or set "
+            "controller.journal in the site config to a place this user may write"
+        ) from exc
     controller = Controller(
         slurm,
         policy,
-        Journal(args.journal),
+        journal,
         grow_path=grow_path,
         poll_interval_s=c.poll_interval_s,
         grant_timeout_s=c.grant_timeout_s,
@@ -65,7 +124,19 @@ def run(args: argparse.Namespace) -> int:
         on_overdue=c.on_overdue,
         offer_cooldown_s=c.offer_cooldown_s,
         dry_run=args.dry_run,
+        max_grace_period_s=c.max_grace_period_s,
+        slurm_outage_poll_s=c.slurm_outage_poll_s,
+        manual_hold_s=c.manual_hold_s,
+        max_failed_cycles=c.max_failed_cycles,
     )
+    if c.metrics_address:
+        try:
+            metrics.serve(c.metrics_address)
+        except OSError as exc:
+            journal.close()
+            raise ConfigError(
+                f"cannot serve metrics on controller.metrics_address {c.metrics_address}: {exc}"
+            ) from exc
     server = None
     if not args.dry_run:
         server = serve(
@@ -76,21 +147,24 @@ def run(args: argparse.Namespace) -> int:
         )
     print(
         f"controller: policy {policy.name}, grow path {grow_path}, polling every "
-        f"{c.poll_interval_s:g} s, journal {args.journal}"
+        f"{c.poll_interval_s:g} s, journal {path}"
         f"{f', jobs talk to {server.url}' if server else ''}"
-        f"{' (dry run)' if args.dry_run else ''}; Ctrl-C to stop",
+        f"{f', metrics on {c.metrics_address}' if c.metrics_address else ''}"
+        f"{' (dry run)' if args.dry_run else ''}; SIGTERM or Ctrl-C to stop",
         flush=True,
     )
     try:
-        controller.run()
-    except KeyboardInterrupt:
-        open_resizes = sorted(controller.actuator.in_flight)
-        if open_resizes:
-            print(
-                f"controller: stopped with resizes of jobs {open_resizes} under way; their "
-                "jobs keep the nodes they have"
-            )
+        with stop_on_signals(controller):
+            status = controller.run()
+        log.warning("controller stopped (exit status %d)", status)
     finally:
         if server is not None:
             server.stop()
-    return 0
+        journal.close()
+    open_resizes = sorted(controller.actuator.in_flight)
+    if open_resizes:
+        print(
+            f"controller: stopped with resizes of jobs {open_resizes} under way; their jobs "
+            "keep the nodes they have, and the next controller takes them over"
+        )
+    return status

@@ -1,14 +1,18 @@
 """``elastic-slurm status``: the operator's view of the cluster, its elastic jobs and open resizes.
 
 One ``squeue``/``sinfo`` pair for the jobs and nodes, and the controller's journal
-(:mod:`elastic_slurm.controller.journal`) for the resizes it has under way: their phase, age and
-whether the job is overdue.
+(:mod:`elastic_slurm.controller.journal`; the site config's ``controller.journal`` unless
+``--journal`` is given) for the resizes under way (their phase, age, whether the job is overdue,
+and who asked: the policy or a user) and the last ones that ended. A resize of a job that no
+longer runs is never listed as under way (:func:`~elastic_slurm.controller.journal.settle`), as
+in ``show``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sqlite3
 import sys
 import time
 from pathlib import Path
@@ -20,8 +24,10 @@ from rich.table import Table
 from elastic_slurm import jobs
 from elastic_slurm.adapter.factory import slurm_for
 from elastic_slurm.adapter.hostlist import compress
+from elastic_slurm.adapter.parse import job_state
 from elastic_slurm.config import load_site
-from elastic_slurm.model.snapshot import NodeState
+from elastic_slurm.controller.journal import Journal, ResizeRow, settle
+from elastic_slurm.model.snapshot import JobState, NodeState
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -32,8 +38,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument(
         "--journal",
         type=Path,
-        default=Path("controller-journal.sqlite"),
-        help="the controller's journal (its open resizes are listed; skipped if missing)",
+        default=None,
+        help="the controller's journal (default: the site config's controller.journal; its "
+        "resizes are listed, skipped if missing)",
+    )
+    p.add_argument(
+        "--recent",
+        type=int,
+        default=10,
+        metavar="N",
+        help="also list the last N resizes that ended (default 10; 0: none)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
@@ -73,19 +87,34 @@ def run(args: argparse.Namespace) -> int:
     nodes = slurm.nodes()
     idle = [n.name for n in nodes if n.model_state is NodeState.IDLE]
     found = jobs.queue(slurm)
-    resizes = []
+    path: Path = args.journal if args.journal is not None else site.controller.journal
+    rows: list[ResizeRow] = []
     talks: dict[tuple[int, int], str] = {}
-    if args.journal.is_file():
-        from elastic_slurm.controller.journal import Journal
-
-        journal = Journal(args.journal)
+    readable = False
+    try:
+        if not path.is_file():
+            raise FileNotFoundError(f"no journal at {path}")
+        journal = Journal(path)
         try:
-            resizes = journal.resizes(open_only=True)
+            rows = journal.resizes()
             talks = negotiations(journal.records)
         finally:
             journal.close()
-    elif args.journal != Path("controller-journal.sqlite"):
-        print(f"elastic-slurm: warning: no journal at {args.journal}", file=sys.stderr)
+        readable = True
+    except (OSError, sqlite3.Error) as exc:
+        # the site's journal is the controller's (mode 0700): most users cannot read it
+        if args.journal is not None:
+            print(f"elastic-slurm: warning: journal not read: {exc}", file=sys.stderr)
+    running = [j.job_id for j in found if job_state(j.state) is JobState.RUNNING]
+    rows = settle(rows, running)
+    resizes = [r for r in rows if r.open]
+    ended = (
+        sorted((r for r in rows if not r.open), key=lambda r: r.closed_at or r.decided_at)[
+            -args.recent :
+        ]
+        if args.recent > 0
+        else []
+    )
     now = time.time()
     if args.json:
         print(
@@ -105,8 +134,21 @@ def run(args: argparse.Namespace) -> int:
                             "overdue": r.overdue,
                             "target": list(r.target),
                             "negotiation": talks.get((r.job_id, r.seq), ""),
+                            "by": r.by,
                         }
                         for r in resizes
+                    ],
+                    "recent": [
+                        {
+                            "job_id": r.job_id,
+                            "seq": r.seq,
+                            "action": r.action,
+                            "by": r.by,
+                            "outcome": r.outcome,
+                            "ended_s_ago": now - (r.closed_at or r.decided_at),
+                            "target": list(r.target),
+                        }
+                        for r in ended
                     ],
                 }
             )
@@ -134,22 +176,50 @@ def run(args: argparse.Namespace) -> int:
         )
     console.print(table)
     if not resizes:
-        console.print("resizes under way: none" + ("" if args.journal.is_file() else " known"))
-        return 0
-    opened = Table(box=None, pad_edge=False)
-    for col in ("JOBID", "ORDER", "ACTION", "PHASE", "AGE", "OVERDUE", "TARGET", "NEGOTIATION"):
-        opened.add_column(col, no_wrap=True)
-    for r in resizes:
-        opened.add_row(
-            str(r.job_id),
-            str(r.seq),
-            r.action,
-            r.phase,
-            f"{now - r.decided_at:.0f} s",
-            "yes" if r.overdue else "no",
-            compress(r.target) if r.target else "-",
-            talks.get((r.job_id, r.seq), "-"),
+        console.print("resizes under way: none" + ("" if readable else " known"))
+    else:
+        opened = Table(box=None, pad_edge=False)
+        cols = (
+            "JOBID",
+            "ORDER",
+            "ACTION",
+            "BY",
+            "PHASE",
+            "AGE",
+            "OVERDUE",
+            "TARGET",
+            "NEGOTIATION",
         )
-    console.print(f"resizes under way ({args.journal}):")
-    console.print(opened)
+        for col in cols:
+            opened.add_column(col, no_wrap=True)
+        for r in resizes:
+            opened.add_row(
+                str(r.job_id),
+                str(r.seq),
+                r.action,
+                r.by,
+                r.phase,
+                f"{now - r.decided_at:.0f} s",
+                "yes" if r.overdue else "no",
+                compress(r.target) if r.target else "-",
+                talks.get((r.job_id, r.seq), "-"),
+            )
+        console.print(f"resizes under way ({path}):")
+        console.print(opened)
+    if ended:
+        closed = Table(box=None, pad_edge=False)
+        for col in ("JOBID", "ORDER", "ACTION", "BY", "OUTCOME", "ENDED", "NODES"):
+            closed.add_column(col, no_wrap=True)
+        for r in ended:
+            closed.add_row(
+                str(r.job_id),
+                str(r.seq),
+                r.action,
+                r.by,
+                r.outcome,
+                f"{now - (r.closed_at or r.decided_at):.0f} s ago",
+                compress(r.target) if r.target else "-",
+            )
+        console.print(f"last resizes ended ({path}):")
+        console.print(closed)
     return 0

@@ -210,58 +210,101 @@ class Actuator:
         SlurmCommandError
             Only without ``snapshot``: Slurm's nodes could not be read (nothing was done).
         """
+        verdicts = self.judge(decisions, jobs, progress, snapshot=snapshot)
+        for verdict in verdicts:
+            if verdict.legal:
+                self.carry_out(verdict.decision, jobs, held, progress)
+        return verdicts
+
+    def judge(
+        self,
+        decisions: Sequence[Decision],
+        jobs: Mapping[int, SlurmJob],
+        progress: Mapping[int, Any] | None = None,
+        *,
+        snapshot: ClusterSnapshot | None = None,
+    ) -> list[legality.Verdict]:
+        """Judge a batch of decisions together; refuse (journal, log, count) the illegal ones.
+
+        The batch is judged as a whole (:func:`elastic_slurm.plugins.legality.check`): a Start
+        may count on the nodes an earlier Shrink of the same batch frees. Nothing is carried
+        out; :meth:`carry_out` does that for each legal verdict.
+
+        Returns
+        -------
+        list[legality.Verdict]
+            Each decision with its verdict, in order.
+
+        Raises
+        ------
+        SlurmCommandError
+            Only without ``snapshot``: Slurm's nodes could not be read (nothing was done).
+        """
         decisions = list(decisions)
         if not decisions:
             return []
-        held = held or {}
-        progress = progress or {}
-        snap = snapshot if snapshot is not None else self._snapshot(jobs, progress)
+        snap = snapshot if snapshot is not None else self._snapshot(jobs, progress or {})
         verdicts = legality.check(snap, decisions)
         for verdict in verdicts:
-            d = verdict.decision
             if not verdict.legal:
-                self._refuse(d, verdict.reason)
-                continue
-            if isinstance(d, Start):
-                self.starts.apply(d, jobs.get(d.job_id))
-                continue
-            self.journal.write(
-                "decision",
-                decision=type(d).__name__,
-                job_id=d.job_id,
-                count=d.count,
-                reason=d.reason,
-            )
-            job = jobs.get(d.job_id)
-            if job is None or job.model_state is not JobState.RUNNING:
-                log.warning("job %d is not running any more; %s dropped", d.job_id, d)
-                continue
-            if d.job_id in self.in_flight:
-                log.warning("job %d is already resizing; %s dropped", d.job_id, d)
-                continue
-            nodes = held.get(job.job_id, job.nodes)
-            if isinstance(d, Expand):
-                self._expand(job, nodes, d)
-            elif isinstance(d, Shrink):
-                self._shrink(job, nodes, d)
-            request = progress.get(job.job_id)
-            under_way = self.in_flight.get(job.job_id)
-            if (
-                request is not None
-                and request.evolving_request
-                and under_way is not None
-                and under_way.phase is not ResizePhase.GRANTING  # Slurm failed: rolled back
-            ):
-                wanted = request.evolving_request
-                got = d.count if isinstance(d, Expand) else -d.count
-                if (wanted > 0) == (got > 0):
-                    self._jobdir(job).answer_request(
-                        request.request_number,
-                        True,
-                        under_way.seq,
-                        f"served by {type(d).__name__} of {d.count} ({d.reason})",
-                    )
+                self._refuse(verdict.decision, verdict.reason)
         return verdicts
+
+    def carry_out(
+        self,
+        d: Decision,
+        jobs: Mapping[int, SlurmJob],
+        held: Mapping[int, tuple[str, ...]] | None = None,
+        progress: Mapping[int, Any] | None = None,
+    ) -> None:
+        """Start carrying out one decision that :meth:`judge` found legal.
+
+        Raises
+        ------
+        ElasticSlurmError, OSError
+            Whatever handling this one job raised; the caller leaves that job out of the cycle.
+        """
+        held = held or {}
+        progress = progress or {}
+        if isinstance(d, Start):
+            self.starts.apply(d, jobs.get(d.job_id))
+            return
+        self.journal.write(
+            "decision",
+            decision=type(d).__name__,
+            job_id=d.job_id,
+            count=d.count,
+            reason=d.reason,
+        )
+        job = jobs.get(d.job_id)
+        if job is None or job.model_state is not JobState.RUNNING:
+            log.warning("job %d is not running any more; %s dropped", d.job_id, d)
+            return
+        if d.job_id in self.in_flight:
+            log.warning("job %d is already resizing; %s dropped", d.job_id, d)
+            return
+        nodes = held.get(job.job_id, job.nodes)
+        if isinstance(d, Expand):
+            self._expand(job, nodes, d)
+        elif isinstance(d, Shrink):
+            self._shrink(job, nodes, d)
+        request = progress.get(job.job_id)
+        under_way = self.in_flight.get(job.job_id)
+        if (
+            request is not None
+            and request.evolving_request
+            and under_way is not None
+            and under_way.phase is not ResizePhase.GRANTING  # Slurm failed: rolled back
+        ):
+            wanted = request.evolving_request
+            got = d.count if isinstance(d, Expand) else -d.count
+            if (wanted > 0) == (got > 0):
+                self._jobdir(job).answer_request(
+                    request.request_number,
+                    True,
+                    under_way.seq,
+                    f"served by {type(d).__name__} of {d.count} ({d.reason})",
+                )
 
     def _snapshot(
         self, jobs: Mapping[int, SlurmJob], progress: Mapping[int, Any]

@@ -8,46 +8,152 @@ journal). Running the policy only between resizes keeps
 it from deciding twice on nodes that are still moving (for example shrinking a second job for
 a pending job whose nodes are already being freed). Events seen since the last cycle (jobs
 submitted or ended, resizes done) are coalesced into the cycle's trigger.
+
+The loop runs for weeks beside slurmctld, for every user, so it trusts nothing a job wrote:
+
+* **One bad job never stops the others.** Whatever goes wrong while reading one job (its tag,
+  its directory, its acknowledgements) or acting on it leaves that job out of the cycle (the
+  policy sees it as resizing, and its decisions are dropped): a ``skipped`` record (job,
+  reason) goes to the journal and a warning to the log once per job and reason, and
+  :func:`~elastic_slurm.controller.metrics.job_skipped` counts it every cycle. An unexpected
+  error in a whole cycle is logged with its traceback and the next cycle runs;
+  ``max_failed_cycles`` failed cycles in a row stop the loop (:meth:`Controller.run` returns 1,
+  for the service manager to restart it with back-off).
+* **Durations are bounded.** A job's grace period is made finite and capped
+  (:func:`~elastic_slurm.controller.observe.bounded_grace`); and however long a job's grace,
+  the policy waits for resizes under way at most ``resize_timeout_s`` (the site's), not for
+  every grace period to run out.
+* **An outage is not an empty cluster.** When Slurm does not answer
+  (:class:`~elastic_slurm.errors.SlurmUnavailableError`, or a transient
+  :class:`~elastic_slurm.errors.SlurmCommandError` after the backend's own retries), the cycle
+  decides and changes nothing, every resize under way stays open, and the loop checks again
+  every ``slurm_outage_poll_s`` seconds for as long as it takes. Both ``jobs()`` and
+  ``nodes()`` must answer: nothing is done on half a view. The outage is logged and journaled
+  once when it starts and once when it ends, with its length.
+* **A size the controller did not set is a resize too.** A running job whose nodes changed
+  while the controller had no resize of it under way (``elastic-slurm resize``, ``scontrol``)
+  is journaled as a resize ``by`` ``user`` (closed, outcome ``observed``) with an ``outcome``
+  record, and the policy leaves the job alone for ``manual_hold_s``; a job following an order
+  the controller did not write is left alone until it is done.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
 
-from elastic_slurm.adapter.backend import GrowPath, SlurmBackend
-from elastic_slurm.adapter.parse import SlurmJob
+from elastic_slurm.adapter.backend import GrowPath, SlurmBackend, helper_parent
+from elastic_slurm.adapter.parse import SlurmJob, SlurmNode
 from elastic_slurm.adapter.tags import decode
+from elastic_slurm.controller import metrics
 from elastic_slurm.controller.actuate import Actuator, ResizeOutcome
-from elastic_slurm.controller.journal import Journal
+from elastic_slurm.controller.journal import Journal, ResizeRow
 from elastic_slurm.controller.observe import (
+    Progress,
     Sweep,
+    bounded_grace,
     held_nodes,
     job_progress,
+    job_view,
     orphan_helpers,
+    size_changes,
     snapshot,
     stale_helpers,
     sweeps,
 )
-from elastic_slurm.errors import SlurmCommandError
+from elastic_slurm.errors import ElasticSlurmError, SlurmCommandError, SlurmUnavailableError
 from elastic_slurm.model.decisions import Decision, Expand, Shrink
 from elastic_slurm.model.snapshot import ClusterSnapshot, JobState
 from elastic_slurm.model.triggers import Trigger, TriggerKind
 from elastic_slurm.plugins.policy import Policy
+from elastic_slurm.protocol.jobdir import JobDir
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class Cycle:
-    """What one cycle saw and did."""
+    """What one cycle saw and did (``skipped``: jobs left out because of their input)."""
 
     snapshot: ClusterSnapshot
     trigger: Trigger
     decisions: tuple[Decision, ...]
     finished: tuple[ResizeOutcome, ...]
+    skipped: tuple[int, ...] = ()
+    observed: tuple[int, ...] = ()
+
+
+def is_outage(exc: BaseException) -> bool:
+    """Whether ``exc`` says Slurm did not answer (as opposed to refusing or a bug)."""
+    return isinstance(exc, SlurmUnavailableError) or (
+        isinstance(exc, SlurmCommandError) and exc.transient
+    )
+
+
+def _one_line(exc: BaseException, limit: int = 300) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class _Skips:
+    """The jobs left out of the current cycle, and what was said about each (said once)."""
+
+    def __init__(self, journal: Journal) -> None:
+        self.journal = journal
+        self.now: set[int] = set()
+        self._said: dict[int, set[str]] = {}
+
+    def begin(self) -> None:
+        self.now = set()
+
+    def skip(self, job_id: int, exc: Exception) -> None:
+        """Leave ``job_id`` out of this cycle because of ``exc``."""
+        reason = _one_line(exc)
+        if job_id not in self.now:
+            metrics.job_skipped()
+        self.now.add(job_id)
+        said = self._said.setdefault(job_id, set())
+        if reason in said:
+            return
+        said.add(reason)
+        self.journal.write("skipped", job_id=job_id, reason=reason)
+        log.warning(
+            "job %d left out of this cycle: %s",
+            job_id,
+            reason,
+            extra={"job_id": job_id},
+            exc_info=None if isinstance(exc, ElasticSlurmError) else exc,
+        )
+
+    def end(self) -> None:
+        """Forget jobs not skipped this cycle (a later problem of theirs is said again)."""
+        for job_id in [j for j in self._said if j not in self.now]:
+            del self._said[job_id]
+
+
+class _TimedSlurm:
+    """The backend, with the latency of every call recorded (``metrics.slurm_call``)."""
+
+    def __init__(self, slurm: SlurmBackend) -> None:
+        self._slurm = slurm
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._slurm, name)
+        if name.startswith("_") or not callable(attr):
+            return attr
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            t0 = time.monotonic()
+            try:
+                return attr(*args, **kwargs)
+            finally:
+                metrics.slurm_call(name, time.monotonic() - t0)
+
+        return timed
 
 
 class Controller:
@@ -64,7 +170,8 @@ class Controller:
     poll_interval_s
         Seconds between cycles.
     grant_timeout_s, resize_timeout_s, on_overdue
-        See :class:`~elastic_slurm.controller.actuate.Actuator`.
+        See :class:`~elastic_slurm.controller.actuate.Actuator`. ``resize_timeout_s`` is also
+        the longest the policy waits (seconds) for resizes under way before deciding again.
     min_resize_interval_s
         A job that started or finished a resize less than this long ago (seconds) is left
         alone by the policy for now (shown to it as resizing).
@@ -74,6 +181,15 @@ class Controller:
         A job that rejected an offer, or let one lapse, is left alone this long (seconds).
     dry_run
         Decide and log, but change nothing in Slurm or in any job.
+    max_grace_period_s
+        The longest grace period (seconds) a job may give itself; longer ones are cut to it.
+    slurm_outage_poll_s
+        While Slurm does not answer, seconds between two checks.
+    manual_hold_s
+        A job whose size was changed by someone else than the controller is left alone by the
+        policy this long (seconds).
+    max_failed_cycles
+        :meth:`run` stops (returns 1) after this many cycles in a row failed unexpectedly.
     """
 
     def __init__(
@@ -90,16 +206,26 @@ class Controller:
         on_overdue: str = "keep",
         offer_cooldown_s: float = 30.0,
         dry_run: bool = False,
+        max_grace_period_s: float = 3600.0,
+        slurm_outage_poll_s: float = 5.0,
+        manual_hold_s: float = 600.0,
+        max_failed_cycles: int = 20,
     ) -> None:
         self.slurm = slurm
+        self._slurm: Any = _TimedSlurm(slurm)
         self.policy = policy
         self.journal = journal or Journal()
         self.poll_interval_s = poll_interval_s
         self.dry_run = dry_run
         self.min_resize_interval_s = min_resize_interval_s
         self.offer_cooldown_s = offer_cooldown_s
+        self.resize_timeout_s = resize_timeout_s
+        self.max_grace_period_s = max_grace_period_s
+        self.slurm_outage_poll_s = slurm_outage_poll_s
+        self.manual_hold_s = manual_hold_s
+        self.max_failed_cycles = max_failed_cycles
         self.actuator = Actuator(
-            slurm,
+            self._slurm,
             self.journal,
             grant_timeout_s=grant_timeout_s,
             resize_timeout_s=resize_timeout_s,
@@ -112,49 +238,75 @@ class Controller:
         self._last_sizes: list[tuple[int, str, tuple[str, ...]]] | None = None
         #: What the first cycle did about resizes a previous controller left open.
         self.recovery: list[str] = []
+        self._skips = _Skips(self.journal)
+        self._graces: dict[int, str] = {}  # job -> what was said about its grace period
+        self._held_before: dict[int, tuple[str, ...]] | None = None
+        self._ours_before: set[int] = set()  # jobs the controller resized in the last cycle
+        #: jobs whose size someone else changed: job -> when it was seen (seconds since epoch)
+        self.manual: dict[int, float] = {}
+        self._foreign: set[int] = set()  # jobs following an order the controller did not write
+        #: since when (seconds since the epoch) Slurm has not answered; ``None``: it answers
+        self.outage_since: float | None = None
+        self._stopping = threading.Event()
 
+    # ------------------------------------------------------------------ the cycle
     def step(self) -> Cycle:
-        """Run one cycle and return what it saw and did."""
-        listed = self.slurm.jobs()
-        nodes = self.slurm.nodes()
+        """Run one cycle and return what it saw and did.
+
+        Raises
+        ------
+        SlurmUnavailableError, SlurmCommandError
+            Slurm did not answer (see :func:`is_outage`): nothing was decided or changed on
+            the strength of a partial view.
+        """
+        listed, nodes = self._observe()
+        self._skips.begin()
+        listed = self._screen(listed)
+        ours = set(self.actuator.in_flight)
         orphans = orphan_helpers(listed)
         if orphans and not self.dry_run:
             # a helper allocation must never outlive its job (the launcher also cancels them)
             log.warning("cancelling helper allocations %s: their jobs have ended", orphans)
             self.journal.write("note", message=f"cancelled orphan helpers {orphans}")
-            self.slurm.cancel(*orphans)
+            self._cancel(orphans)
         stale = (
             []
             if self.dry_run
             else stale_helpers(
-                listed, self.actuator.in_flight, time.time(), self.actuator.grant_timeout_s + 10.0
+                listed,
+                self.actuator.in_flight,
+                time.time(),
+                self.actuator.grant_timeout_s + 10.0,
+                on_error=self._skips.skip,
             )
         )
         if stale:
             log.warning("cancelling helper allocations %s: no resize uses them", stale)
             self.journal.write("note", message=f"cancelled stale helpers {stale}")
-            self.slurm.cancel(*stale)
+            self._cancel(stale)
+            by_id = {j.job_id: j for j in listed}
+            ours |= {p for h in stale if (p := helper_parent(by_id[h].name)) is not None}
         if not self._recovered and not self.dry_run:
             # what a previous controller left under way is settled before anything new
-            self._recovered = True
             self.recovery = self.actuator.recover(listed)
+            self._recovered = True
             if self.recovery:
-                listed = self.slurm.jobs()
+                listed = self._screen(self._slurm.jobs())
         jobs = {j.job_id: j for j in listed}
         held = held_nodes(listed)
-        finished = tuple(self.actuator.poll(jobs))
-        progress = {
-            j.job_id: job_progress(j)
-            for j in listed
-            if j.model_state is JobState.RUNNING and (t := decode(j.comment)) and t.kind.resizable
-        }
-        snap = snapshot(list(jobs.values()), nodes, resizing=self._busy(jobs), progress=progress)
+        ours |= set(self.actuator.in_flight)
+        finished = self._poll(jobs)  # the actuator counts the resizes it closes (metrics)
+        progress = self._progress(listed)
+        observed = self._observe_manual(jobs, held, ours | {o.job_id for o in finished})
+        busy = self._busy(jobs) | self._skips.now
+        snap = snapshot(list(jobs.values()), nodes, resizing=busy, progress=progress)
         trigger = self._trigger(snap, finished)
         self._journal_sizes(snap)
         decisions: tuple[Decision, ...] = ()
-        if all(r.overdue for r in self.actuator.in_flight.values()):
-            # a job that ignores an order is left out (it shows as resizing), not everyone
-            decisions = tuple(self.policy.decide(snap, trigger))
+        if self._may_decide():
+            decisions = tuple(
+                d for d in self.policy.decide(snap, trigger) if d.job_id not in self._skips.now
+            )
             if decisions:
                 log.info(
                     "policy %s decided: %s",
@@ -173,11 +325,194 @@ class Controller:
             else:
                 arrays = sweeps(listed)
                 self._apply_to_sweeps([d for d in decisions if d.job_id in arrays], arrays)
-                self.actuator.apply(
-                    [d for d in decisions if d.job_id not in arrays], jobs, held, progress
-                )
-        self.last = Cycle(snap, trigger, decisions, finished)
+                rest = [d for d in decisions if d.job_id not in arrays]
+                self._apply(rest, jobs, held, progress, snap)
+        self._held_before = held
+        self._ours_before = ours | set(self.actuator.in_flight)
+        skipped = tuple(sorted(self._skips.now))
+        self._skips.end()
+        self.last = Cycle(snap, trigger, decisions, finished, skipped, observed)
         return self.last
+
+    def _cancel(self, helpers: list[int]) -> None:
+        """Cancel helper allocations; a refusal is logged (the next cycle tries again)."""
+        try:
+            self._slurm.cancel(*helpers)
+        except SlurmCommandError as exc:
+            if is_outage(exc):
+                raise
+            log.warning("could not cancel helper allocations %s: %s", helpers, _one_line(exc))
+
+    def _observe(self) -> tuple[list[SlurmJob], list[SlurmNode]]:
+        """Slurm's jobs and nodes, both or neither (an outage raises)."""
+        listed = self._slurm.jobs()
+        nodes = self._slurm.nodes()
+        return listed, nodes
+
+    def _screen(self, listed: list[SlurmJob]) -> list[SlurmJob]:
+        """The jobs with their tags checked and grace periods bounded, one job at a time.
+
+        A job whose tag cannot be read is skipped and shown as untagged (rigid, at its size).
+        """
+        out = []
+        for job in listed:
+            try:
+                job_view(job)  # everything the snapshot reads from the tag
+                job, why = bounded_grace(job, self.max_grace_period_s)
+            except Exception as exc:
+                self._skips.skip(job.job_id, exc)
+                job = replace(job, comment="")
+                why = ""
+            if why and self._graces.get(job.job_id) != why:
+                self._graces[job.job_id] = why
+                log.warning("job %d: %s", job.job_id, why, extra={"job_id": job.job_id})
+                self.journal.write("note", job_id=job.job_id, message=why)
+            out.append(job)
+        if len(self._graces) > 4 * len(listed) + 100:
+            ids = {j.job_id for j in listed}
+            self._graces = {k: v for k, v in self._graces.items() if k in ids}
+        return out
+
+    def _progress(self, listed: Sequence[SlurmJob]) -> dict[int, Progress]:
+        """Running elastic jobs' progress, and which follow an order that is not ours."""
+        progress = {}
+        foreign = set()
+        for j in listed:
+            if j.model_state is not JobState.RUNNING or j.job_id in self._skips.now:
+                continue
+            tag = decode(j.comment)
+            if tag is None or not tag.kind.resizable:
+                continue
+            try:
+                progress[j.job_id] = job_progress(j)
+                if j.workdir and j.job_id not in self.actuator.in_flight:
+                    order = JobDir.for_job(j.workdir, j.job_id, user=j.user).open_order()
+                    if order is not None and not self.journal.has_resize(j.job_id, order.seq):
+                        foreign.add(j.job_id)
+            except Exception as exc:
+                self._skips.skip(j.job_id, exc)
+        for job_id in foreign - self._foreign:
+            log.info(
+                "job %d follows an order the controller did not write (elastic-slurm resize); "
+                "left alone until it is done",
+                job_id,
+                extra={"job_id": job_id},
+            )
+        self._foreign = foreign
+        return progress
+
+    def _poll(self, jobs: dict[int, SlurmJob]) -> tuple[ResizeOutcome, ...]:
+        """Advance the resizes under way; one that fails leaves only its job out."""
+        first = len(self.actuator.outcomes)
+        try:
+            self.actuator.poll(jobs)
+        except Exception as exc:
+            if is_outage(exc):
+                raise
+            # find the culprit(s): advance each remaining resize on its own
+            for job_id, r in list(self.actuator.in_flight.items()):
+                others = {k: v for k, v in self.actuator.in_flight.items() if k != job_id}
+                self.actuator.in_flight.clear()
+                self.actuator.in_flight[job_id] = r
+                try:
+                    self.actuator.poll(jobs)
+                except Exception as one:
+                    if is_outage(one):
+                        raise
+                    self._skips.skip(job_id, one)
+                finally:
+                    self.actuator.in_flight.update(others)
+        return tuple(self.actuator.outcomes[first:])
+
+    def _apply(
+        self,
+        decisions: Sequence[Decision],
+        jobs: dict[int, SlurmJob],
+        held: dict[int, tuple[str, ...]],
+        progress: dict[int, Progress],
+        snap: ClusterSnapshot,
+    ) -> None:
+        """Judge the decisions together, then carry out the legal ones one at a time.
+
+        The shared legality check (:func:`elastic_slurm.plugins.legality.check`) sees the whole
+        batch on the snapshot the policy decided on; an illegal decision is refused, journaled
+        and counted, and never reaches Slurm. A legal one that fails leaves only its job out.
+        """
+        verdicts = self.actuator.judge(decisions, jobs, progress, snapshot=snap)
+        for verdict in verdicts:
+            if not verdict.legal:
+                continue
+            d = verdict.decision
+            metrics.decision(type(d).__name__, legal=True)
+            try:
+                self.actuator.carry_out(d, jobs, held, progress)
+            except Exception as exc:
+                if is_outage(exc):
+                    raise
+                self._skips.skip(d.job_id, exc)
+
+    def _may_decide(self) -> bool:
+        """Whether the policy may decide: every resize under way is overdue or old enough.
+
+        Old enough: older than ``resize_timeout_s`` (the site's), whatever grace period its
+        job gave itself, so no job can hold everyone's decisions for longer.
+        """
+        now = time.time()
+        return all(
+            r.overdue or now - r.decided_at >= self.resize_timeout_s
+            for r in self.actuator.in_flight.values()
+        )
+
+    def _observe_manual(
+        self, jobs: dict[int, SlurmJob], held: dict[int, tuple[str, ...]], ours: set[int]
+    ) -> tuple[int, ...]:
+        """Journal the size changes the controller did not make; hold those jobs."""
+        before = self._held_before
+        if before is None:
+            return ()
+        now = time.time()
+        seen = []
+        for job_id, old, new in size_changes(before, held, ours | self._ours_before):
+            job = jobs[job_id]
+            seq, how = 0, "resized outside the controller (elastic-slurm resize or scontrol)"
+            try:
+                if job.workdir:
+                    last = JobDir.for_job(job.workdir, job_id, user=job.user).last_order_seq()
+                    if last and not self.journal.has_resize(job_id, last):
+                        seq, how = last, f"elastic-slurm resize (order {last})"
+            except Exception as exc:
+                self._skips.skip(job_id, exc)
+            action = "expand" if len(new) > len(old) else "shrink"
+            self.journal.record_observed(
+                ResizeRow(job_id, seq, action, "observed", old, new, now, how, by="user")
+            )
+            self.journal.write(
+                "outcome",
+                job_id=job_id,
+                seq=seq,
+                action=action,
+                ok=True,
+                nodes=list(new),
+                before=list(old),
+                by="user",
+                message=how,
+            )
+            metrics.resize(action, "observed")
+            log.info(
+                "job %d: %s from %d to %d node(s) by its user (%s); the policy leaves it "
+                "alone for %g s",
+                job_id,
+                action,
+                len(old),
+                len(new),
+                how,
+                self.manual_hold_s,
+                extra={"job_id": job_id},
+            )
+            self.manual[job_id] = now
+            seen.append(job_id)
+        self.manual = {j: t for j, t in self.manual.items() if now - t < self.manual_hold_s}
+        return tuple(seen)
 
     def _journal_sizes(self, snap: ClusterSnapshot) -> None:
         """Journal a ``sizes`` record whenever a job's state or node list changed.
@@ -213,10 +548,11 @@ class Controller:
             throttle = sweep.throttle_for(target)
             t0 = time.time()
             try:
-                self.slurm.set_array_throttle(sweep.array_id, throttle)
+                self._slurm.set_array_throttle(sweep.array_id, throttle)
                 ok, message = True, ""
             except SlurmCommandError as exc:
                 ok, message = False, str(exc)
+            metrics.resize(type(d).__name__.lower(), "done" if ok else "failed")
             self.journal.write(
                 "outcome",
                 job_id=sweep.array_id,
@@ -250,7 +586,11 @@ class Controller:
             )
 
     def _busy(self, jobs: dict[int, SlurmJob]) -> set[int]:
-        """Jobs the policy must leave alone now: resizing, or resized or started too recently."""
+        """Jobs the policy must leave alone now.
+
+        Those resizing, resized or started too recently, that declined an offer lately, or
+        that someone else resized (lately, or under way).
+        """
         now = time.time()
         recent = {o.job_id: o.finished_at for o in self.actuator.outcomes}
         busy = set(self.actuator.in_flight)
@@ -260,6 +600,8 @@ class Controller:
             for o in self.actuator.outcomes
             if o.declined and now - o.finished_at < self.offer_cooldown_s
         }
+        busy |= {j for j, t in self.manual.items() if now - t < self.manual_hold_s}
+        busy |= self._foreign
         for job_id, job in jobs.items():
             last = max(job.start_time_s or 0.0, recent.get(job_id, 0.0))
             if now - last < self.min_resize_interval_s:
@@ -279,11 +621,87 @@ class Controller:
         self._known = ids
         return Trigger(frozenset(kinds or {TriggerKind.PERIODIC}), changed)
 
-    def run(self, stop: Callable[[Cycle], bool] | None = None) -> None:
-        """Run cycles every ``poll_interval_s`` seconds until ``stop(cycle)`` returns True."""
-        while True:
+    # ------------------------------------------------------------------ the loop
+    def stop(self) -> None:
+        """Ask :meth:`run` to return after the cycle under way (safe from a signal handler)."""
+        self._stopping.set()
+
+    def run(self, stop: Callable[[Cycle], bool] | None = None) -> int:
+        """Run cycles every ``poll_interval_s`` seconds until stopped.
+
+        Stops when ``stop(cycle)`` returns True or :meth:`stop` is called (the cycle under way
+        is finished first), and returns 0; or after ``max_failed_cycles`` cycles in a row
+        failed unexpectedly, and returns 1. A cycle that fails is logged with its traceback
+        and journaled (``note``), and the next one runs; while Slurm does not answer the loop
+        waits ``slurm_outage_poll_s`` between checks, for as long as it takes.
+
+        Returns
+        -------
+        int
+            The exit status for a service manager: 0 stopped, 1 gave up.
+        """
+        failed = 0
+        while not self._stopping.is_set():
             t0 = time.monotonic()
-            cycle = self.step()
+            try:
+                cycle = self.step()
+            except Exception as exc:
+                seconds = time.monotonic() - t0
+                if is_outage(exc):
+                    metrics.cycle(seconds, "outage")
+                    self._slurm_down(exc)
+                    self._stopping.wait(self.slurm_outage_poll_s)
+                    continue
+                failed += 1
+                metrics.cycle(seconds, "error")
+                log.error(
+                    "cycle failed (%d in a row, at most %d): %s",
+                    failed,
+                    self.max_failed_cycles,
+                    _one_line(exc),
+                    exc_info=exc,
+                )
+                self.journal.write("note", message=f"cycle failed: {_one_line(exc)}")
+                if failed >= self.max_failed_cycles:
+                    log.critical(
+                        "stopping: %d cycles in a row failed; the resizes under way stay in "
+                        "the journal for the next controller",
+                        failed,
+                    )
+                    return 1
+                self._stopping.wait(self.poll_interval_s)
+                continue
+            failed = 0
+            seconds = time.monotonic() - t0
+            metrics.cycle(seconds, "ok")
+            self._slurm_up()
             if stop is not None and stop(cycle):
-                return
-            time.sleep(max(0.0, self.poll_interval_s - (time.monotonic() - t0)))
+                return 0
+            self._stopping.wait(max(0.0, self.poll_interval_s - seconds))
+        return 0
+
+    def _slurm_down(self, exc: BaseException) -> None:
+        """Say once that Slurm does not answer."""
+        if self.outage_since is not None:
+            return
+        self.outage_since = time.time()
+        metrics.slurm_reachable(False)
+        message = _one_line(exc)
+        log.warning(
+            "Slurm unreachable: deciding and changing nothing until it answers (checking every "
+            "%g s); %d resize(s) under way stay open: %s",
+            self.slurm_outage_poll_s,
+            len(self.actuator.in_flight),
+            message,
+        )
+        self.journal.write("outage", state="down", message=message)
+
+    def _slurm_up(self) -> None:
+        """Say once that Slurm answers again, and after how long."""
+        metrics.slurm_reachable(True)
+        if self.outage_since is None:
+            return
+        seconds = time.time() - self.outage_since
+        self.outage_since = None
+        log.warning("Slurm reachable again after %.0f s; deciding again", seconds)
+        self.journal.write("outage", state="up", seconds=round(seconds, 3))

@@ -5,13 +5,16 @@ transaction, ``synchronous=FULL``, so a killed controller loses nothing it had w
 
 * ``records``: an append-only log. Each record has ``t`` (seconds since the epoch), ``kind``
   (``decision``, ``offer``, ``answer``, ``order``, ``outcome``, ``overdue``, ``note``,
-  ``recovery``, ``sizes``) and its details
+  ``recovery``, ``sizes``, ``skipped``: a job left out of a cycle, with its ``reason``;
+  ``outage``: Slurm unreachable, then back) and its details
   (a JSON object); :attr:`Journal.records` returns them as flat dicts, in order.
 * ``resizes``: one row per resize attempt, with its job and ``seq``, the number of its order
   in the job's directory (at most one open row per ``(job_id, seq)``; an attempt that failed
   or was rolled back before its order was sent leaves its number to the next one). A row is
   written *before* the controller touches Slurm or the job, updated at each phase, and closed
-  with its outcome. Rows still open when a
+  with its outcome. ``by`` says who asked for it: ``policy`` (the controller's decisions) or
+  ``user`` (a size change the controller saw but did not make: ``elastic-slurm resize``,
+  ``scontrol``; journaled already closed, with outcome ``observed``). Rows still open when a
   controller starts are what it must reconcile with Slurm
   (:meth:`elastic_slurm.controller.actuate.Actuator.recover`).
 
@@ -27,8 +30,8 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -58,9 +61,11 @@ CREATE TABLE IF NOT EXISTS resizes (
     overdue INTEGER NOT NULL DEFAULT 0,
     open INTEGER NOT NULL DEFAULT 1,
     outcome TEXT NOT NULL DEFAULT '',
-    closed_at REAL
+    closed_at REAL,
+    requested_by TEXT NOT NULL DEFAULT 'policy'
 );
 CREATE UNIQUE INDEX IF NOT EXISTS resizes_open ON resizes (job_id, seq) WHERE open = 1;
+CREATE INDEX IF NOT EXISTS resizes_job ON resizes (job_id, seq);
 """
 
 
@@ -82,10 +87,13 @@ class ResizeRow:
     open: bool = True
     outcome: str = ""
     closed_at: float | None = None
+    by: str = "policy"
 
 
 class Journal:
     """The journal in the SQLite file ``path`` (created with its directory); ``None``: in memory.
+
+    A directory created for it is made mode 0700 (the journal names users' jobs and nodes).
 
     Safe to use from several threads of one process. Opening an existing file keeps its
     contents: a restarted controller reads the resizes its predecessor left open.
@@ -99,7 +107,7 @@ class Journal:
     def __init__(self, path: Path | None = None) -> None:
         self.path = path
         if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._db = sqlite3.connect(
             str(path) if path is not None else ":memory:",
@@ -110,6 +118,11 @@ class Journal:
             if path is not None:
                 self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
+            columns = [r[1] for r in self._db.execute("PRAGMA table_info(resizes)")]
+            if columns and "requested_by" not in columns:  # a journal from before ``by``
+                self._db.execute(
+                    "ALTER TABLE resizes ADD COLUMN requested_by TEXT NOT NULL DEFAULT 'policy'"
+                )
             self._db.executescript(_SCHEMA)
 
     def close(self) -> None:
@@ -152,7 +165,7 @@ class Journal:
         with self._lock:
             self._db.execute(
                 "INSERT INTO resizes (job_id, seq, action, phase, before, target, decided_at,"
-                " reason, phases_s, helper) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " reason, phases_s, helper, requested_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     row.job_id,
                     row.seq,
@@ -164,6 +177,7 @@ class Journal:
                     row.reason,
                     json.dumps(row.phases_s),
                     row.helper,
+                    row.by,
                 ),
             )
 
@@ -223,16 +237,59 @@ class Journal:
                 (outcome, time.time(), job_id, seq),
             )
 
-    def resizes(self, *, open_only: bool = False) -> list[ResizeRow]:
-        """Journaled resize attempts in the order they were opened (``open_only``: open ones)."""
+    def record_observed(self, row: ResizeRow) -> None:
+        """Record a resize the controller saw but did not make, closed at once (``observed``).
+
+        ``row.by`` says who made it (``user`` when nobody else is known).
+        """
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO resizes (job_id, seq, action, phase, before, target, decided_at,"
+                " reason, phases_s, helper, requested_by, open, outcome, closed_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 'observed', ?)",
+                (
+                    row.job_id,
+                    row.seq,
+                    row.action,
+                    row.phase,
+                    json.dumps(list(row.before)),
+                    json.dumps(list(row.target)),
+                    row.decided_at,
+                    row.reason,
+                    json.dumps(row.phases_s),
+                    row.helper,
+                    row.by,
+                    row.closed_at if row.closed_at is not None else time.time(),
+                ),
+            )
+
+    def has_resize(self, job_id: int, seq: int) -> bool:
+        """Whether order ``seq`` of job ``job_id`` is journaled (open or closed)."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT 1 FROM resizes WHERE job_id = ? AND seq = ? LIMIT 1", (job_id, seq)
+            ).fetchone()
+        return row is not None
+
+    def resizes(self, *, open_only: bool = False, job_id: int | None = None) -> list[ResizeRow]:
+        """Journaled resize attempts in the order they were opened.
+
+        ``open_only``: only the open ones; ``job_id``: only that job's.
+        """
         sql = (
             "SELECT job_id, seq, action, phase, before, target, decided_at, reason, phases_s,"
-            " helper, overdue, open, outcome, closed_at FROM resizes"
+            " helper, overdue, open, outcome, closed_at, requested_by FROM resizes"
         )
+        where, args = [], []
         if open_only:
-            sql += " WHERE open = 1"
+            where.append("open = 1")
+        if job_id is not None:
+            where.append("job_id = ?")
+            args.append(job_id)
+        if where:
+            sql += " WHERE " + " AND ".join(where)
         with self._lock:
-            rows = self._db.execute(sql + " ORDER BY id").fetchall()
+            rows = self._db.execute(sql + " ORDER BY id", args).fetchall()
         return [
             ResizeRow(
                 job_id=r[0],
@@ -249,6 +306,27 @@ class Journal:
                 open=bool(r[11]),
                 outcome=r[12],
                 closed_at=r[13],
+                by=r[14],
             )
             for r in rows
         ]
+
+
+def settle(rows: Sequence[ResizeRow], running: Collection[int]) -> list[ResizeRow]:
+    """Rows as they stand now: an open one whose job no longer runs is closed (``job_ended``).
+
+    A controller closes such a row itself (``failed`` when it sees the job end, ``job_ended``
+    when it starts again); until it has, ``show`` and ``status`` show it closed all the same,
+    so they never call a resize of an ended job "under way". ``running``: the ids of the jobs
+    Slurm lists as running.
+
+    >>> row = ResizeRow(7, 1, "expand", "awaiting_done", ("n1",), ("n1", "n2"), 100.0)
+    >>> [(r.open, r.outcome) for r in settle([row], running=[])]
+    [(False, 'job_ended')]
+    >>> settle([row], running=[7]) == [row]
+    True
+    """
+    return [
+        r if not r.open or r.job_id in running else replace(r, open=False, outcome="job_ended")
+        for r in rows
+    ]

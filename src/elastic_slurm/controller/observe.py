@@ -9,9 +9,10 @@ allocated); a sibling's (``sibling:<job>``) nodes are counted as the job's.
 
 from __future__ import annotations
 
+import math
 import time
-from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, replace
 
 from elastic_slurm.adapter.backend import SIBLING_PREFIX, helper_parent
 from elastic_slurm.adapter.parse import SlurmJob, SlurmNode, array_task_count
@@ -55,7 +56,11 @@ def orphan_helpers(jobs: Sequence[SlurmJob]) -> list[int]:
 
 
 def stale_helpers(
-    jobs: Sequence[SlurmJob], in_flight: Collection[int], now_s: float, min_age_s: float
+    jobs: Sequence[SlurmJob],
+    in_flight: Collection[int],
+    now_s: float,
+    min_age_s: float,
+    on_error: Callable[[int, Exception], None] | None = None,
 ) -> list[int]:
     """Helper allocations of running jobs that no resize will ever use (to be cancelled).
 
@@ -65,6 +70,9 @@ def stale_helpers(
     its job has no resize under way (``in_flight``, and no unacknowledged order in the job's
     directory), and it is an expander (merged at once when granted, so never running for
     long) or a sibling none of whose nodes the job runs on (its last order's nodes).
+
+    A job whose directory cannot be read raises, or, with ``on_error``, is reported to
+    ``on_error(job_id, error)`` and its helpers are kept (nothing is cancelled on a guess).
     """
     running = {j.job_id: j for j in jobs if j.model_state is JobState.RUNNING}
     stale = []
@@ -77,16 +85,83 @@ def stale_helpers(
             continue
         used: set[str] = set(job.nodes)
         if job.workdir:
-            jobdir = JobDir.for_job(job.workdir, job.job_id)
-            seq = jobdir.last_order_seq()
+            try:
+                jobdir = JobDir.for_job(job.workdir, job.job_id, user=job.user)
+                seq = jobdir.last_order_seq()
+                ack = jobdir.final_ack(seq) if seq else None
+            except Exception as exc:
+                if on_error is None:
+                    raise
+                on_error(job.job_id, exc)
+                continue
             if seq:
-                ack = jobdir.final_ack(seq)
                 if ack is None:
                     continue  # an order is being followed: its nodes are in use
                 used = set(ack.nodes)
         if not h.name.startswith(SIBLING_PREFIX) or not used & set(h.nodes):
             stale.append(h.job_id)
     return stale
+
+
+def bounded_grace(job: SlurmJob, max_grace_s: float) -> tuple[SlurmJob, str]:
+    """``job`` with the grace period of its elastic tag made finite and at most ``max_grace_s``.
+
+    The grace period (seconds) comes from the job's comment, which its user wrote: one that is
+    not a finite, non-negative number (``inf``, ``nan``, ``-5``) is dropped (the site's
+    default, ``controller.resize_timeout_s``, applies), one longer than ``max_grace_s`` is cut
+    to it. Returns the job (unchanged, or with its comment rewritten) and what was changed
+    (``""``: nothing).
+
+    >>> from elastic_slurm.adapter.parse import SlurmJob
+    >>> def job(grace):
+    ...     tag = f"elastic-slurm:kind=malleable;min=1;max=4;grace={grace}"
+    ...     return SlurmJob(1, "j", "RUNNING", ("n1",), 1, tag, 0.0, 0.0, "n1", "/w", "u", "p",
+    ...                     "a", "q", "None")
+    >>> fixed, why = bounded_grace(job("1e6"), 600.0)
+    >>> decode(fixed.comment).grace_s, why
+    (600.0, 'grace period 1e+06 s is longer than the site allows: 600 s applies')
+    >>> bounded_grace(job("inf"), 600.0)[1]  # no tag at all: decode refuses it (not elastic)
+    ''
+    >>> bounded_grace(job("30"), 600.0)[1]
+    ''
+    """
+    tag = decode(job.comment)
+    if tag is None or tag.grace_s is None:
+        return job, ""
+    grace = tag.grace_s
+    if not math.isfinite(grace) or grace < 0:
+        why = (
+            f"grace period {grace:g} s is not a finite, non-negative number: "
+            "the site's default applies"
+        )
+        bounded = None
+    elif grace > max_grace_s:
+        why = f"grace period {grace:g} s is longer than the site allows: {max_grace_s:g} s applies"
+        bounded = max_grace_s
+    else:
+        return job, ""
+    return replace(job, comment=replace(tag, grace_s=bounded).encode()), why
+
+
+def size_changes(
+    before: Mapping[int, tuple[str, ...]],
+    after: Mapping[int, tuple[str, ...]],
+    ignore: Collection[int] = (),
+) -> list[tuple[int, tuple[str, ...], tuple[str, ...]]]:
+    """Running jobs whose nodes changed between two observations: ``(job, before, after)``.
+
+    ``before`` and ``after`` are :func:`held_nodes` of two cycles; a job in only one of them
+    (started, ended) did not change size, and jobs in ``ignore`` (resized by the controller
+    meanwhile) are left out. In job id order.
+
+    >>> size_changes({1: ("a",), 2: ("b",), 3: ("c",)}, {1: ("a", "d"), 2: ("b",), 3: ()}, [3])
+    [(1, ('a',), ('a', 'd'))]
+    """
+    return [
+        (job_id, before[job_id], nodes)
+        for job_id, nodes in sorted(after.items())
+        if job_id in before and job_id not in ignore and set(before[job_id]) != set(nodes)
+    ]
 
 
 @dataclass(frozen=True)
@@ -106,13 +181,9 @@ def job_progress(job: SlurmJob) -> Progress:
     """
     if not job.workdir:
         return Progress()
-    jobdir = JobDir.for_job(job.workdir, job.job_id)
+    jobdir = JobDir.for_job(job.workdir, job.job_id, user=job.user)
     open_request = next(
-        (
-            r
-            for r in reversed(jobdir.requests())
-            if not jobdir.answer_path(int(r["number"])).exists()
-        ),
+        (r for r in reversed(jobdir.requests()) if not jobdir.answered(int(r["number"]))),
         None,
     )
     expansions = shrinks = 0

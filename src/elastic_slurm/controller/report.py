@@ -9,7 +9,9 @@ Everything here reads the flat records of :attr:`elastic_slurm.controller.journa
   until the next; a job missing from a later record has ended (or left the queue) at that
   record's time; the jobs of the last ``sizes`` record are drawn up to the journal's last record.
 * ``outcome`` records (finished resizes: ``job_id``, ``action``, ``ok`` and, when the resize got
-  that far, ``seconds``, ``nodes``, ``strategy``) and ``overdue`` and ``recovery`` notes become
+  that far, ``seconds``, ``nodes``, ``strategy``; ``by``: ``user`` for a size change the
+  controller saw but did not make, drawn as any other resize), ``overdue`` and ``recovery``
+  notes, and ``skipped`` records (a job left out of a cycle: its input was unusable) become
   events (:class:`JobEvent`). Other kinds are ignored.
 
 Times are seconds since the journal's first record (of any kind). Records are taken in the
@@ -29,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 #: Record kinds that become events on a job's row.
-EVENT_KINDS = ("outcome", "overdue", "recovery")
+EVENT_KINDS = ("outcome", "overdue", "recovery", "skipped")
 
 Record = Mapping[str, Any]
 
@@ -116,8 +118,8 @@ class JobEvent:
     what
         ``"expand"`` or ``"shrink"`` (a resize that succeeded), ``"start"`` (a moldable job
         sized and released), ``"declined"`` (an offer the job rejected or let lapse),
-        ``"failed"`` (a resize that did not happen otherwise), ``"overdue"`` or ``"recovery"``
-        (notes).
+        ``"failed"`` (a resize that did not happen otherwise), ``"overdue"``, ``"recovery"``
+        (notes) or ``"skipped"`` (left out of cycles; ``message`` says why).
     action
         The resize's action (``"expand"``, ``"shrink"``) when the record names one, else ``""``.
     seconds
@@ -128,6 +130,8 @@ class JobEvent:
         How the job redistributed its data, when journaled.
     message
         The record's message (``""`` if none).
+    by
+        Who asked for a resize: ``policy`` or ``user`` (``""`` for notes).
     """
 
     t_s: float
@@ -138,6 +142,7 @@ class JobEvent:
     nodes_after: int | None = None
     strategy: str | None = None
     message: str = ""
+    by: str = ""
 
 
 def _times(records: Sequence[Record]) -> list[float]:
@@ -249,7 +254,8 @@ def job_events(records: Sequence[Record]) -> list[JobEvent]:
                 seconds=float(seconds) if isinstance(seconds, int | float) else None,
                 nodes_after=len(nodes) if isinstance(nodes, list) else None,
                 strategy=r.get("strategy"),
-                message=str(r.get("message") or ""),
+                message=str(r.get("message") or r.get("reason") or ""),
+                by=str(r.get("by") or "policy") if kind == "outcome" else "",
             )
         )
     return out
@@ -344,7 +350,8 @@ def summary(records: Sequence[Record]) -> dict[str, Any]:
     dict
         ``records`` (how many), ``jobs`` (distinct jobs in ``sizes`` records),
         ``resizes_done`` and ``resizes_failed`` (expand/shrink ``outcome`` records with ``ok``
-        true or not; a declined offer counts as failed),
+        true or not; a declined offer counts as failed; whoever asked), ``resizes_by_user``
+        (those of them a user made),
         ``overdue`` and ``recoveries`` (notes), ``span_s`` (seconds from the first record to
         the last), ``utilization`` (:func:`average_utilisation`, ``None`` without a ``sizes``
         record), ``start`` and ``end`` (the first and last record's ``t``, seconds since the
@@ -365,6 +372,7 @@ def summary(records: Sequence[Record]) -> dict[str, Any]:
         "jobs": len(jobs),
         "resizes_done": sum(1 for r in outcomes if r.get("ok")),
         "resizes_failed": sum(1 for r in outcomes if not r.get("ok")),
+        "resizes_by_user": sum(1 for r in outcomes if r.get("by") == "user"),
         "overdue": sum(1 for r in records if r.get("kind") == "overdue"),
         "recoveries": sum(1 for r in records if r.get("kind") == "recovery"),
         "span_s": times[-1] if times else 0.0,
@@ -381,6 +389,8 @@ def summary_line(s: Mapping[str, Any]) -> str:
         f"{s['jobs']} job(s)",
         f"{s['resizes_done']} resize(s) done, {s['resizes_failed']} failed",
     ]
+    if s.get("resizes_by_user"):
+        parts[-1] += f" ({s['resizes_by_user']} by users)"
     if s.get("overdue") or s.get("recoveries"):
         parts.append(f"{s['overdue']} overdue, {s['recoveries']} recovered")
     parts.append(f"over {_duration(float(s['span_s']))}")
@@ -414,6 +424,7 @@ _MARKERS = {
     "failed": ("X", "tab:red", "failed resize"),
     "overdue": ("D", "tab:purple", "overdue"),
     "recovery": ("s", "tab:gray", "recovery"),
+    "skipped": ("x", "tab:brown", "left out (unusable input)"),
 }
 _STATE_STYLE = {
     # (face colour, alpha): pending lighter than running
