@@ -25,7 +25,7 @@ from elastic_slurm.config import load_site
 from elastic_slurm.controller.journal import PHASES, Journal, ResizeRow
 from elastic_slurm.model import ElasticRequest, JobKind
 from elastic_slurm.model.resize_order import AckStatus
-from elastic_slurm.protocol.address import default_address
+from elastic_slurm.protocol.address import controller_url
 from elastic_slurm.protocol.jobdir import JobDir
 from elastic_slurm.resources import example
 
@@ -118,7 +118,7 @@ def test_a_killed_controller_resumes_consistent_with_slurm(
     )
     # a negotiating job talks to the daemon's HTTP server (which dies with it: the job's
     # messages then go to its directory, and the restarted daemon serves it again)
-    url = f"http://{default_address(load_site())}" if negotiates else None
+    url = controller_url(load_site()) if negotiates else None
     job = api.submit(
         req, slurm, workdir=shared_tmp, output=str(shared_tmp / "out-%j.txt"), controller=url
     )

@@ -306,7 +306,6 @@ def test_a_users_malleable_job_grows_shrinks_for_another_users_job_and_grows_bac
 
 
 @pytest.mark.slurm
-@pytest.mark.xfail(strict=False, reason="needs the i14-wire branch")
 def test_every_file_in_the_users_job_directory_is_the_users(scenario):
     # The controller runs as root; whatever it creates in a user's directory must still be
     # the user's, or its owner cannot remove it.

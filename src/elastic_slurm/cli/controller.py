@@ -30,7 +30,6 @@ from elastic_slurm.controller.logs import FORMATS, LEVELS, setup_logging
 from elastic_slurm.errors import ConfigError
 from elastic_slurm.plugins.registry import make_policy
 from elastic_slurm.protocol.address import default_address, site_munge_socket
-from elastic_slurm.protocol.server import serve
 
 log = logging.getLogger(__name__)
 
@@ -139,11 +138,20 @@ def run(args: argparse.Namespace) -> int:
             ) from exc
     server = None
     if not args.dry_run:
+        # imported here: jobs run ``python -m elastic_slurm run`` with no HTTP server installed
+        from elastic_slurm.protocol.server import observed_lookup, serve, slurm_lookup
+
         server = serve(
             slurm,
             args.listen or default_address(site),
             operators=c.operators,
             munge_socket=site_munge_socket(site),
+            max_body_bytes=c.max_body_bytes,
+            tls_cert=c.tls_cert,
+            tls_key=c.tls_key,
+            # who a job belongs to comes from the controller's last cycle, not a Slurm query
+            # per message (a job that started since is asked of Slurm, and cached)
+            lookup=observed_lookup(lambda: controller.observed_jobs, slurm_lookup(slurm)),
         )
     print(
         f"controller: policy {policy.name}, grow path {grow_path}, polling every "

@@ -23,7 +23,7 @@ from elastic_slurm.adapter.hostlist import compress
 from elastic_slurm.config import load_site
 from elastic_slurm.controller.journal import ResizeRow, settle
 from elastic_slurm.controller.observe import held_nodes
-from elastic_slurm.errors import SlurmCommandError
+from elastic_slurm.errors import SlurmCommandError, SlurmUnavailableError
 from elastic_slurm.model.snapshot import JobState
 from elastic_slurm.protocol.jobdir import JobDir
 
@@ -169,6 +169,8 @@ def run(args: argparse.Namespace) -> int:
             {"state": r.state, "nodes": list(r.nodes), "start_s": r.start_s, "end_s": r.end_s}
             for r in slurm.allocation_history(job.job_id)
         ]
+    except SlurmUnavailableError:
+        raise  # slurmctld did not answer: an outage, said as one (exit 1)
     except SlurmCommandError:
         sizes = []  # no accounting on this site
     if args.json:

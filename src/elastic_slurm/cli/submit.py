@@ -12,7 +12,7 @@ from elastic_slurm import api
 from elastic_slurm.adapter.factory import job_python, slurm_for
 from elastic_slurm.config import load_site
 from elastic_slurm.jobspec import load_spec
-from elastic_slurm.protocol.address import default_address
+from elastic_slurm.protocol.address import controller_url
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -103,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
         output=spec.output,
         sized_by=sized_by,
         python=job_python(site),
-        controller=f"http://{default_address(site)}",  # where the site's controller listens
+        controller=controller_url(site),  # where the site's controller listens
     )
     if args.json:
         print(

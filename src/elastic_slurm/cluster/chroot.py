@@ -54,7 +54,6 @@ PACKAGES: tuple[str, ...] = (
     "python3-tenacity",
     "python3-rich",
     "python3-flask",
-    "python3-waitress",
     "python3-requests",
     "iproute2",
     "procps",

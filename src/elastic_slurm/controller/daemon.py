@@ -238,6 +238,8 @@ class Controller:
         self._last_sizes: list[tuple[int, str, tuple[str, ...]]] | None = None
         #: What the first cycle did about resizes a previous controller left open.
         self.recovery: list[str] = []
+        #: Slurm's jobs by id as the last cycle saw them (``None`` before the first).
+        self.observed_jobs: dict[int, SlurmJob] | None = None
         self._skips = _Skips(self.journal)
         self._graces: dict[int, str] = {}  # job -> what was said about its grace period
         self._held_before: dict[int, tuple[str, ...]] | None = None
@@ -293,6 +295,7 @@ class Controller:
             if self.recovery:
                 listed = self._screen(self._slurm.jobs())
         jobs = {j.job_id: j for j in listed}
+        self.observed_jobs = jobs  # the protocol server's view of who owns which job
         held = held_nodes(listed)
         ours |= set(self.actuator.in_flight)
         finished = self._poll(jobs)  # the actuator counts the resizes it closes (metrics)

@@ -15,8 +15,6 @@ import sys
 import time
 from typing import IO
 
-from pythonjsonlogger.json import JsonFormatter
-
 #: The levels an operator can choose, as the site config spells them.
 LEVELS = ("debug", "info", "warning", "error")
 #: The formats an operator can choose.
@@ -36,6 +34,8 @@ def formatter(fmt: str) -> logging.Formatter:
     if fmt == "text":
         return logging.Formatter(_TEXT)
     if fmt == "json":
+        from pythonjsonlogger.json import JsonFormatter  # only the controller's service needs it
+
         out = JsonFormatter(
             "%(asctime)s %(levelname)s %(name)s %(message)s",
             rename_fields={"asctime": "time", "levelname": "level", "name": "logger"},

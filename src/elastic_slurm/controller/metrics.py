@@ -12,7 +12,16 @@ for counters.
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+try:
+    from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+except ImportError:  # a job's node without it (a flavour's chroot): recording does nothing
+    from elastic_slurm.controller._nometrics import (  # type: ignore[assignment]
+        CollectorRegistry,
+        Counter,
+        Gauge,
+        Histogram,
+        start_http_server,
+    )
 
 #: The registry of the controller's metrics.
 REGISTRY = CollectorRegistry(auto_describe=True)

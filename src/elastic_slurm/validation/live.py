@@ -30,7 +30,7 @@ from elastic_slurm.controller.journal import Journal
 from elastic_slurm.errors import ElasticSlurmError, InvalidRequest
 from elastic_slurm.model.request import ElasticRequest, JobKind
 from elastic_slurm.model.snapshot import JobState
-from elastic_slurm.protocol.address import default_address
+from elastic_slurm.protocol.address import controller_url
 from elastic_slurm.resources import example
 from elastic_slurm.validation.compare import JobTimes, RunTimes
 from elastic_slurm.validation.mapping import Slice, TraceJob
@@ -229,7 +229,7 @@ def run_live(
             "itself (cancel them, or wait)"
         )
     journal, log = out_dir / "journal.sqlite", out_dir / "controller.log"
-    url = f"http://{default_address(site)}"
+    url = controller_url(site)
     argv = [sys.executable, "-m", "elastic_slurm", "--site", site.source or site.name]
     argv += ["controller", "run", "--policy", policy, "--journal", str(journal)]
     with open(log, "w") as fh:
