@@ -26,14 +26,15 @@ def test_soak_8_nodes_5_minutes(tmp_path):
     out = tmp_path / "soak"
     run = subprocess.run(
         [sys.executable, "-m", "elastic_slurm.soak", "--nodes", "8", "--minutes", "5"]
-        + ["--jobs", "30", "--out", str(out), "--json"],
+        + ["--jobs", "30", "--out", str(out)],
         capture_output=True,
         text=True,
         timeout=2300,
     )
-    assert run.stdout.strip(), f"no result; stderr:\n{run.stderr[-4000:]}"
-    result = json.loads(run.stdout)
-    detail = f"{json.dumps(result, indent=1)[-6000:]}\nstderr:\n{run.stderr[-3000:]}"
+    (out / "table.md").write_text(run.stdout)
+    assert (out / "soak.json").exists(), f"no result; stderr:\n{run.stderr[-4000:]}"
+    result = json.loads((out / "soak.json").read_text())
+    detail = f"{run.stdout}\nstderr:\n{run.stderr[-3000:]}"
     assert [f["name"] for f in result["faults"]] == list(FAULTS)
     assert all(f["injected"] for f in result["faults"]), detail
     assert result["jobs"]["completed"] > 0, detail

@@ -84,6 +84,25 @@ def count_jobs(states: dict[int, str], job_ids: list[int], unfinished: set[int])
     return JobCount(tuple(completed), lost)
 
 
+def why_failed(output: Path, width: int = 160) -> str:
+    r"""The last line of a job's output that names an error (``""`` if none or unreadable).
+
+    >>> import tempfile
+    >>> p = Path(tempfile.mkdtemp()) / "7.out"
+    >>> _ = p.write_text("ok\nValueError: save_state: 1 of 2 ranks failed\nmpirun: bye\n")
+    >>> why_failed(p)
+    'ValueError: save_state: 1 of 2 ranks failed'
+    """
+    try:
+        lines = output.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    for line in reversed(lines):
+        if "Error" in line or "error:" in line:
+            return line.strip()[:width]
+    return ""
+
+
 @dataclass(frozen=True)
 class ResizeCount:
     """Resizes from the journal: done, rolled back (by outcome), lost (still open)."""

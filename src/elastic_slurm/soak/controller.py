@@ -101,6 +101,10 @@ class ControllerProcess:
     unexpected_exits: list[int] = field(default_factory=list)
     #: the highest VmHWM seen over every incarnation (bytes)
     peak_rss: int = 0
+    #: starts that failed (it exited, or did not serve in time)
+    failed_starts: int = 0
+    #: when it was last started (``time.monotonic()``)
+    last_start: float = 0.0
     #: per incarnation, the last cycle-time buckets scraped
     cycle_buckets: list[dict[float, float]] = field(default_factory=list)
     proc: subprocess.Popen[bytes] | None = None
@@ -124,6 +128,7 @@ class ControllerProcess:
         offset = self.log.stat().st_size if self.log.exists() else 0
         with open(self.log, "ab") as fh:
             self.proc = subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT)
+        self.last_start = time.monotonic()
         self.cycle_buckets.append({})
         deadline = time.monotonic() + timeout_s
         while True:
@@ -132,8 +137,14 @@ class ControllerProcess:
                 if _STARTED.encode() in fh.read():
                     return
             if self.proc.poll() is not None:
+                self.proc = None
+                self.failed_starts += 1
                 raise ControllerError(f"the controller exited at start; see {self.log}")
             if time.monotonic() > deadline:
+                self.proc.kill()
+                self.proc.wait()
+                self.proc = None
+                self.failed_starts += 1
                 raise ControllerError(f"the controller did not start in {timeout_s:g} s")
             time.sleep(0.2)
 

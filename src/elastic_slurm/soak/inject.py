@@ -133,6 +133,8 @@ class Injector:
         self.bait = misbehave.bait(out_dir)
         #: the controller is down on purpose (do not restart it behind the fault's back)
         self.controller_held = False
+        #: slurmctld is down on purpose (the soak's own calls to Slurm wait)
+        self.slurmctld_down = False
         self._hostile: dict[str, int] = {}
         self._slurmd: str | None = None
         self._health: list[float | None] = []
@@ -261,6 +263,7 @@ class Injector:
     def _slurmctld_outage(self, rec: FaultRecord, now_s: float) -> None:
         if not rec.injected:
             self.daemons.kill("slurmctld", signal.SIGTERM)
+            self.slurmctld_down = True
             rec.injected = True
             rec.notes.append(f"slurmctld stopped at t={now_s:.0f} s")
             return
@@ -268,6 +271,7 @@ class Injector:
             alive = self.controller.alive()
             rec.notes.append(f"controller {'alive' if alive else 'DEAD'} at the outage's end")
             self.daemons.start("slurmctld")
+            self.slurmctld_down = False
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline:
                 res = self.slurm.transport.run(["scontrol", "ping"], timeout_s=10)

@@ -37,6 +37,8 @@ class SoakResult:
     unexpected_exits: list[int]
     faults: list[FaultRecord]
     submit_retries: int = 0
+    failed_starts: int = 0
+    lost_reasons: dict[int, str] = field(default_factory=dict)  # job id -> its output's error
     wall_s: float = 0.0
     notes: list[str] = field(default_factory=list)
 
@@ -127,13 +129,18 @@ def table(r: SoakResult) -> str:
             if r.idle_cpu_pct is None
             else f"{r.idle_cpu_pct:.1f} % of one core over {r.idle_window_s:g} s",
         ),
-        ("controller SIGKILLs / unasked exits", f"{r.kills} / {len(r.unexpected_exits)}"),
+        (
+            "controller SIGKILLs / unasked exits / failed starts",
+            f"{r.kills} / {len(r.unexpected_exits)} / {r.failed_starts}",
+        ),
     ]
     for f in r.faults:
         verdict = "not injected" if not f.injected else ("held" if f.ok else "DID NOT HOLD")
         rows.append(
             (f"fault {f.fault.name} (t={f.fault.at_s:.0f} s)", f"{verdict}: {'; '.join(f.notes)}")
         )
+    for job_id, why in r.lost_reasons.items():
+        rows.append((f"lost job {job_id}", why))
     width = max(len(k) for k, _ in rows)
     lines = [f"| {'':{width}} | |", f"|{'-' * (width + 2)}|---|"]
     lines += [f"| {k:{width}} | {v.replace('|', '/')} |" for k, v in rows]

@@ -35,6 +35,9 @@ from elastic_slurm.soak.workload import Replay, plan, wait_s
 
 Say = Callable[[str], None]
 
+#: ``sacct`` states of a job that has not ended.
+_NOT_ENDED = {"PENDING", "RUNNING", "REQUEUED", "RESIZING", "SUSPENDED", "COMPLETING"}
+
 #: The soak's own site config.
 SOAK_SITE = Path(__file__).resolve().parents[3] / "site_configs" / "soak.yaml"
 
@@ -125,6 +128,11 @@ def soak(
         )
         trace_ids = list(replay.job_ids.values())
         counted = accounting.count_jobs(states, trace_ids, unfinished & set(trace_ids))
+        reasons = {
+            j: why
+            for j in counted.lost
+            if (why := accounting.why_failed(out_dir / "jobs" / f"{j}.out"))
+        }
         misbehaving = {j: states.get(j, "unknown") for j in injector.misbehaving_jobs}
     finally:
         ctl.stop()
@@ -152,6 +160,8 @@ def soak(
         unexpected_exits=ctl.unexpected_exits,
         faults=injector.records,
         submit_retries=replay.retries,
+        failed_starts=ctl.failed_starts,
+        lost_reasons=reasons,
         wall_s=time.monotonic() - started,
     )
     (out_dir / "soak.json").write_text(json.dumps(result.to_json(), indent=1, default=str))
@@ -159,14 +169,17 @@ def soak(
 
 
 def _keep_alive(ctl: ControllerProcess, injector: Injector, say: Say) -> None:
-    """Start the controller again if it exited unasked (the exit is recorded)."""
-    if injector.controller_held or ctl.alive():
+    """Start the controller again if it is not running and the soak did not stop it.
+
+    As its service manager would: at most every 10 seconds; its exits are recorded.
+    """
+    if injector.controller_held or ctl.alive() or time.monotonic() - ctl.last_start < 10:
         return
-    say(f"the controller exited unasked (status {ctl.unexpected_exits[-1]}); starting it again")
+    say("the controller is not running (it exited unasked); starting it again")
     try:
         ctl.start()
     except ControllerError as exc:
-        say(f"  restart failed: {exc}; trying again")
+        say(f"  {exc}; trying again in 10 s")
 
 
 def _drive(
@@ -184,15 +197,19 @@ def _drive(
     live: dict[int, tuple[str, ...]] = {}
     while True:
         now = time.monotonic() - t0
-        replay.tick(now)
+        if not injector.slurmctld_down:
+            # during the outage the soak's own submissions wait, as a user's would
+            replay.tick(now)
         injector.tick(now)
         _keep_alive(ctl, injector, say)
         ours = set(replay.job_ids.values()) | set(injector.misbehaving_jobs)
-        try:
-            live = accounting.live_jobs(slurm)
-            seen = True
-        except ElasticSlurmError:
-            seen = False  # Slurm does not answer: nothing is known to have ended
+        seen = False
+        if not injector.slurmctld_down:
+            try:
+                live = accounting.live_jobs(slurm)
+                seen = True
+            except ElasticSlurmError:
+                pass  # Slurm does not answer: nothing is known to have ended
         if now - last_sample >= 5:
             ctl.sample()
             last_sample = now
@@ -206,12 +223,16 @@ def _drive(
             )
             last_note = now
         if replay.done and injector.over and seen and not ours & set(live):
-            say(f"t={now:5.0f} s: every job has ended")
-            return set()
+            # an empty queue may be a slurmctld that did not answer: accounting must agree
+            states = accounting.final_states(slurm, sorted(ours))
+            if set(states) == ours and not set(states.values()) & _NOT_ENDED:
+                say(f"t={now:5.0f} s: every job has ended")
+                return set()
         if now > window_s + drain_s:
             left = sorted(ours & set(live))
             say(f"t={now:5.0f} s: giving up on jobs {left}; cancelling them")
-            slurm.cancel(*left)
+            if left:
+                slurm.cancel(*left)
             return set(left)
         time.sleep(wait_s(replay, now))
 
