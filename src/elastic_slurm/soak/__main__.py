@@ -18,7 +18,7 @@ from elastic_slurm.errors import ElasticSlurmError
 def parser() -> argparse.ArgumentParser:
     """The command's arguments."""
     from elastic_slurm.soak.run import SOAK_SITE
-    from elastic_slurm.soak.workload import DEFAULT_TRACE
+    from elastic_slurm.soak.schedule import FAULTS
 
     p = argparse.ArgumentParser(
         prog="python -m elastic_slurm.soak",
@@ -30,11 +30,15 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--minutes", type=float, default=30.0, help="window of arrivals (default 30)")
     p.add_argument("--jobs", type=int, help="trace jobs (default: 10 a minute)")
     p.add_argument("--site", type=Path, default=SOAK_SITE, help="site config (soak.yaml)")
-    p.add_argument("--trace", type=Path, default=DEFAULT_TRACE, help="SWF trace")
+    p.add_argument("--trace", type=Path, help="SWF trace (default: SDSC-SP2, shared workloads)")
     p.add_argument("--policy", help="policy (default: the site config's, pending_first)")
     p.add_argument("--out", type=Path, help="output directory (journal, logs, soak.json)")
     p.add_argument("--drain-minutes", type=float, help="wait for the jobs after the window")
     p.add_argument("--idle-seconds", type=float, help="idle CPU window (default 60, 20 if short)")
+    p.add_argument(
+        "--faults",
+        help=f"comma-separated faults to inject (default all: {','.join(FAULTS)})",
+    )
     p.add_argument("--keep-cluster", action="store_true", help="leave the soak cluster up")
     p.add_argument("--json", action="store_true", help="print soak.json instead of the table")
     return p
@@ -45,7 +49,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     from elastic_slurm.soak.report import failures, table
     from elastic_slurm.soak.run import default_out_dir, soak
+    from elastic_slurm.soak.schedule import FAULTS
+    from elastic_slurm.soak.workload import default_trace
 
+    only = None
+    if args.faults:
+        only = tuple(f.strip() for f in args.faults.split(",") if f.strip())
+        unknown = sorted(set(only) - set(FAULTS))
+        if unknown:
+            print(f"soak: unknown fault(s) {unknown}; known: {', '.join(FAULTS)}", file=sys.stderr)
+            return 2
     out = args.out or default_out_dir()
     short = args.minutes < 30
     try:
@@ -55,10 +68,11 @@ def main(argv: list[str] | None = None) -> int:
             window_s=60.0 * args.minutes,
             jobs=args.jobs or max(10, round(10 * args.minutes)),
             out_dir=out,
-            trace=args.trace,
+            trace=args.trace or default_trace(),
             policy=args.policy,
             drain_s=None if args.drain_minutes is None else 60.0 * args.drain_minutes,
             idle_window_s=args.idle_seconds or (20.0 if short else 60.0),
+            only=only,
             keep_cluster=args.keep_cluster,
             say=lambda line: print(line, file=sys.stderr, flush=True),
         )

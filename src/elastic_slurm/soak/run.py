@@ -53,10 +53,13 @@ def soak(
     policy: str | None = None,
     drain_s: float | None = None,
     idle_window_s: float = 30.0,
+    only: tuple[str, ...] | None = None,
     keep_cluster: bool = False,
     say: Say = print,
 ) -> SoakResult:
     """Run a soak and return what it measured (see the module docstring).
+
+    ``only`` keeps the faults of those names (``None``: all of them).
 
     Raises
     ------
@@ -70,7 +73,7 @@ def soak(
     started = time.monotonic()
     site = load_site(str(site_file))
     policy = policy or site.controller.policy.name
-    faults = fault_schedule(window_s)
+    faults = tuple(f for f in fault_schedule(window_s) if only is None or f.name in only)
     slice_ = plan(trace, nodes=nodes, window_s=window_s, jobs=jobs)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "jobs").mkdir(exist_ok=True)

@@ -23,8 +23,15 @@ from elastic_slurm.validation.mapping import Slice, TraceJob, slice_trace
 
 log = logging.getLogger(__name__)
 
-#: The trace the soak replays by default.
-DEFAULT_TRACE = Path("/work/shared/workloads/SDSC-SP2-1998-4.2-cln.swf.gz")
+
+def default_trace() -> Path:
+    """The trace a soak replays by default: SDSC-SP2 from the shared workloads.
+
+    ``ELASTIC_SLURM_WORKLOADS`` overrides the folder, as for ``elastic-slurm validate``.
+    """
+    from elastic_slurm.simulator.repro.ghafoor import trace_dir
+
+    return trace_dir() / "SDSC-SP2-1998-4.2-cln.swf.gz"
 
 
 def plan(trace: Path, *, nodes: int, window_s: float, jobs: int, first: int = 0) -> Slice:
