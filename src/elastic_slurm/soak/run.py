@@ -235,7 +235,10 @@ def _drive(
             left = sorted(ours & set(live))
             say(f"t={now:5.0f} s: giving up on jobs {left}; cancelling them")
             if left:
-                slurm.cancel(*left)
+                try:
+                    slurm.cancel(*left)
+                except ElasticSlurmError as exc:
+                    say(f"  cancelling failed: {exc}")
             return set(left)
         time.sleep(wait_s(replay, now))
 
