@@ -78,7 +78,6 @@ def soak(
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "jobs").mkdir(exist_ok=True)
     cluster = LocalCluster(site, progress=say)
-    cluster.up(nodes)
     slurm = slurm_for(site)
     url = f"http://{default_address(site)}"
     python = job_python(site)
@@ -89,6 +88,7 @@ def soak(
         out_dir / "controller.log",
         site.controller.metrics_address,
     )
+    cluster.up(nodes)  # a failed start takes down what it started
     try:
         ctl.start()
         say(
