@@ -1,6 +1,6 @@
 """The site soak, short: 8 nodes, 5 minutes of arrivals, every fault (``docs/soak.md``).
 
-It runs on a soak cluster of its own (``site_configs/soak.yaml``: its own directories, ports,
+It runs on a soak cluster of its own (``soak/site.yaml``: its own directories, ports,
 bridge and names), not on the shared local cluster, and takes it down at the end. Nothing may
 be lost or leaked, and every scheduled fault must really have been injected.
 """

@@ -1,7 +1,7 @@
 """A site soak with faults: a trace replayed live on a local cluster while things break.
 
 ``python -m elastic_slurm.soak`` (or ``bash scripts/soak.sh``) brings up a local cluster of its
-own (``site_configs/soak.yaml``, beside the default one), starts the controller, replays a
+own (``soak/site.yaml``, beside the default one), starts the controller, replays a
 time-compressed slice of a real trace with real MPI programs (about half of them malleable),
 injects faults on a schedule, and prints what survived (``docs/soak.md``). One concept per
 module:

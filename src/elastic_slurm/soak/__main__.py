@@ -29,7 +29,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--nodes", type=int, default=32, help="slurmd nodes (default 32)")
     p.add_argument("--minutes", type=float, default=30.0, help="window of arrivals (default 30)")
     p.add_argument("--jobs", type=int, help="trace jobs (default: 10 a minute)")
-    p.add_argument("--site", type=Path, default=SOAK_SITE, help="site config (soak.yaml)")
+    p.add_argument("--site", type=Path, default=SOAK_SITE, help="site config (soak/site.yaml)")
     p.add_argument("--trace", type=Path, help="SWF trace (default: SDSC-SP2, shared workloads)")
     p.add_argument("--policy", help="policy (default: the site config's, pending_first)")
     p.add_argument("--out", type=Path, help="output directory (journal, logs, soak.json)")

@@ -1,6 +1,6 @@
 """A soak from start to end: cluster, controller, workload and faults, then the accounting.
 
-1. The soak cluster comes up with ``nodes`` nodes (``site_configs/soak.yaml``: its own
+1. The soak cluster comes up with ``nodes`` nodes (``soak/site.yaml``: its own
    directories, ports, bridge and names, beside the default cluster).
 2. The controller starts (``elastic-slurm controller run``, the site's policy
    ``pending_first``, a journal in the output directory).
@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -38,8 +39,8 @@ Say = Callable[[str], None]
 #: ``sacct`` states of a job that has not ended.
 _NOT_ENDED = {"PENDING", "RUNNING", "REQUEUED", "RESIZING", "SUSPENDED", "COMPLETING"}
 
-#: The soak's own site config.
-SOAK_SITE = Path(__file__).resolve().parents[3] / "site_configs" / "soak.yaml"
+#: The soak's own site config (package data, not in ``site_configs/``: not a site to pick).
+SOAK_SITE = Path(__file__).with_name("site.yaml")
 
 
 def soak(
@@ -139,6 +140,10 @@ def soak(
         misbehaving = {j: states.get(j, "unknown") for j in injector.misbehaving_jobs}
     finally:
         ctl.stop()
+        # the daemons' logs go with `cluster down`: keep a copy beside the journal
+        logs = cluster.layout(nodes).logs
+        if logs.is_dir():
+            shutil.copytree(logs, out_dir / "slurm-logs", dirs_exist_ok=True)
         if not keep_cluster:
             cluster.down()
     resizes = accounting.count_resizes(ctl.journal)
