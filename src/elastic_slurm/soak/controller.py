@@ -177,6 +177,12 @@ class ControllerProcess:
         if buckets:
             self.cycle_buckets[-1] = buckets
 
+    def cycles(self) -> int | None:
+        """Cycles the running incarnation has counted (``None``: its metrics are not served)."""
+        self.sample()
+        last = self.cycle_buckets[-1] if self.proc is not None and self.cycle_buckets else {}
+        return int(max(last.values())) if last else None
+
     def kill(self) -> None:
         """SIGKILL it (after a last sample) and reap it."""
         if self.proc is None:

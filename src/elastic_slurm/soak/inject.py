@@ -139,6 +139,7 @@ class Injector:
         self._slurmd: str | None = None
         self._health: list[float | None] = []
         self._records_at_attack = 0
+        self._cycles_at_attack: int | None = None
 
     # ------------------------------------------------------------------ the loop
     @property
@@ -153,9 +154,14 @@ class Injector:
 
     def tick(self, now_s: float) -> None:
         """Begin what is due, advance what is under way, end what has lasted long enough."""
-        for rec in self.records:
+        for i, rec in enumerate(self.records):
+            earlier = [r for r in self.records[:i] if not r.fault.background]
             try:
-                if rec.state == "waiting" and now_s >= rec.fault.at_s:
+                if (
+                    rec.state == "waiting"
+                    and now_s >= rec.fault.at_s
+                    and (rec.fault.background or all(r.state == "over" for r in earlier))
+                ):
                     rec.state, rec.began_s = "active", now_s
                     rec.ends_s = now_s + rec.fault.duration_s
                     self.say(f"t={now_s:5.0f} s: fault {rec.fault.name}: {rec.fault.what}")
@@ -298,6 +304,7 @@ class Injector:
                 rec.ends_s = now_s + rec.fault.duration_s
                 return  # wait until each job runs and talks to the controller
             self._records_at_attack = journal_size(self.controller.journal)
+            self._cycles_at_attack = self.controller.cycles()
             attacked = 0
             for kind, d in dirs.items():
                 if misbehave.ready(d):
@@ -314,13 +321,20 @@ class Injector:
             return
         answered = [h for h in self._health if h is not None]
         untouched = misbehave.bait_untouched(self.bait)
-        grew = journal_size(self.controller.journal) > self._records_at_attack
         alive = self.controller.alive()
+        cycles = self.controller.cycles()
+        if cycles is not None and self._cycles_at_attack is not None:
+            # the loop's own count (metrics served): it went on cycling
+            grew = cycles > self._cycles_at_attack + 10
+            loop = f"{cycles - self._cycles_at_attack} cycles since the attacks"
+        else:  # no metrics: the journal must have grown (jobs keep coming and going)
+            grew = journal_size(self.controller.journal) > self._records_at_attack
+            loop = f"journal {'grew' if grew else 'DID NOT GROW'} since the attacks"
         rec.notes.append(
             f"bait {'untouched' if untouched else 'CHANGED'}; /health answered "
             f"{len(answered)}/{len(self._health)} probes"
             + (f" (slowest {max(answered):.2f} s)" if answered else "")
-            + f"; journal {'grew' if grew else 'DID NOT GROW'}; controller "
+            + f"; {loop}; controller "
             + ("alive" if alive else "DEAD")
         )
         self._end(rec, untouched and alive and grew and len(answered) == len(self._health))

@@ -2,9 +2,10 @@
 
 The schedule is laid over the workload's window (the time during which trace jobs arrive), as
 fractions of it, so the 5-minute version and the 30-minute one inject the same faults in the
-same order. Durations are those of the 30-minute soak scaled by the window, with a floor that
-keeps each fault long enough to matter (a slurmctld outage shorter than the controller's
-Slurm retry window would not be an outage).
+same order; a fault that is due waits until the one before it is over. Durations are those of
+the 30-minute soak scaled by the window, with a floor that keeps each fault long enough to
+matter (a slurmctld outage shorter than the controller's Slurm retry window would not be an
+outage).
 
 >>> [(f.name, f.at_s, f.duration_s)
 ...  for f in fault_schedule(1800.0)]  # doctest: +NORMALIZE_WHITESPACE
@@ -49,12 +50,16 @@ class Fault:
         back, or how long a misbehaving job runs.
     what
         One line saying what is done.
+    background
+        It runs beside the others (a misbehaving job); every other fault begins only once
+        the faults before it are over, so that one fault's verdict is not another's doing.
     """
 
     name: str
     at_s: float
     duration_s: float
     what: str
+    background: bool = False
 
 
 def _scaled(full_s: float, window_s: float, floor_s: float) -> float:
@@ -78,6 +83,7 @@ def fault_schedule(window_s: float) -> tuple[Fault, ...]:
             0.10 * w,
             _scaled(360.0, w, 60.0),
             "a malleable job whose program never reaches a resize point (grace period 5 s)",
+            background=True,
         ),
         Fault(
             "controller_kill",
