@@ -13,5 +13,6 @@ module:
 * :mod:`.misbehave`: a job that ignores its orders, and hostile job directories;
 * :mod:`.accounting`: jobs, resizes and allocations counted at the end;
 * :mod:`.report`: the table;
-* :mod:`.run`: all of it in order.
+* :mod:`.run`: all of it in order;
+* :mod:`.command`: the command line (``python -m elastic_slurm.soak``).
 """
