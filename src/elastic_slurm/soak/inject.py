@@ -50,6 +50,31 @@ class FaultRecord:
     job_ids: list[int] = field(default_factory=list)
 
 
+def may_begin(records: list[FaultRecord], i: int, now_s: float) -> bool:
+    """Whether fault ``i`` of ``records`` begins at ``now_s`` (seconds into the workload).
+
+    It must be waiting and due, and, unless it runs in the background, every fault before it
+    that does not run in the background must be over.
+
+    >>> from elastic_slurm.soak.schedule import fault_schedule
+    >>> recs = [FaultRecord(f) for f in fault_schedule(300.0)]  # due at 30, 60, 105 s...
+    >>> may_begin(recs, 1, 59.0), may_begin(recs, 1, 60.0)
+    (False, True)
+    >>> recs[0].state = recs[1].state = "active"  # the background job does not hold others
+    >>> may_begin(recs, 2, 200.0)
+    False
+    >>> recs[1].state = "over"
+    >>> may_begin(recs, 2, 200.0)
+    True
+    """
+    rec = records[i]
+    if rec.state != "waiting" or now_s < rec.fault.at_s:
+        return False
+    if rec.fault.background:
+        return True
+    return all(r.state == "over" for r in records[:i] if not r.fault.background)
+
+
 def open_resizes(journal: Path) -> list[tuple[int, int]]:
     """``(job id, seq)`` of the resizes open in ``journal`` (read-only; ``[]`` if none yet)."""
     if not journal.exists():
@@ -155,13 +180,8 @@ class Injector:
     def tick(self, now_s: float) -> None:
         """Begin what is due, advance what is under way, end what has lasted long enough."""
         for i, rec in enumerate(self.records):
-            earlier = [r for r in self.records[:i] if not r.fault.background]
             try:
-                if (
-                    rec.state == "waiting"
-                    and now_s >= rec.fault.at_s
-                    and (rec.fault.background or all(r.state == "over" for r in earlier))
-                ):
+                if may_begin(self.records, i, now_s):
                     rec.state, rec.began_s = "active", now_s
                     rec.ends_s = now_s + rec.fault.duration_s
                     self.say(f"t={now_s:5.0f} s: fault {rec.fault.name}: {rec.fault.what}")
