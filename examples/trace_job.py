@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     if not ec.resumed:
         start, stop = x.rows()
         x.local[:] = np.arange(start, stop, dtype=np.float64)[:, None] / args.rows
-        ec.state.update(done=0.0, steps=0, sizes=[])
+        ec.state.update(done=0.0, steps=0, sizes="")  # state holds scalars only
         if ec.rank == 0:
             began = slurm_start_s()
             ago = max(0.0, time.time() - began) if began is not None else 0.0
@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
             ec.state["done"] = ago * rate(ec.size, args.ref_nodes, max_nodes) / args.runtime_s
             ec.state["launch_s"] = round(ago, 3)
     if ec.rank == 0:
-        ec.state["sizes"] = [*ec.state["sizes"], ec.size]
+        ec.state["sizes"] = f"{ec.state['sizes']},{ec.size}".lstrip(",")
     checksum = None
     while True:
         # rank 0 decides whether to go on and how long this step lasts; every rank sleeps it
@@ -114,14 +114,14 @@ def main(argv: list[str] | None = None) -> int:
             ec.state["done"] += dt * rate(ec.size, args.ref_nodes, max_nodes) / args.runtime_s
             ec.state["steps"] += 1
         if ec.resize_point() and ec.rank == 0:  # the world changed: ec.comm, x.local are new
-            ec.state["sizes"] = [*ec.state["sizes"], ec.size]
+            ec.state["sizes"] = f"{ec.state['sizes']},{ec.size}".lstrip(",")
 
     if ec.rank == 0:
         summary = {
             "runtime_s": args.runtime_s,
             "ref_nodes": args.ref_nodes,
             "steps": ec.state["steps"],
-            "sizes": ec.state["sizes"],
+            "sizes": [int(n) for n in ec.state["sizes"].split(",") if n],
             "resizes": ec.generation,
             "launch_s": ec.state.get("launch_s"),
             "checksum": checksum,

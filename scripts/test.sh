@@ -10,7 +10,7 @@ bash scripts/bootstrap.sh mpi,test
 for wheel in ../shared/wheels/pyslurm-22.5.*.whl; do
     [ -e "$wheel" ] && .venv/bin/python -m pip install -q "$wheel"
 done
-.venv/bin/ruff check src tests examples bench
-.venv/bin/ruff format --check src tests examples bench
+.venv/bin/ruff check src tests examples bench scripts
+.venv/bin/ruff format --check src tests examples bench scripts
 .venv/bin/elastic-slurm cluster up --nodes 4
 exec .venv/bin/python -m pytest --durations=15 "$@"

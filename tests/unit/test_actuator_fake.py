@@ -551,3 +551,30 @@ def test_the_controller_runs_a_real_policy_without_a_cluster(journal, tmp_path) 
     elastic.ack(1, AckStatus.DONE, order.nodes)
     (outcome,) = controller.step().finished
     assert outcome.ok and closed(journal, elastic.id) == ["done"]
+
+
+def test_a_hostile_job_directory_does_not_stop_recovery_for_the_others(
+    slurm, journal, tmp_path
+) -> None:
+    import shutil
+
+    good_dir, bad_dir = tmp_path / "good", tmp_path / "bad"
+    good_dir.mkdir()
+    bad_dir.mkdir()
+    good = Job(slurm, good_dir, nodes=2)
+    bad = Job(slurm, bad_dir, nodes=2)
+    actuator = Actuator(slurm, journal)
+    actuator.apply([Expand(good.id, 1), Expand(bad.id, 1)], jobs(slurm))
+    assert good.order(1) and bad.order(1)
+    # the controller is killed; the bad job's user swaps its orders for a symlink outside
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    shutil.rmtree(bad.dir.path / "orders")
+    (bad.dir.path / "orders").symlink_to(outside)
+    restarted = Actuator(slurm, Journal(journal.path))
+    lines = restarted.recover(slurm.jobs())
+    assert any(f"job {good.id} resize 1" in line and "following it" in line for line in lines)
+    assert any(f"job {bad.id} resize 1" in line and "unusable" in line for line in lines)
+    assert closed(restarted.journal, bad.id) == ["rolled_back"] and len(bad.nodes) == 2
+    assert list(outside.iterdir()) == []
+    assert phase(restarted.journal, good.id) == "awaiting_done"

@@ -510,3 +510,24 @@ def test_a_tag_that_cannot_be_read_leaves_only_its_job_out(
     assert len(slurm.listed[1].nodes) == 1 and len(slurm.listed[2].nodes) == 2
     (skip,) = [r for r in controller.journal.records if r["kind"] == "skipped"]
     assert skip["reason"] == "its elastic tag is unreadable"
+
+
+def test_a_controller_started_during_an_outage_waits_for_slurm(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from elastic_slurm.cli.controller import until_slurm_answers
+    from elastic_slurm.errors import SlurmUnavailableError
+
+    answers = iter([SlurmUnavailableError(["sinfo"], 1, "", "Unable to contact")] * 3 + ["merge"])
+
+    def probe() -> str:
+        answer = next(answers)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    with caplog.at_level(logging.WARNING):
+        assert until_slurm_answers(probe, 0.01) == "merge"
+    said = [r.getMessage() for r in caplog.records]
+    assert sum("unreachable at start-up" in m for m in said) == 1
+    assert sum("reachable again" in m for m in said) == 1

@@ -15,9 +15,11 @@ import contextlib
 import logging
 import signal
 import sqlite3
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
+from typing import TypeVar
 
 from elastic_slurm.adapter.capabilities import cached_probe
 from elastic_slurm.adapter.factory import slurm_for
@@ -27,11 +29,12 @@ from elastic_slurm.controller import metrics
 from elastic_slurm.controller.daemon import Controller
 from elastic_slurm.controller.journal import Journal
 from elastic_slurm.controller.logs import FORMATS, LEVELS, setup_logging
-from elastic_slurm.errors import ConfigError
+from elastic_slurm.errors import ConfigError, SlurmUnavailableError
 from elastic_slurm.plugins.registry import make_policy
 from elastic_slurm.protocol.address import default_address, site_munge_socket
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -93,6 +96,28 @@ def stop_on_signals(controller: Controller) -> Iterator[None]:
             signal.signal(s, h)
 
 
+def until_slurm_answers(call: Callable[[], T], poll_s: float) -> T:
+    """``call()``, asked again every ``poll_s`` seconds while slurmctld does not answer.
+
+    A controller (re)started during an outage waits for Slurm instead of exiting: a service
+    manager would otherwise give up on it after a few restarts. SIGTERM still stops it (there
+    is nothing half-done to finish before the first cycle).
+    """
+    since = None
+    while True:
+        try:
+            result = call()
+        except SlurmUnavailableError as exc:
+            if since is None:
+                since = time.monotonic()
+                log.warning("Slurm unreachable at start-up; waiting for it: %s", exc)
+            time.sleep(poll_s)
+            continue
+        if since is not None:
+            log.warning("Slurm reachable again after %.0f s", time.monotonic() - since)
+        return result
+
+
 def run(args: argparse.Namespace) -> int:
     """Build the controller from the site config and run it; the service's exit status."""
     site = load_site(args.site)
@@ -102,7 +127,10 @@ def run(args: argparse.Namespace) -> int:
     options = c.policy.options if name == c.policy.name else {}
     policy = make_policy(name, options)
     slurm = slurm_for(site)
-    grow_path = cached_probe(slurm.transport, site.name, preference=site.grow_path).grow_path
+    grow_path = until_slurm_answers(
+        lambda: cached_probe(slurm.transport, site.name, preference=site.grow_path).grow_path,
+        c.slurm_outage_poll_s,
+    )
     path = journal_path(args, site)
     try:
         journal = Journal(path)

@@ -28,6 +28,7 @@ from elastic_slurm.cli import (
     run,
     show,
     simulate,
+    soak,
     status,
     submit,
     validate,
@@ -99,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_parser(sub)
     status.add_parser(sub)
     validate.add_parser(sub)
+    soak.add_parser(sub)
     return parser
 
 

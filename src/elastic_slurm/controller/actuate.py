@@ -53,7 +53,12 @@ from elastic_slurm.controller.journal import Journal, ResizeRow
 from elastic_slurm.controller.observe import snapshot
 from elastic_slurm.controller.resize_state import ResizeEvent, ResizePhase, transition
 from elastic_slurm.controller.starts import Starts
-from elastic_slurm.errors import ResizeError, SlurmCommandError, SlurmUnavailableError
+from elastic_slurm.errors import (
+    JobInputError,
+    ResizeError,
+    SlurmCommandError,
+    SlurmUnavailableError,
+)
 from elastic_slurm.model.decisions import Decision, Expand, Shrink, Start
 from elastic_slurm.model.offer import AnswerKind, Offer, final_count
 from elastic_slurm.model.resize_order import AckStatus, ResizeAction, ResizeOrder
@@ -609,8 +614,11 @@ class Actuator:
         * a shrink whose order never reached the job: nothing was done; closed as ``not_sent``.
 
         Then an order found in a running job's directory with no final acknowledgement and no
-        open resize (a journal lost or replaced) is adopted and followed. No order is sent
-        twice: orders are numbered per job, and the job follows each number once.
+        open resize (a journal lost or replaced) is adopted and followed. A job whose directory
+        cannot be read (a symlink, a FIFO, garbage: :class:`JobInputError`) is handled as if no
+        order had reached it, so one hostile directory never stops recovery for the others.
+        No order is sent twice: orders are numbered per job, and the job follows each number
+        once.
 
         Returns
         -------
@@ -634,8 +642,12 @@ class Actuator:
                 say(row.job_id, row.seq, "closed: the job is no longer running")
                 continue
             jobdir = self._jobdir(job)
-            order = jobdir.read_order(row.seq)
-            offer = _standing_offer(jobdir, row.seq)
+            try:
+                order = jobdir.read_order(row.seq)
+                offer = _standing_offer(jobdir, row.seq)
+            except JobInputError as exc:  # its own directory is unusable: its problem alone
+                say(row.job_id, row.seq, f"job directory unusable, taken as never ordered: {exc}")
+                order = offer = None
             if order is not None:
                 self._resume(row, order, jobdir)
                 say(row.job_id, row.seq, f"{row.action} order found in the job; following it")
@@ -678,7 +690,11 @@ class Actuator:
             if not job.workdir or helper_parent(job.name) is not None:
                 continue
             jobdir = self._jobdir(job)
-            order = jobdir.open_order()
+            try:
+                order = jobdir.open_order()
+            except JobInputError as exc:
+                log.warning("recovery: job %d: its orders cannot be read: %s", job.job_id, exc)
+                continue
             if order is None or (job.job_id, order.seq) in known:
                 continue
             seq = order.seq
