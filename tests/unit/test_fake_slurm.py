@@ -109,3 +109,24 @@ def test_unknown_sbatch_options_are_refused() -> None:
     with pytest.raises(SlurmCommandError, match="not available"):
         slurm.sbatch(["--nodes=9"])
     assert slurm.store == {}
+
+
+def test_a_merge_never_brings_nodes_before_the_batch_host() -> None:
+    # Slurm 22.05 moves a job's batch host to its first node after a merge, then refuses the
+    # job's completion from the node its script ran on (seen in the soak): an expander must not
+    # hold a node that comes before the batch host
+    from elastic_slurm.errors import ResizeError
+
+    slurm = FakeSlurm(("n1", "n2", "n3", "n4", "n5"))
+    first = slurm.sbatch(["--nodes=2", "--time=60"])  # n1, n2
+    job = slurm.sbatch(["--nodes=2", "--time=60"])  # n3, n4
+    slurm.cancel(first)  # n1, n2 idle, ahead of job's batch host n3
+    assert slurm.job(job).batch_host == "n3"
+    grown = slurm.grow(job, 1, path="merge")
+    assert grown.added == ("n5",)
+    assert slurm.job(job).batch_host == "n3"
+    with pytest.raises(ResizeError, match="before its batch host n3"):
+        slurm.grow(job, 1, path="merge")  # only n1, n2 are idle now
+    allocations = [args for name, args in slurm.calls if name == "allocate"]
+    assert len(allocations) == 1  # the second grow was refused before asking Slurm
+    assert allocations[0][-1] == ("n1", "n2")  # the first left them out

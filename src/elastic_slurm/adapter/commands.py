@@ -116,6 +116,7 @@ def allocation(
     partition: str | None = None,
     account: str | None = None,
     qos: str | None = None,
+    exclude: Sequence[str] = (),
 ) -> list[str]:
     """An exclusive allocation of ``count`` nodes with no step: an expander or a sibling.
 
@@ -124,7 +125,8 @@ def allocation(
     job's partition, account and QOS to be merged. salloc prints ``Granted job allocation E``
     on standard error, and withdraws the request itself when it is not granted within
     ``immediate_s`` seconds. An expander has ``dependency="expand:<job>"``; a sibling a
-    ``time_limit_min`` no longer than what remains of its job's.
+    ``time_limit_min`` no longer than what remains of its job's. ``exclude``: nodes it must
+    not get (``--exclude``).
     """
     if count < 1:
         raise ValueError(f"an allocation has at least one node, got {count}")
@@ -140,6 +142,8 @@ def allocation(
     ]
     if dependency:
         argv.append(f"--dependency={dependency}")
+    if exclude:
+        argv.append(f"--exclude={','.join(exclude)}")
     if time_limit_min is not None:
         if time_limit_min < 1:
             raise ValueError(f"a time limit is at least 1 minute, got {time_limit_min}")

@@ -511,6 +511,7 @@ class FakeSlurm(SlurmBackend):
         partition: str | None = None,
         account: str | None = None,
         qos: str | None = None,
+        exclude: Sequence[str] = (),
     ) -> int:
         """Grant ``count`` idle nodes at once, or refuse at once (:meth:`SlurmBackend.allocate`).
 
@@ -520,7 +521,7 @@ class FakeSlurm(SlurmBackend):
             Not enough idle nodes, an expander without ``permit_job_expansion``, or an
             expander for a job that is not running; nothing is left queued.
         """
-        self._call("allocate", count, name, dependency)
+        self._call("allocate", count, name, dependency, tuple(exclude))
         why = ""
         if dependency is not None:
             parent = self.store.get(int(dependency.split(":", 1)[1]))
@@ -528,7 +529,7 @@ class FakeSlurm(SlurmBackend):
                 why = "job expansion is not permitted (permit_job_expansion is not set)"
             elif parent is None or not parent.running:
                 why = f"dependency {dependency} names no running job"
-        idle = self._idle()
+        idle = [n for n in self._idle() if n not in set(exclude)]
         if not why and len(idle) < count:
             why = f"only {len(idle)} node(s) are idle"
         if why:

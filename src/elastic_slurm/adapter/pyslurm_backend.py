@@ -972,6 +972,7 @@ class PyslurmBackend(SlurmBackend):
         partition: str | None = None,
         account: str | None = None,
         qos: str | None = None,
+        exclude: Sequence[str] = (),
     ) -> int:
         """``salloc --no-shell --exclusive`` (delegated; see :meth:`SlurmBackend.allocate`)."""
         return self.cli.allocate(
@@ -983,4 +984,5 @@ class PyslurmBackend(SlurmBackend):
             partition=partition,
             account=account,
             qos=qos,
+            exclude=exclude,
         )

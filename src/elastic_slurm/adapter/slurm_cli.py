@@ -336,6 +336,7 @@ class SlurmCLI(SlurmBackend):
         partition: str | None = None,
         account: str | None = None,
         qos: str | None = None,
+        exclude: Sequence[str] = (),
     ) -> int:
         """``salloc --no-shell --exclusive`` (see :meth:`SlurmBackend.allocate`)."""
         argv = commands.allocation(
@@ -347,6 +348,7 @@ class SlurmCLI(SlurmBackend):
             partition=partition,
             account=account,
             qos=qos,
+            exclude=exclude,
         )
         res = self.transport.run(argv, timeout_s=immediate_s + 30)
         job_id, granted = parse.parse_salloc_job_id(res.stderr)
