@@ -578,3 +578,23 @@ def test_a_hostile_job_directory_does_not_stop_recovery_for_the_others(
     assert closed(restarted.journal, bad.id) == ["rolled_back"] and len(bad.nodes) == 2
     assert list(outside.iterdir()) == []
     assert phase(restarted.journal, good.id) == "awaiting_done"
+
+
+def test_a_grant_slurm_cannot_give_is_not_asked_again_every_cycle(journal, tmp_path) -> None:
+    # only nodes ahead of the job's batch host are idle: the merge refuses at once, and the
+    # controller leaves the job alone for offer_cooldown_s instead of retrying each cycle
+    small = FakeSlurm(("n1", "n2", "n3", "n4"))
+    first = small.sbatch(["--nodes=2", "--time=60"])
+    job = Job(small, tmp_path, nodes=2, lo=1, hi=4)  # n3, n4
+    small.cancel(first)
+    controller = Controller(
+        small, Scripted([Expand(job.id, 1, "grow")]), journal, min_resize_interval_s=0.0
+    )
+    for _ in range(5):
+        controller.step()
+    failed = [r for r in journal.records if r["kind"] == "outcome" and r.get("ok") is False]
+    assert len(failed) == 1 and "before its batch host" in failed[0]["message"]
+    controller.actuator.failed_grants[job.id] -= controller.offer_cooldown_s  # time passes
+    controller.step()
+    failed = [r for r in journal.records if r["kind"] == "outcome" and r.get("ok") is False]
+    assert len(failed) == 2

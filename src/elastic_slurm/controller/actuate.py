@@ -184,6 +184,9 @@ class Actuator:
         self.resize_timeout_s = resize_timeout_s
         self.in_flight: dict[int, Resize] = {}
         self.outcomes: list[ResizeOutcome] = []
+        #: When each job's last expansion was not granted (epoch seconds): the daemon leaves
+        #: the job alone for a while instead of asking Slurm again every cycle.
+        self.failed_grants: dict[int, float] = {}
         self.starts = Starts(slurm, journal)
 
     # ------------------------------------------------------------------ decisions
@@ -368,6 +371,7 @@ class Actuator:
             )
         except ResizeError as exc:
             log.warning("job %d: expansion by %d failed: %s", job.job_id, d.count, exc)
+            self.failed_grants[job.job_id] = time.time()
             transition(ResizePhase.GRANTING, ResizeEvent.ABORTED)
             self._close_row(job.job_id, seq, "expand", "failed", {})
             self.journal.write(

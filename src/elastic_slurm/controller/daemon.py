@@ -591,8 +591,9 @@ class Controller:
     def _busy(self, jobs: dict[int, SlurmJob]) -> set[int]:
         """Jobs the policy must leave alone now.
 
-        Those resizing, resized or started too recently, that declined an offer lately, or
-        that someone else resized (lately, or under way).
+        Those resizing, resized or started too recently, that declined an offer lately, whose
+        last expansion Slurm did not grant lately (``offer_cooldown_s``), or that someone else
+        resized (lately, or under way).
         """
         now = time.time()
         recent = {o.job_id: o.finished_at for o in self.actuator.outcomes}
@@ -602,6 +603,9 @@ class Controller:
             o.job_id
             for o in self.actuator.outcomes
             if o.declined and now - o.finished_at < self.offer_cooldown_s
+        }
+        busy |= {
+            j for j, t in self.actuator.failed_grants.items() if now - t < self.offer_cooldown_s
         }
         busy |= {j for j, t in self.manual.items() if now - t < self.manual_hold_s}
         busy |= self._foreign
