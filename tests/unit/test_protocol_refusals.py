@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from elastic_slurm.controller import metrics
 from elastic_slurm.errors import JobInputError
-from elastic_slurm.protocol.gateway import Gateway, JobRecord
+from elastic_slurm.protocol.gateway import Gateway, JobRecord, ProtocolError
 from elastic_slurm.protocol.identity import IdentityError
 from elastic_slurm.protocol.jobdir import JobDir
 from elastic_slurm.protocol.server import ProtocolServer
@@ -369,6 +369,24 @@ def test_the_controller_s_observation_spares_slurm(tmp_path: Path) -> None:
     assert lookup(12) == JobRecord(12, "alice", str(tmp_path), True)
     assert lookup(13) is None and asked == [13]  # not seen (yet): Slurm is asked
     assert observed_lookup(lambda: None, slurm)(12) is None and asked == [13, 12]
+    # seen pending in the last cycle, running now (it registers as it starts): Slurm is asked
+    seen[14] = SimpleNamespace(
+        job_id=14, user="alice", workdir=str(tmp_path), model_state=JobState.PENDING
+    )
+    assert lookup(14) is None and asked == [13, 12, 14]
+
+
+def test_a_job_seen_pending_is_looked_up_again_within_a_second(tmp_path: Path) -> None:
+    # the soak lost four jobs whose registration was refused "not running" for 5 s
+    now = [0.0]
+    record = JobRecord(12, "alice", str(tmp_path), False)
+    gateway = Gateway(lambda job_id: record, verify=verify, clock=lambda: now[0])
+    with pytest.raises(ProtocolError) as refused:
+        gateway.record(12)
+    assert refused.value.status == 409
+    record = JobRecord(12, "alice", str(tmp_path), True)
+    now[0] = 1.5
+    assert gateway.record(12).running
 
 
 json_values = st.recursive(
@@ -481,3 +499,20 @@ def test_an_unusable_secret_file_or_a_failure_is_an_answer(setup, monkeypatch, c
     monkeypatch.setattr(JobDir, "read_order", hostile)
     r = requests.get(f"{srv.url}/v1/jobs/12/next?seq=1", headers=headers, timeout=5)
     assert r.status_code == 422 and "orders: a symbolic link" in r.json()["error"]
+
+
+def test_a_job_that_registers_as_it_starts_is_answered_once_running(setup) -> None:
+    from elastic_slurm.protocol.client import ControllerClient
+
+    srv, _, lookups = setup
+    lookups.jobs[12] = JobRecord(12, "alice", lookups.jobs[12].workdir, False)  # still pending
+
+    def start() -> None:
+        time.sleep(0.5)
+        lookups.jobs[12] = JobRecord(12, "alice", lookups.jobs[12].workdir, True)
+
+    threading.Thread(target=start, daemon=True).start()
+    client = ControllerClient(
+        srv.url, 12, SECRET, retry_s=10.0, credential=lambda digest: f"alice:{digest}"
+    )
+    assert client.register(2, ["n1", "n2"])["registered"] is True

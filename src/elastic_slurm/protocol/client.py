@@ -48,6 +48,10 @@ class _Unavailable(Exception):
     """A retryable failure (no answer, or a 5xx)."""
 
 
+class _NotRunningYet(_Unavailable):
+    """409 "not running": retried (the controller's view lags a start), then a refusal."""
+
+
 class ControllerClient:
     """Talks to the controller on behalf of job ``job_id``.
 
@@ -145,12 +149,17 @@ class ControllerClient:
                 answer = {"error": r.text[:200]}
             if not isinstance(answer, dict):
                 answer = {"error": str(answer)[:200]}
+            if r.status_code == 409 and "is not running" in str(answer.get("error", "")):
+                # the controller's view lags the job's start by up to a cycle: ask again
+                raise _NotRunningYet(str(answer.get("error")))
             if r.status_code >= 400:
                 raise RefusedError(r.status_code, str(answer.get("error", answer)))
             return answer
 
         try:
             return once()
+        except _NotRunningYet as exc:
+            raise RefusedError(409, str(exc)) from exc
         except _Unavailable as exc:
             raise ConnectionError(str(exc)) from exc
 

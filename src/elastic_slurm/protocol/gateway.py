@@ -56,6 +56,8 @@ RECORD_TTL_S = 30.0
 #: How long (seconds) "no such job" or "not running" is remembered: a flood of messages about
 #: unknown jobs costs at most one lookup per job per this many seconds.
 NEGATIVE_TTL_S = 5.0
+#: How long (seconds) "not running" is remembered: a job registers as soon as it starts.
+NOT_RUNNING_TTL_S = 1.0
 #: How long (seconds) a failed lookup (Slurm did not answer) is remembered: 503 meanwhile.
 ERROR_TTL_S = 1.0
 #: How many job records are cached at most (the oldest go first).
@@ -230,8 +232,12 @@ class Gateway:
             log.warning("protocol: looking up job %d failed: %s", job_id, exc)
             found, ttl = str(exc)[:300] or type(exc).__name__, ERROR_TTL_S
         else:
-            running = found is not None and found.running
-            ttl = self.record_ttl_s if running else self.negative_ttl_s
+            if found is None:
+                ttl = self.negative_ttl_s
+            elif found.running:
+                ttl = self.record_ttl_s
+            else:  # pending a moment ago: it may be starting, so ask again soon
+                ttl = min(self.negative_ttl_s, NOT_RUNNING_TTL_S)
         entry = (found, self.clock() + ttl)
         with self._cache_lock:
             self._records[job_id] = entry

@@ -139,14 +139,18 @@ def observed_lookup(
     latest
         The jobs the controller saw in its last cycle (by id), or ``None`` before the first.
     fallback
-        Asked for a job the observation does not have (one that started since), e.g.
-        :func:`slurm_lookup`.
+        Asked for a job the observation does not have or did not see running (one that
+        started since), e.g. :func:`slurm_lookup`.
     """
 
     def lookup(job_id: int) -> JobRecord | None:
         jobs = latest()
         job = jobs.get(job_id) if jobs is not None else None
-        return _record(job) if job is not None else fallback(job_id)
+        if job is not None and job.model_state is JobState.RUNNING:
+            return _record(job)
+        # unknown to the last cycle, or not running then: a job that just started registers
+        # before the next cycle sees it running, so Slurm itself is asked (and cached)
+        return fallback(job_id)
 
     return lookup
 
