@@ -90,6 +90,23 @@ class ResizeRow:
     by: str = "policy"
 
 
+def _values(row: ResizeRow) -> tuple[object, ...]:
+    """A resize row's values in the order the ``INSERT``s name its columns."""
+    return (
+        row.job_id,
+        row.seq,
+        row.action,
+        row.phase,
+        json.dumps(list(row.before)),
+        json.dumps(list(row.target)),
+        row.decided_at,
+        row.reason,
+        json.dumps(row.phases_s),
+        row.helper,
+        row.by,
+    )
+
+
 class Journal:
     """The journal in the SQLite file ``path`` (created with its directory); ``None``: in memory.
 
@@ -166,19 +183,7 @@ class Journal:
             self._db.execute(
                 "INSERT INTO resizes (job_id, seq, action, phase, before, target, decided_at,"
                 " reason, phases_s, helper, requested_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    row.job_id,
-                    row.seq,
-                    row.action,
-                    row.phase,
-                    json.dumps(list(row.before)),
-                    json.dumps(list(row.target)),
-                    row.decided_at,
-                    row.reason,
-                    json.dumps(row.phases_s),
-                    row.helper,
-                    row.by,
-                ),
+                _values(row),
             )
 
     def update_resize(
@@ -247,20 +252,7 @@ class Journal:
                 "INSERT INTO resizes (job_id, seq, action, phase, before, target, decided_at,"
                 " reason, phases_s, helper, requested_by, open, outcome, closed_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 'observed', ?)",
-                (
-                    row.job_id,
-                    row.seq,
-                    row.action,
-                    row.phase,
-                    json.dumps(list(row.before)),
-                    json.dumps(list(row.target)),
-                    row.decided_at,
-                    row.reason,
-                    json.dumps(row.phases_s),
-                    row.helper,
-                    row.by,
-                    row.closed_at if row.closed_at is not None else time.time(),
-                ),
+                (*_values(row), row.closed_at if row.closed_at is not None else time.time()),
             )
 
     def has_resize(self, job_id: int, seq: int) -> bool:

@@ -26,6 +26,7 @@ from elastic_slurm.soak import misbehave
 from elastic_slurm.soak.controller import ControllerError, ControllerProcess
 from elastic_slurm.soak.daemons import Daemons
 from elastic_slurm.soak.schedule import Fault
+from elastic_slurm.waiting import DeadlineExceeded, wait_for
 
 log = logging.getLogger(__name__)
 Say = Callable[[str], None]
@@ -298,13 +299,17 @@ class Injector:
             rec.notes.append(f"controller {'alive' if alive else 'DEAD'} at the outage's end")
             self.daemons.start("slurmctld")
             self.slurmctld_down = False
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline:
-                res = self.slurm.transport.run(["scontrol", "ping"], timeout_s=10)
-                if "is UP" in res.stdout:
-                    break
-                time.sleep(1)
-            else:
+            try:
+                wait_for(
+                    lambda: (
+                        "is UP"
+                        in self.slurm.transport.run(["scontrol", "ping"], timeout_s=10).stdout
+                    ),
+                    timeout_s=60,
+                    what="slurmctld to answer after its restart",
+                    interval_s=0.5,
+                )
+            except DeadlineExceeded:
                 self._end(rec, False, "slurmctld did not answer within 60 s of its restart")
                 return
             self._end(rec, alive, "slurmctld started again and answers")
