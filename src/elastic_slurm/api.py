@@ -1,21 +1,31 @@
-"""Submit elastic jobs from Python: validate the request against the site, then hand it to Slurm.
+"""Submit elastic jobs: validate the request against the site, then hand it to Slurm.
 
-``submit`` refuses what Slurm would accept but never run (more nodes than the partition has:
-Slurm 22.05 queues such a job forever with reason ``PartitionConfig``) and programs that do
-not exist, before anything reaches Slurm.
+This is the layer under both ``elastic-slurm submit`` and the job objects of
+:mod:`elastic_slurm.job` (``elastic_slurm.submit(...)``, which most Python users want).
+
+:func:`submit` refuses what Slurm would accept but never run (more nodes than the partition
+has: Slurm 22.05 queues such a job forever with reason ``PartitionConfig``) and programs that
+do not exist, before anything reaches Slurm. :func:`submit_spec` takes a job spec (a YAML job
+file's keys, or the command line's options) with the site's defaults, as the command does.
 """
 
 from __future__ import annotations
 
 import secrets
 import sys
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from elastic_slurm.adapter.backend import SlurmBackend
 from elastic_slurm.adapter.tags import SizedBy, check_sized_by
 from elastic_slurm.errors import InvalidRequest
 from elastic_slurm.model.request import ElasticRequest
 from elastic_slurm.model.snapshot import NodeState
+
+if TYPE_CHECKING:
+    from elastic_slurm.config.schema import SiteConfig
+    from elastic_slurm.jobspec import JobSpec
 
 #: The environment variable that carries a job's secret (set at submission).
 SECRET_ENV = "ELASTIC_SLURM_JOB_SECRET"
@@ -129,3 +139,125 @@ def submit(
         hold=hold or sized_by == "controller",
         sized_by=sized_by,
     )
+
+
+@dataclass(frozen=True)
+class Submission:
+    """What :func:`submit_spec` submitted.
+
+    Parameters
+    ----------
+    job_id
+        Slurm's job id.
+    request
+        The request as submitted (the site's partition, account and QOS filled in).
+    sized_by
+        Who chooses a moldable job's start size (``slurm`` or ``controller``).
+    workdir
+        The job's working directory (absolute).
+    output
+        The job's output file pattern as given (``None``: sbatch's default,
+        ``slurm-%j.out`` in ``workdir``).
+    """
+
+    job_id: int
+    request: ElasticRequest
+    sized_by: SizedBy
+    workdir: Path
+    output: str | None
+
+
+def prepare(
+    spec: JobSpec, site: SiteConfig, *, base: Path | None = None
+) -> tuple[ElasticRequest, SizedBy, Path]:
+    """The request, sizing and working directory that ``spec`` asks for on ``site``.
+
+    The site's partition, account and QOS fill in what the spec leaves out; its
+    ``controller.max_grace_period_s`` caps the grace period; its
+    ``controller.sizes_moldable`` decides who sizes a moldable job that does not say.
+
+    Parameters
+    ----------
+    spec
+        The job spec.
+    site
+        The site config.
+    base
+        The directory a relative ``spec.workdir`` is taken from (a job file's directory);
+        ``None``: the current directory. Without ``spec.workdir`` the job runs in the
+        current directory.
+
+    Returns
+    -------
+    tuple
+        ``(request, sized_by, workdir)``; ``workdir`` is absolute.
+
+    Raises
+    ------
+    InvalidRequest
+        The spec is impossible on this site (see :meth:`JobSpec.request`).
+    """
+    req = spec.request(max_grace_period_s=site.controller.max_grace_period_s)
+    sized_by = spec.sizing(site.controller.sizes_moldable)
+    req = replace(  # the site's defaults where the user gave none
+        req,
+        partition=req.partition or site.partition,
+        account=req.account or site.account,
+        qos=req.qos or site.qos,
+    )
+    root = base if base is not None else Path.cwd()
+    workdir = (root / spec.workdir).resolve() if spec.workdir else Path.cwd().resolve()
+    return req, sized_by, workdir
+
+
+def submit_spec(
+    spec: JobSpec,
+    site: SiteConfig,
+    *,
+    base: Path | None = None,
+    slurm: SlurmBackend | None = None,
+    hold: bool = False,
+) -> Submission:
+    """Submit the job ``spec`` describes on ``site``, as ``elastic-slurm submit`` does.
+
+    The job runs with the site's Python (:func:`~elastic_slurm.adapter.factory.job_python`)
+    and is told where the site's controller listens.
+
+    Parameters
+    ----------
+    spec
+        The job spec (:func:`elastic_slurm.jobspec.load_spec`).
+    site
+        The site config (:func:`elastic_slurm.config.load_site`).
+    base
+        The directory a relative ``spec.workdir`` is taken from (see :func:`prepare`).
+    slurm
+        The backend to submit through; ``None``: the site's.
+    hold
+        Submit the job held for its user (see :func:`submit`).
+
+    Raises
+    ------
+    InvalidRequest
+        Nothing was submitted: the spec is impossible on this site, the program is missing,
+        or the cluster is too small.
+    ConfigError
+        The site's controller address or backend is unusable.
+    SlurmCommandError
+        sbatch refused the job; nothing was queued.
+    """
+    from elastic_slurm.adapter.factory import job_python, slurm_for
+    from elastic_slurm.protocol.address import controller_url
+
+    req, sized_by, workdir = prepare(spec, site, base=base)
+    job_id = submit(
+        req,
+        slurm if slurm is not None else slurm_for(site),
+        workdir=workdir,
+        output=spec.output,
+        sized_by=sized_by,
+        python=job_python(site),
+        controller=controller_url(site),  # where the site's controller listens
+        hold=hold,
+    )
+    return Submission(job_id, req, sized_by, workdir, spec.output)
