@@ -113,8 +113,10 @@ def submit(
         releases it (``scontrol release``); the controller never does, as the job is not
         marked as sized by the controller.
 
-    Every job gets a fresh secret (:data:`SECRET_ENV`, 256 random bits) in its environment; it
-    proves to the controller that a message comes from this job (see ``docs/protocol.md``).
+    Returns
+    -------
+    int
+        Slurm's job id.
 
     Raises
     ------
@@ -123,6 +125,11 @@ def submit(
         ``sized_by="controller"`` for a job that is not moldable (or is an array).
     SlurmCommandError
         sbatch refused the job; nothing was queued.
+
+    Notes
+    -----
+    Every job gets a fresh secret (:data:`SECRET_ENV`, 256 random bits) in its environment; it
+    proves to the controller that a message comes from this job (see ``docs/protocol.md``).
     """
     sized_by = check_sized_by(req.kind, sized_by, array=req.array is not None)
     check_program(req, workdir, slurm)
