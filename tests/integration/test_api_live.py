@@ -82,3 +82,17 @@ def test_a_rigid_job_is_waited_for_and_found_again_by_id(local_cluster, shared_t
         subprocess.run(["scancel", str(job.job_id)], check=False)
     with pytest.raises(InvalidRequest, match="does not exist"):
         Job.from_id(99_999_999)
+
+
+def test_a_moldable_job_starts_within_its_range_and_completes(local_cluster, shared_tmp: Path):
+    wait(all_idle, 60, "all nodes idle before the test")
+    job = elastic_slurm.submit(
+        program="/bin/sleep 2", kind="moldable", nodes="1-3", time=2, workdir=str(shared_tmp)
+    )
+    try:
+        wait(lambda: job.state != "PENDING", 60, "the job to start")
+        assert 1 <= int(scontrol_job(job.job_id)["NumNodes"]) <= 3
+        assert job.info().kind == "moldable"
+        assert job.wait(timeout=120, interval_s=0.2) == "COMPLETED"
+    finally:
+        subprocess.run(["scancel", str(job.job_id)], check=False)

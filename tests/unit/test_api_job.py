@@ -217,3 +217,19 @@ def test_importing_the_package_loads_neither_the_job_module_nor_numpy():
     )
     assert res.returncode == 0, res.stderr
     assert "has no attribute 'nothing'" in res.stdout
+
+
+@pytest.mark.parametrize(
+    ("kind", "nodes", "tag"),
+    [
+        ("moldable", "1-3", "kind=moldable;min=1;max=3"),
+        ("evolving", "1-4", "kind=evolving;min=1;max=4"),
+        ("malleable", "2-4", "kind=malleable;min=2;max=4"),
+    ],
+)
+def test_each_elastic_kind_is_tagged_for_the_controller(site, fake, workdir, kind, nodes, tag):
+    job = elastic_slurm.submit(
+        program="/bin/sleep 60", kind=kind, nodes=nodes, speedup="amdahl:0.9", site=site, slurm=fake
+    )
+    assert tag in fake.store[job.job_id].comment
+    assert job.info().kind == kind
