@@ -15,6 +15,7 @@ import random
 import subprocess
 import sys
 import venv
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -106,6 +107,16 @@ def test_the_wheel_is_installed_outside_the_source_tree(installed: Venv):
     assert installed.dir in where.parents and ROOT not in where.parents
 
 
+def test_the_wheel_carries_its_license(wheel: Path):
+    with zipfile.ZipFile(wheel) as whl:
+        names = whl.namelist()
+        (metadata,) = [n for n in names if n.endswith(".dist-info/METADATA")]
+        text = whl.read(metadata).decode()
+        (license_file,) = [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
+        assert "BSD 3-Clause License" in whl.read(license_file).decode()
+    assert "License: BSD-3-Clause" in text
+
+
 def test_version_and_help_on_the_base_install(installed: Venv, wheel: Path):
     version = wheel.name.split("-")[1]
     res = installed.cli("--version")
@@ -135,6 +146,23 @@ def test_the_python_api_imports_without_numpy(installed: Venv):
     )
     assert res.returncode == 0, _clean(res)
     assert res.stdout.split() == ["local", "False"]
+
+
+@pytest.mark.slurm
+def test_the_python_api_of_the_wheel_runs_a_job(installed: Venv, local_cluster, tmp_path: Path):
+    """The base install submits a job on the local cluster and waits for it (no checkout)."""
+    workdir = tmp_path / "job"
+    workdir.mkdir()
+    workdir.chmod(0o755)
+    res = installed.py(
+        "import elastic_slurm\n"
+        "job = elastic_slurm.submit(program='/bin/echo from-the-wheel', "
+        f"workdir={str(workdir)!r})\n"
+        "print(job.wait(timeout=120, interval_s=0.2))\n"
+        "print(job.stdout.read_text().strip())\n"
+    )
+    assert res.returncode == 0, _clean(res)
+    assert res.stdout.split() == ["COMPLETED", "from-the-wheel"]
 
 
 def test_the_simulator_names_its_extra_on_the_base_install(installed: Venv):
