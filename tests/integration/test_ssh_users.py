@@ -272,3 +272,35 @@ except Exception as exc:
     assert "Traceback" not in res.stderr and "paramiko" not in res.stderr, res.stderr
     assert res.stdout.startswith("SlurmCommandError True"), res.stdout + res.stderr
     assert "SSH handshake" in res.stdout
+
+
+def test_a_proxycommand_of_ssh_config(sshd, home):
+    proxy = (
+        f"ssh -q -i {sshd.key_file} -o BatchMode=yes -o UserKnownHostsFile={sshd.known_hosts} "
+        f"-p {sshd.port} -W %h:%p root@127.0.0.1"
+    )
+    (home / ".ssh" / "config").write_text(host_block(sshd, "es-proxied", ProxyCommand=proxy))
+    t = SSHTransport(by_name("es-proxied"))
+    before = sshd.accepted_logins()
+    try:
+        assert t.run(["echo", "proxied"]).stdout == "proxied\n"
+        assert sshd.accepted_logins() - before == 2  # the proxy's ssh, then ours through it
+        assert t.jump_logins == 0
+    finally:
+        t.close()
+
+
+@pytest.mark.parametrize(
+    ("command", "error", "said"),
+    [
+        ("sh -c 'echo no route to the gateway >&2; exit 3'", SlurmCommandError, "no route"),
+        ("/nonexistent/proxy %h", ConfigError, "cannot be started"),
+    ],
+)
+def test_a_failing_proxycommand_is_one_line_at_once(sshd, home, command, error, said):
+    (home / ".ssh" / "config").write_text(host_block(sshd, "es-proxied", ProxyCommand=command))
+    t0 = time.monotonic()
+    with pytest.raises(error, match=said) as err:
+        SlurmCLI(SSHTransport(by_name("es-proxied")), retry_s=20).run(["true"])
+    assert time.monotonic() - t0 < 10
+    assert not getattr(err.value, "transient", False)

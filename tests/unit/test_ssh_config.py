@@ -134,3 +134,18 @@ def test_known_hosts_lines_markers_and_garbage(tmp_path):
     assert [k.asbytes() for k in known.lookup("n1.hpc.org")] == [b.asbytes()]
     assert known.lookup("bad.hpc.org") == [] and known.lookup("login") == []
     assert known.is_revoked(c) and not known.is_revoked(a)
+
+
+def test_proxycommand_tokens_and_proxyjump_precedence(home):
+    write_config(
+        home,
+        "Host viacmd\n  HostName 10.0.0.7\n  Port 2200\n  ProxyCommand ssh -W %h:%p gw\n"
+        "Host both\n  ProxyJump gw\n  ProxyCommand nc %h %p\n"
+        "Host gw\n  ProxyCommand connect-proxy %h\n"
+        "Host off\n  ProxyCommand none\n",
+    )
+    assert resolve_target("viacmd").proxy_command == "ssh -W 10.0.0.7:2200 gw"
+    both = resolve_target("both")
+    assert both.proxy_command is None  # ProxyJump wins
+    assert [(h.hostname, h.proxy_command) for h in both.jumps] == [("gw", "connect-proxy gw")]
+    assert resolve_target("off").proxy_command is None

@@ -5,9 +5,10 @@ Where to connect and how to log in (:func:`resolve_target`)
     configuration (``~/.ssh/config``, read with :class:`paramiko.SSHConfig`) is applied to that
     name as ``ssh`` applies it: a ``Host`` alias gives ``HostName``, ``User``, ``Port``,
     ``IdentityFile``, ``IdentitiesOnly``, ``IdentityAgent none``, ``UserKnownHostsFile``,
-    ``GlobalKnownHostsFile``, ``HostKeyAlias`` and ``ProxyJump``. A value the site config gives
-    wins over the file, as an ``ssh`` command-line option does (``port`` only when the site
-    config writes it: its default 22 does not hide the file's ``Port``).
+    ``GlobalKnownHostsFile``, ``HostKeyAlias``, ``ProxyJump`` and ``ProxyCommand`` (``ProxyJump``
+    wins when a host has both). A value the site config gives wins over the file, as an
+    ``ssh`` command-line option does (``port`` only when the site config writes it: its
+    default 22 does not hide the file's ``Port``).
 
 Login
     The site's ``key_file`` (it must exist), then the config's ``IdentityFile`` entries that
@@ -19,7 +20,10 @@ Jump hosts
     ``ProxyJump host1,host2`` (each ``[user@]host[:port]``, each looked up in the same config):
     the transport logs in to each hop and opens a ``direct-tcpip`` channel from it to the next,
     as ``ssh -J`` does; a hop's own ``ProxyJump`` is followed for the first hop only (as ``ssh``
-    does), at most :data:`MAX_HOPS` deep.
+    does), at most :data:`MAX_HOPS` deep. Without ``ProxyJump``, a ``ProxyCommand`` (for example
+    ``ssh -W %h:%p gateway``) is started with :class:`paramiko.ProxyCommand` (split into words,
+    no shell) and the connection runs over its standard input and output; one that exits
+    before the login is a one-line error quoting the last lines it printed, not retried.
 
 Host keys (:class:`KnownHosts`)
     Every hop's host key must be in a known_hosts file as OpenSSH reads it: the site's
@@ -211,7 +215,9 @@ class KnownHosts:
 class SSHTarget:
     """One SSH server to log in to, after the site config and ``~/.ssh/config`` were applied.
 
-    ``jumps`` are the hosts to pass through first, in order (``ProxyJump``).
+    ``jumps`` are the hosts to pass through first, in order (``ProxyJump``); without them,
+    ``proxy_command`` is the command whose standard input and output reach the server
+    (``ProxyCommand``, tokens already expanded).
     """
 
     name: str
@@ -227,6 +233,7 @@ class SSHTarget:
     agent: bool = True
     look_for_keys: bool = False
     jumps: tuple[SSHTarget, ...] = field(default=())
+    proxy_command: str | None = None
 
     @property
     def label(self) -> str:
@@ -344,6 +351,9 @@ def resolve_target(
     )
     jump = str(found.get("proxyjump", "")).strip()
     if not jump or jump.lower() == "none":
+        command = str(found.get("proxycommand", "")).strip()
+        if command and command.lower() != "none":
+            return replace(target, proxy_command=command)
         return target
     hops = []
     for i, spec in enumerate(s.strip() for s in jump.split(",")):
@@ -351,15 +361,13 @@ def resolve_target(
         hop = resolve_target(
             hop_host, port=hop_port, user=hop_user, ssh_config=ssh_config, _depth=_depth + 1
         )
-        hops.extend(hop.jumps if i == 0 else ())  # a later hop's own ProxyJump is not used
-        hops.append(_replace_jumps(hop))
+        # a later hop's own ProxyJump or ProxyCommand is not used: it is reached through the
+        # hop before it
+        hops.extend(hop.jumps if i == 0 else ())
+        hops.append(replace(hop, jumps=(), proxy_command=hop.proxy_command if i == 0 else None))
     if len(hops) > MAX_HOPS:
         raise ConfigError(f"ProxyJump chain to {host!r} has more than {MAX_HOPS} hops")
-    return _replace_jumps(target, tuple(hops))
-
-
-def _replace_jumps(target: SSHTarget, jumps: tuple[SSHTarget, ...] = ()) -> SSHTarget:
-    return replace(target, jumps=jumps)
+    return replace(target, jumps=tuple(hops))
 
 
 # ---------------------------------------------------------------------------- transport
@@ -482,7 +490,8 @@ class SSHTransport(Transport):
     # ------------------------------------------------------------------ connecting
     def _connect(self) -> paramiko.SSHClient:
         target = self.target()
-        sock: Any = None
+        first = target.jumps[0] if target.jumps else target
+        sock: Any = self._proxy(first) if first.proxy_command else None
         try:
             for i, hop in enumerate(target.jumps):
                 client = self._login(hop, sock)
@@ -498,6 +507,17 @@ class SSHTransport(Transport):
         via = " via " + ", ".join(h.label for h in target.jumps) if target.jumps else ""
         log.debug("connected to %s%s", target.label, via)
         return client
+
+    @staticmethod
+    def _proxy(target: SSHTarget) -> paramiko.ProxyCommand:
+        """Start ``target``'s ``ProxyCommand`` (its argument list, no shell)."""
+        try:
+            return paramiko.ProxyCommand(target.proxy_command)
+        except (OSError, ValueError) as exc:
+            raise ConfigError(
+                f"the ProxyCommand of {target.label} ({target.proxy_command!r}) cannot be "
+                f"started: {exc}"
+            ) from exc
 
     def _tunnel(self, client: paramiko.SSHClient, hop: SSHTarget, nxt: SSHTarget) -> Any:
         transport = client.get_transport()
@@ -566,6 +586,17 @@ class SSHTransport(Transport):
             client.close()
             if isinstance(exc, ConfigError | KeyboardInterrupt | SystemExit):
                 raise
+            if isinstance(exc, paramiko.AuthenticationException):
+                raise self._error(target, exc, keys=keys) from exc
+            if isinstance(sock, paramiko.ProxyCommand) and sock.process.poll() is not None:
+                said = (sock.process.stderr.read() or b"").decode(errors="replace").strip()
+                raise SlurmCommandError(
+                    ["ssh", "-o", f"ProxyCommand={target.proxy_command}", target.label],
+                    sock.process.returncode,
+                    "",
+                    "; ".join(said.splitlines()[-3:]) or "(no output)",
+                    reason=f"its ProxyCommand exited with status {sock.process.returncode}",
+                ) from exc
             if isinstance(exc, Exception):
                 raise self._error(target, exc, keys=keys) from exc
             raise
