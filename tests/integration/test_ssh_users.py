@@ -199,6 +199,7 @@ def test_a_refused_port_fails_at_once_without_retries(sshd, home):
     assert time.monotonic() - t0 < 3
     assert not err.value.transient
     assert f"connection refused by 127.0.0.1 port {port}" in str(err.value)
+    assert "is sshd running on 127.0.0.1" in str(err.value)
 
 
 def test_an_unknown_host_name_fails_at_once_without_retries(sshd, home):

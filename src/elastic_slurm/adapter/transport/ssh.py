@@ -644,14 +644,11 @@ class SSHTransport(Transport):
                 argv,
                 None,
                 "",
-                f"{what} by {target.hostname} port {target.port}",
-                reason=f"cannot reach {target.label}: {what} (is sshd running there, and is "
-                f"port {target.port} right?)",
+                f"is sshd running on {target.hostname}, and does it listen on port {target.port}?",
+                reason=f"{what} by {target.hostname} port {target.port}",
             )
         if isinstance(exc, OSError) and exc.errno in _REFUSED:
-            return SlurmCommandError(
-                argv, None, "", said, reason=f"cannot reach {target.label}: {_REFUSED[exc.errno]}"
-            )
+            return SlurmCommandError(argv, None, "", said, reason=_REFUSED[exc.errno])
         if isinstance(exc, paramiko.SSHException) and "No authentication methods" in said:
             return ConfigError(
                 f"no key to log in to {target.label} with: name one (key_file in the site "
