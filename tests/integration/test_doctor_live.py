@@ -112,6 +112,7 @@ def test_doctor_over_ssh_with_a_site_file(local_cluster, sshd, tmp_path):
     assert facts["mpi"] == "Open MPI 4.1.4" and facts["mpi_can_spawn"] is None
     assert "not tested over SSH" in facts["mpi_detail"]
     assert facts["pmix_spawn"]["srun"].startswith("unknown: not probed over SSH")
+    assert "run doctor on the login node" in facts["explanations"]["PMIx"]
 
 
 def test_doctor_without_mpi4py_says_unknown_and_why(local_cluster, tmp_path):

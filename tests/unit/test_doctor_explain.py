@@ -125,3 +125,25 @@ def test_the_help_says_that_doctor_runs_probe_steps():
     text = " ".join(out.getvalue().split())
     assert "test MPI spawn" in text and "one-node job steps" in text
     assert "explained" in text
+
+
+def test_over_ssh_the_unprobed_parts_say_where_to_run_doctor():
+    why_ssh = "unknown: not probed over SSH (run doctor on the login node)"
+    why = dict(
+        explain(
+            replace(
+                GOOD,
+                mpi_can_spawn=None,
+                mpi_detail="spawn not tested over SSH (run doctor on the login node)",
+                pyslurm=None,
+                pyslurm_detail="not probed over SSH",
+                pmix_version=None,
+                pmix_spawn={"srun": why_ssh, "mpirun": why_ssh},
+                pmix_allocation={"srun": why_ssh, "mpirun": why_ssh},
+                pmix_detail={},
+            )
+        )
+    )
+    assert set(why) == {"MPI can spawn", "pyslurm", "PMIx"}
+    assert "run doctor on the login node" in why["PMIx"] and "idle" not in why["PMIx"]
+    assert why["MPI can spawn"].startswith("unknown: spawn not tested over SSH")

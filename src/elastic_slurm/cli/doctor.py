@@ -212,15 +212,13 @@ def explain(caps: Capabilities) -> list[tuple[str, str]]:
             )
         )
     if not caps.pmix_version and caps.pmix_spawn:
-        reasons = {str(v) for v in caps.pmix_spawn.values() if _unknown(v)}
-        out.append(
-            (
-                "PMIx",
-                "no probe step reported PMIx ("
-                + ("; ".join(sorted(reasons)) or "no report")
-                + "); run doctor again when a node is idle",
-            )
+        reasons = {str(v).removeprefix("unknown: ") for v in caps.pmix_spawn.values()}
+        then = (
+            "run doctor on the login node to ask PMIx"
+            if all("over SSH" in r for r in reasons)
+            else "run doctor again when a node is idle"
         )
+        out.append(("PMIx", f"not seen ({'; '.join(sorted(reasons))}): {then}"))
     out += _explain_pmix(caps)
     if caps.grow_path == "sibling":
         out.append(
