@@ -9,6 +9,7 @@ import pytest
 
 paramiko = pytest.importorskip("paramiko")
 
+from elastic_slurm.adapter.transport import ssh  # noqa: E402
 from elastic_slurm.adapter.transport.ssh import (  # noqa: E402
     KnownHosts,
     host_matches,
@@ -23,6 +24,7 @@ def home(tmp_path, monkeypatch):
     (home / ".ssh").mkdir(parents=True)
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("USER", "me")
+    monkeypatch.setattr(ssh, "SYSTEM_SSH_CONFIG", str(tmp_path / "etc" / "ssh_config"))
     return home
 
 
@@ -149,3 +151,33 @@ def test_proxycommand_tokens_and_proxyjump_precedence(home):
     assert both.proxy_command is None  # ProxyJump wins
     assert [(h.hostname, h.proxy_command) for h in both.jumps] == [("gw", "connect-proxy gw")]
     assert resolve_target("off").proxy_command is None
+
+
+def test_include_lines_and_the_system_config_are_read_as_ssh_reads_them(home, tmp_path):
+    (home / ".ssh" / "config.d").mkdir()
+    (home / ".ssh" / "config.d" / "10-hpc.conf").write_text("Host hpc\n  HostName login.hpc\n")
+    (home / ".ssh" / "config.d" / "20-gw.conf").write_text("Host gw\n  Port 2200\n")
+    write_config(
+        home,
+        "Include config.d/*.conf\n"  # relative to ~/.ssh
+        "Host hpc\n  Include ~/.ssh/none-such\n  User alice\n",  # the block goes on after it
+    )
+    system = tmp_path / "etc" / "ssh_config"
+    system.parent.mkdir()
+    system.write_text("Host *\n  User fallback\n  Port 2022\n")
+    t = resolve_target("hpc")
+    assert (t.hostname, t.user, t.port) == ("login.hpc", "alice", 2022)  # port: the system's
+    assert (resolve_target("gw").port, resolve_target("gw").user) == (2200, "fallback")
+    # a file given by name is read alone, as with ssh -F
+    alone = tmp_path / "alone"
+    alone.write_text("Host hpc\n  User bob\n")
+    assert (
+        resolve_target("hpc", ssh_config=alone).user,
+        resolve_target("x", ssh_config=alone).port,
+    ) == ("bob", 22)
+
+
+def test_an_include_loop_is_a_config_error(home):
+    write_config(home, "Include config\n")
+    with pytest.raises(ConfigError, match="Include nests deeper than 16"):
+        resolve_target("x")

@@ -1,9 +1,10 @@
 """Run commands on a login node over SSH, with paramiko, reached the way ``ssh`` reaches it.
 
 Where to connect and how to log in (:func:`resolve_target`)
-    The site config's ``transport`` section names the host; the user's OpenSSH client
-    configuration (``~/.ssh/config``, read with :class:`paramiko.SSHConfig`) is applied to that
-    name as ``ssh`` applies it: a ``Host`` alias gives ``HostName``, ``User``, ``Port``,
+    The site config's ``transport`` section names the host; the OpenSSH client configuration
+    (``~/.ssh/config`` then ``/etc/ssh/ssh_config``, or only the file the site names, as with
+    ``ssh -F``; ``Include`` lines followed; parsed by :class:`paramiko.SSHConfig`) is applied to
+    that name as ``ssh`` applies it: a ``Host`` alias gives ``HostName``, ``User``, ``Port``,
     ``IdentityFile``, ``IdentitiesOnly``, ``IdentityAgent none``, ``UserKnownHostsFile``,
     ``GlobalKnownHostsFile``, ``HostKeyAlias``, ``ProxyJump`` and ``ProxyCommand`` (``ProxyJump``
     wins when a host has both). A value the site config gives wins over the file, as an
@@ -59,6 +60,7 @@ from __future__ import annotations
 
 import errno
 import getpass
+import glob
 import hmac
 import logging
 import re
@@ -92,6 +94,8 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 #: The OpenSSH client configuration read when the site config names none.
 DEFAULT_SSH_CONFIG = "~/.ssh/config"
+#: The system-wide one, read after it (as ``ssh`` does unless given ``-F``).
+SYSTEM_SSH_CONFIG = "/etc/ssh/ssh_config"
 #: ``UserKnownHostsFile`` and ``GlobalKnownHostsFile`` defaults of OpenSSH.
 USER_KNOWN_HOSTS = ("~/.ssh/known_hosts", "~/.ssh/known_hosts2")
 GLOBAL_KNOWN_HOSTS = ("/etc/ssh/ssh_known_hosts", "/etc/ssh/ssh_known_hosts2")
@@ -269,15 +273,75 @@ def _split_hop(spec: str) -> tuple[str | None, str, int | None]:
     return parts.username, parts.hostname, port
 
 
-def _read_ssh_config(path: Path, explicit: bool) -> paramiko.SSHConfig:
-    if not path.is_file():
-        if explicit:
+_INCLUDE = re.compile(r"\s*include[\s=]+(.+)", re.IGNORECASE)
+_BLOCK = re.compile(r"\s*(host|match)[\s=]", re.IGNORECASE)
+#: How deep ``Include`` may nest (OpenSSH's limit).
+MAX_INCLUDE_DEPTH = 16
+
+
+def _inline_includes(path: Path, base: Path, depth: int = 0) -> str:
+    """The text of an OpenSSH config with its ``Include`` lines replaced by the files named.
+
+    paramiko's parser ignores ``Include``. As OpenSSH does: relative names are taken in
+    ``base`` (``~/.ssh`` for the user's config, ``/etc/ssh`` for the system's), globs are
+    expanded in sorted order, missing files are skipped, and the ``Host``/``Match`` block the
+    ``Include`` stood in goes on after the included text.
+
+    Raises
+    ------
+    ConfigError
+        Includes nest deeper than :data:`MAX_INCLUDE_DEPTH`.
+    OSError
+        ``path`` cannot be read.
+    """
+    if depth > MAX_INCLUDE_DEPTH:
+        raise ConfigError(f"SSH config Include nests deeper than {MAX_INCLUDE_DEPTH} at {path}")
+    out, block = [], ""
+    for line in path.read_text(errors="replace").splitlines():
+        m = _INCLUDE.match(line)
+        if m is None:
+            if _BLOCK.match(line):
+                block = line
+            out.append(line)
+            continue
+        for word in shlex.split(m.group(1), comments=True):
+            pattern = Path(word).expanduser()
+            pattern = pattern if pattern.is_absolute() else base / pattern
+            for name in sorted(glob.glob(str(pattern))):
+                if Path(name).is_file():
+                    out.append(_inline_includes(Path(name), base, depth + 1))
+                    out.append(block or "Host *")
+    return "\n".join(out)
+
+
+def _read_ssh_config(path: Path | None) -> paramiko.SSHConfig:
+    """The given OpenSSH client config (``ssh -F``), or the user's then the system's.
+
+    Raises
+    ------
+    ConfigError
+        The given file does not exist, or a file cannot be read or parsed.
+    """
+    if path is not None:
+        if not path.is_file():
             raise ConfigError(f"SSH client config {path} does not exist")
-        return paramiko.SSHConfig()
+        files = [(path, path.parent)]
+    else:
+        user = Path(DEFAULT_SSH_CONFIG).expanduser()
+        files = [(user, user.parent), (Path(SYSTEM_SSH_CONFIG), Path(SYSTEM_SSH_CONFIG).parent)]
+    texts = []
+    for file, base in files:
+        if not file.is_file():
+            continue
+        try:
+            texts.append(_inline_includes(file, base))
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"cannot read SSH client config {file}: {exc}") from exc
     try:
-        return paramiko.SSHConfig.from_path(str(path))
-    except (OSError, paramiko.SSHException) as exc:
-        raise ConfigError(f"cannot read SSH client config {path}: {exc}") from exc
+        # each file starts with settings for every host, as if it were read alone
+        return paramiko.SSHConfig.from_text("\nHost *\n".join(texts))
+    except paramiko.SSHException as exc:
+        raise ConfigError(f"cannot read SSH client config {files[0][0]}: {exc}") from exc
 
 
 def _paths(value: str | list[str] | None, default: Sequence[str]) -> tuple[Path, ...]:
@@ -306,7 +370,8 @@ def resolve_target(
     port, user, key_file, known_hosts
         Values of the site config; each wins over the SSH config's (``None``: not given).
     ssh_config
-        The OpenSSH client config to read; ``None`` for ``~/.ssh/config`` when it exists.
+        The OpenSSH client config to read alone (as ``ssh -F``); ``None`` for
+        ``~/.ssh/config`` then ``/etc/ssh/ssh_config``, those that exist.
 
     Raises
     ------
@@ -317,7 +382,7 @@ def resolve_target(
     if _depth > MAX_HOPS:
         raise ConfigError(f"ProxyJump chain to {host!r} is deeper than {MAX_HOPS} hops (a loop?)")
     path = Path(ssh_config if ssh_config is not None else DEFAULT_SSH_CONFIG).expanduser()
-    conf = _read_ssh_config(path, explicit=ssh_config is not None)
+    conf = _read_ssh_config(path if ssh_config is not None else None)
     found: dict[str, Any] = dict(conf.lookup(host))
     try:
         port = port if port is not None else int(found.get("port", 22))
