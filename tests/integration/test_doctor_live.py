@@ -113,6 +113,7 @@ def test_doctor_over_ssh_with_a_site_file(local_cluster, sshd, tmp_path):
     assert "not tested over SSH" in facts["mpi_detail"]
     assert facts["pmix_spawn"]["srun"].startswith("unknown: not probed over SSH")
     assert "run doctor on the login node" in facts["explanations"]["PMIx"]
+    assert facts["ssh"] == f"root@{sshd.host}:{sshd.port}"
 
 
 def test_doctor_without_mpi4py_says_unknown_and_why(local_cluster, tmp_path):

@@ -60,8 +60,10 @@ def run(args: argparse.Namespace) -> int:
     if blocker:
         caps = replace(caps, mpi_can_spawn=None, mpi_detail=f"unknown: {blocker}")
     why = explain(caps)
+    reached = _reached(transport)
     if args.json:
-        print(json.dumps({"site": site.name, **caps.to_json(), "explanations": dict(why)}))
+        extra = {"explanations": dict(why), **({"ssh": reached} if reached else {})}
+        print(json.dumps({"site": site.name, **caps.to_json(), **extra}))
         return 0
     table = Table(title=f"site {site.name}: Slurm {caps.slurm_version}")
     table.add_column("check")
@@ -86,6 +88,8 @@ def run(args: argparse.Namespace) -> int:
         ),
         ("grow path", f"{caps.grow_path}: {caps.grow_path_reason}"),
     ]
+    if reached:
+        rows.insert(0, ("reached over SSH", reached))
     for check, found in rows:
         table.add_row(escape(check), escape(found))
     console = Console()
@@ -105,6 +109,17 @@ def _per_launcher(values: dict[str, Any], detail: dict[str, Any], key: str) -> s
         why = (detail.get(launcher) or {}).get(key)
         lines.append(f"{launcher}: {value}" + (f" ({why})" if why else ""))
     return "\n".join(lines) or "(not probed)"
+
+
+def _reached(transport: Transport) -> str | None:
+    """``user@host:port (Host alias) via jump, ...`` for an SSH transport, else ``None``."""
+    target = getattr(transport, "target", None)
+    if transport.is_local or not callable(target):
+        return None
+    t = target()
+    via = " via " + ", ".join(h.label for h in t.jumps) if t.jumps else ""
+    proxy = f" through ProxyCommand {t.proxy_command!r}" if t.proxy_command else ""
+    return f"{t.label}{via}{proxy}"
 
 
 def spawn_test_blocker(caps: Capabilities, transport: Transport) -> str | None:
