@@ -16,12 +16,9 @@ from elastic_slurm.adapter.slurm_cli import SlurmCLI
 from elastic_slurm.adapter.transport.base import Completed, Transport
 from elastic_slurm.errors import ResizeError, SlurmUnavailableError
 
-DOWN = (
-    Path(__file__).resolve().parents[1]
-    / "golden"
-    / "22.05"
-    / "scontrol_release_slurmctld_down.stderr"
-).read_text()
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "22.05"
+#: what ``scontrol`` prints when slurmctld is stopped
+DOWN = (GOLDEN / "scontrol_show_job_slurmctld_down.stderr").read_text()
 
 
 class Answers(Transport):
@@ -70,6 +67,7 @@ class Known(SlurmCLI):
         (1, DOWN, SlurmUnavailableError),
         (1, "scontrol: error: Requested node configuration is not available\n", ResizeError),
     ],
+    ids=["outage", "refused"],
 )
 def test_shrink(code, stderr, raised):
     t = Answers(code, stderr)
@@ -86,6 +84,7 @@ def test_shrink(code, stderr, raised):
         (1, DOWN, SlurmUnavailableError),
         (1, "scontrol: error: Invalid node count specified\n", ResizeError),
     ],
+    ids=["outage", "refused"],
 )
 def test_set_pending_size(code, stderr, raised):
     t = Answers(code, stderr)
