@@ -1,4 +1,5 @@
-"""How the SSH transport reads ~/.ssh/config and known_hosts (pure: files, no connection)."""
+"""How the SSH transport reads ~/.ssh/config and known_hosts (``transport/openssh.py``: files,
+no connection)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ import pytest
 
 paramiko = pytest.importorskip("paramiko")
 
-from elastic_slurm.adapter.transport import ssh  # noqa: E402
-from elastic_slurm.adapter.transport.ssh import (  # noqa: E402
+from elastic_slurm.adapter.transport import openssh  # noqa: E402
+from elastic_slurm.adapter.transport.openssh import (  # noqa: E402
     KnownHosts,
     host_matches,
     resolve_target,
@@ -24,7 +25,7 @@ def home(tmp_path, monkeypatch):
     (home / ".ssh").mkdir(parents=True)
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("USER", "me")
-    monkeypatch.setattr(ssh, "SYSTEM_SSH_CONFIG", str(tmp_path / "etc" / "ssh_config"))
+    monkeypatch.setattr(openssh, "SYSTEM_SSH_CONFIG", str(tmp_path / "etc" / "ssh_config"))
     return home
 
 
