@@ -110,3 +110,20 @@ def start_sshd() -> SSHServer:
     return SSHServer(
         "127.0.0.1", port, "root", workdir / "client_key", known_hosts, log, proc, workdir
     )
+
+
+def host_block(server: SSHServer, alias: str, **options: object) -> str:
+    """A ``Host`` block of an OpenSSH client config that reaches ``server`` as ``alias``.
+
+    ``options`` are more keywords (``ProxyJump="jump"``); ``None`` leaves a default one out.
+    """
+    opts: dict[str, object] = {
+        "HostName": server.host,
+        "Port": server.port,
+        "User": server.user,
+        "IdentityFile": server.key_file,
+        "UserKnownHostsFile": server.known_hosts,
+        **options,
+    }
+    body = "".join(f"    {k} {v}\n" for k, v in opts.items() if v is not None)
+    return f"Host {alias}\n{body}"

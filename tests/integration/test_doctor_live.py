@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -111,3 +112,42 @@ def test_doctor_over_ssh_with_a_site_file(local_cluster, sshd, tmp_path):
     assert facts["mpi"] == "Open MPI 4.1.4" and facts["mpi_can_spawn"] is None
     assert "not tested over SSH" in facts["mpi_detail"]
     assert facts["pmix_spawn"]["srun"].startswith("unknown: not probed over SSH")
+    assert "run doctor on the login node" in facts["explanations"]["PMIx"]
+    assert facts["ssh"] == f"root@{sshd.host}:{sshd.port}"
+
+
+def test_doctor_without_mpi4py_says_unknown_and_why(local_cluster, tmp_path):
+    """The test spawn needs mpi4py in doctor's own Python: without it (a base install), the
+    spawn is unknown and the explanation names the extra, instead of a bare False."""
+    shadow = tmp_path / "shadow" / "mpi4py"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError('no mpi4py in this install')\n")
+    import elastic_slurm
+
+    src = Path(elastic_slurm.__file__).resolve().parents[1]
+    env = {
+        **os.environ,
+        "XDG_CACHE_HOME": str(tmp_path),
+        "PYTHONPATH": f"{shadow.parent}{os.pathsep}{src}",
+        "COLUMNS": "200",
+    }
+    out = {}
+    for mode in ("--json", None):
+        res = subprocess.run(
+            [sys.executable, "-m", "elastic_slurm", "doctor", *([mode] if mode else [])],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+            check=False,
+        )
+        assert res.returncode == 0, res.stderr
+        out[mode] = res.stdout
+    facts = json.loads(out["--json"].strip().splitlines()[-1])
+    assert facts["mpi"] == "Open MPI 4.1.4" and facts["mpi_can_spawn"] is None
+    why = facts["explanations"]["MPI can spawn"]
+    assert "cannot import mpi4py" in why and "elastic-slurm[mpi]" in why
+    assert "PMIx allocation requests" in facts["explanations"]
+    table = " ".join(out[None].split())
+    assert "MPI can spawn │ unknown: the test spawn runs" in table
+    assert "MPI can spawn: unknown: the test spawn runs" in table

@@ -311,12 +311,16 @@ class SlurmBackend(abc.ABC):
         ------
         ResizeError
             The job is not pending, or Slurm refused.
+        SlurmUnavailableError
+            slurmctld did not answer (an outage, not a refusal: the size may be set later).
         """
         job = self.job(job_id)
         if job is None or job.model_state is not JobState.PENDING:
             raise ResizeError(f"job {job_id} is not pending: its size can no longer be chosen")
         try:
             self.update_numnodes(job_id, nodes)
+        except SlurmUnavailableError:
+            raise
         except SlurmCommandError as exc:
             raise ResizeError(f"Slurm refused to set job {job_id} to {nodes} nodes: {exc}") from exc
 
@@ -418,6 +422,9 @@ class SlurmBackend(abc.ABC):
         ResizeError
             ``keep`` is empty, holds nodes the job does not have, or leaves out its batch host;
             Slurm refused; or Slurm reports something else afterwards.
+        SlurmUnavailableError
+            slurmctld did not answer (an outage, not a refusal): what Slurm did is unknown, and
+            the caller asks again once it answers.
         """
         held = self.elastic_nodes(job_id)
         if not held:
@@ -448,6 +455,8 @@ class SlurmBackend(abc.ABC):
                 else:
                     self.update_nodelist(alloc, kept)
                     updated = True
+        except SlurmUnavailableError:
+            raise
         except SlurmCommandError as exc:
             raise ResizeError(f"Slurm refused to shrink job {job_id}: {exc}") from exc
         if updated:
