@@ -531,3 +531,14 @@ def test_a_controller_started_during_an_outage_waits_for_slurm(
     said = [r.getMessage() for r in caplog.records]
     assert sum("unreachable at start-up" in m for m in said) == 1
     assert sum("reachable again" in m for m in said) == 1
+
+
+def test_an_unreachable_login_node_is_an_outage_not_a_failed_cycle() -> None:
+    from elastic_slurm.controller.daemon import is_outage
+    from elastic_slurm.errors import SlurmCommandError
+
+    refused = SlurmCommandError(["ssh", "alice@login:22"], None, "", "", reason="refused")
+    assert is_outage(refused)
+    # a Slurm command that failed for its own reasons is not an outage
+    assert not is_outage(SlurmCommandError(["scontrol", "update"], 1, "", "Invalid job id"))
+    assert not is_outage(ValueError("bug"))

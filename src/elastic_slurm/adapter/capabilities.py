@@ -161,6 +161,16 @@ def _mpi(transport: Transport, local: bool) -> tuple[str | None, bool | None, st
         test = LocalTransport(env=env)
     python = _python(transport)
     try:
+        has_mpi4py = test.run([python, "-c", "import mpi4py"], timeout_s=30).returncode == 0
+    except SlurmCommandError:
+        has_mpi4py = False
+    if not has_mpi4py:
+        return (
+            vendor,
+            None,
+            f"unknown: {python} cannot import mpi4py (pip install 'elastic-slurm[mpi]')",
+        )
+    try:
         res = test.run(
             ["mpirun", "-n", "1", "--oversubscribe", python, "-c", parent],
             timeout_s=60,
@@ -177,7 +187,10 @@ def _mpi(transport: Transport, local: bool) -> tuple[str | None, bool | None, st
                 "rank runs on mpirun's node, SLURM-FACTS.md)"
             ),
         )
-    return vendor, False, f"a test spawn failed: {(res.stderr or res.stdout).strip()[-300:]}"
+    output = (res.stderr or res.stdout).strip()
+    errors = [line.strip() for line in output.splitlines() if "rror" in line]
+    why = " | ".join(errors[:3])[:300] if errors else output[-300:]
+    return vendor, False, f"a test spawn failed: {why}"
 
 
 PMIX_PROBE_TIMEOUT_S = 60.0

@@ -209,18 +209,23 @@ class LocalTransportConfig(_Frozen):
 class SSHTransportConfig(_Frozen):
     """Slurm's commands run on a login node reached over SSH (paramiko).
 
-    Host keys are checked against ``known_hosts``: an unknown or changed host key is refused
-    (add the login node's key to that file first, e.g. with ``ssh-keyscan``). Login is by key
-    only (``key_file``). Paths may start with ``~``. ``remote_env`` is set for every command on
-    the login node (for example ``SLURM_CONF``).
+    The login node is reached as ``ssh HOST`` would: ``host`` may be an alias of the SSH
+    config (``ssh_config``, default ``~/.ssh/config`` then ``/etc/ssh/ssh_config``), whose
+    ``User``, ``Port``, ``IdentityFile``, ``ProxyJump`` and ``ProxyCommand`` apply; values
+    written here win. Host keys are checked against ``known_hosts`` (default: the files OpenSSH
+    reads): an unknown or changed host key is refused (add it first, e.g. with ``ssh-keyscan``).
+    Login is by key: ``key_file``, the SSH config's ``IdentityFile``, the ssh-agent or
+    ``~/.ssh/id_*``. Paths may start with ``~``. ``remote_env`` is set for every command on the
+    login node (for example ``SLURM_CONF``).
     """
 
     kind: Literal["ssh"]
     host: str = Field(min_length=1)
     port: int = Field(22, ge=1, le=65535)
-    user: str = Field(min_length=1)
-    key_file: Path
-    known_hosts: Path
+    user: str | None = Field(None, min_length=1)
+    key_file: Path | None = None
+    known_hosts: Path | None = None
+    ssh_config: Path | None = None
     connect_timeout_s: float = Field(10.0, gt=0, le=_DAY_S)
     command_timeout_s: float = Field(30.0, gt=0, le=_DAY_S)
     remote_env: dict[str, str] = Field(default_factory=dict)

@@ -89,9 +89,13 @@ class Cycle:
 
 def is_outage(exc: BaseException) -> bool:
     """Whether ``exc`` says Slurm did not answer (as opposed to refusing or a bug)."""
-    return isinstance(exc, SlurmUnavailableError) or (
-        isinstance(exc, SlurmCommandError) and exc.transient
-    )
+    if isinstance(exc, SlurmUnavailableError):
+        return True
+    if not isinstance(exc, SlurmCommandError):
+        return False
+    # a login node that refuses or cannot be found is an outage of Slurm for the controller:
+    # it waits for the site to come back instead of counting failed cycles
+    return exc.transient or bool(exc.argv and exc.argv[0] == "ssh")
 
 
 def _one_line(exc: BaseException, limit: int = 300) -> str:
