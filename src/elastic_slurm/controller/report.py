@@ -19,8 +19,9 @@ order they were written; a record stamped earlier than the one before it (the cl
 back) is taken at the earlier record's time, so no interval has a negative length.
 
 :func:`job_spans`, :func:`job_events`, :func:`utilisation_series`, :func:`average_utilisation`
-and :func:`summary` are pure functions of the records; :func:`draw_report` draws them
-(matplotlib, the ``sim`` extra, imported only there; no global pyplot state).
+and :func:`summary` are pure functions of the records; :func:`draw_report` draws them with
+:func:`draw_gantt`, which the simulator's Gantt chart of a window uses too (matplotlib, the
+``sim`` extra, imported only there; no global pyplot state).
 """
 
 from __future__ import annotations
@@ -433,15 +434,120 @@ _STATE_STYLE = {
 }
 
 
-def draw_report(records: Sequence[Record], path: str | Path, *, max_jobs: int = 60) -> Path:
-    """Draw the journal's jobs (a Gantt chart) over its utilisation to ``path``.
+def _select(
+    spans: Sequence[JobSpan], by_job: Mapping[int, Sequence[JobEvent]], max_jobs: int
+) -> list[JobSpan]:
+    """The spans to draw: all, or the ``max_jobs`` with most events, then most node-seconds."""
 
-    Top panel: one row per job (label ``"id name (kind)"``), a bar per :class:`Interval`
-    whose height grows with the nodes held (pending drawn lighter and thin, other states
-    such as ``completing`` grey), the node count written in bars wide enough for it, and a
-    marker per :class:`JobEvent` (a line before a resize's marker spans the time it took).
-    Bottom panel: :func:`utilisation_series` with its average as a dashed line. The panels
-    share the time axis (seconds, minutes or hours since the journal's first record).
+    def weight(s: JobSpan) -> tuple[int, float]:
+        return (
+            -len(by_job.get(s.job_id, ())),
+            -sum(i.nodes_held * i.duration_s for i in s.intervals),
+        )
+
+    if len(spans) <= max_jobs:
+        return list(spans)
+    keep = {s.job_id for s in sorted(spans, key=weight)[:max_jobs]}
+    return [s for s in spans if s.job_id in keep]
+
+
+def draw_gantt(
+    ax: Any,
+    spans: Sequence[JobSpan],
+    events: Sequence[JobEvent],
+    *,
+    scale: float = 1.0,
+    xlim: tuple[float, float] | None = None,
+    max_jobs: int = 60,
+) -> list[JobSpan]:
+    """Draw jobs as a Gantt chart on a matplotlib ``ax``: the report's and the simulator's.
+
+    One row per job (label ``"id name (kind)"``, first seen on top), a bar per
+    :class:`Interval` whose height grows with the nodes held (pending drawn lighter and thin,
+    other states such as ``completing`` grey), the node count written in bars wide enough for
+    it, and a marker per :class:`JobEvent` (a line before a resize's marker spans the time it
+    took); a legend of what is drawn, outside the axes on the right.
+
+    Parameters
+    ----------
+    ax
+        A matplotlib ``Axes``.
+    spans, events
+        The jobs and their events; times in seconds from the chart's origin.
+    scale
+        Seconds per unit of the time axis (60 for minutes ...).
+    xlim
+        The time axis's range in seconds (default: 0 to the last end).
+    max_jobs
+        At most this many rows: jobs with events first, then those that held the most
+        node-seconds.
+
+    Returns
+    -------
+    list of JobSpan
+        The jobs drawn.
+    """
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    by_job: dict[int, list[JobEvent]] = {}
+    for e in events:
+        by_job.setdefault(e.job_id, []).append(e)
+    shown = _select(spans, by_job, max_jobs)
+    row = {s.job_id: len(shown) - 1 - k for k, s in enumerate(shown)}  # first seen on top
+    widest = max([1, *(s.max_nodes for s in shown)])
+    lo, hi = xlim if xlim is not None else (0.0, max([0.0, *(s.end_s for s in shown)]))
+    span_units = max(hi - lo, 1e-9) / scale
+    for s in shown:
+        y = row[s.job_id]
+        for iv in s.intervals:
+            colour, alpha = _STATE_STYLE.get(iv.state, ("tab:gray", 0.5))
+            height = 0.2 if iv.nodes_held == 0 else 0.3 + 0.5 * iv.nodes_held / widest
+            x0, width = iv.start_s / scale, iv.duration_s / scale
+            ax.broken_barh([(x0, width)], (y - height / 2, height), facecolors=colour, alpha=alpha)
+            if iv.nodes_held and width >= 0.04 * span_units:
+                ax.text(
+                    x0 + width / 2,
+                    y,
+                    str(iv.nodes_held),
+                    ha="center",
+                    va="center",
+                    fontsize="x-small",
+                    color="white",
+                )
+        for e in by_job.get(s.job_id, ()):
+            marker, colour, _ = _MARKERS[e.what]
+            x = e.t_s / scale
+            if e.seconds:
+                ax.plot([x - e.seconds / scale, x], [y + 0.42, y + 0.42], color=colour, lw=1.2)
+            ax.plot([x], [y + 0.42], marker=marker, color=colour, markersize=6, linestyle="none")
+    ax.set_yticks(list(row.values()), [s.label for s in shown], fontsize="small")
+    ax.set_ylim(-0.7, max(len(shown), 1) - 0.3)
+    ax.set_xlim(lo / scale, max(hi, lo + 1e-9) / scale)
+    ax.set_ylabel("jobs (bar height: nodes held)")
+    ax.grid(axis="x", linewidth=0.3)
+    handles: list[Any] = [
+        Patch(facecolor="tab:blue", alpha=0.9, label="running"),
+        Patch(facecolor="tab:blue", alpha=0.25, label="pending"),
+    ]
+    if any(iv.state not in _STATE_STYLE for s in shown for iv in s.intervals):
+        handles.append(Patch(facecolor="tab:gray", alpha=0.5, label="other state"))
+    for what in _MARKERS:
+        if any(e.what == what and e.job_id in row for e in events):
+            marker, colour, label = _MARKERS[what]
+            handles.append(
+                Line2D([], [], marker=marker, color=colour, linestyle="none", label=label)
+            )
+    ax.legend(handles=handles, fontsize="x-small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return shown
+
+
+def draw_report(records: Sequence[Record], path: str | Path, *, max_jobs: int = 60) -> Path:
+    """Draw the journal's jobs (a Gantt chart, :func:`draw_gantt`) over its utilisation.
+
+    Top panel: the jobs (:func:`draw_gantt`). Bottom panel: :func:`utilisation_series` with
+    its average as a dashed line. The panels share the time axis (seconds, minutes or hours
+    since the journal's first record).
 
     Parameters
     ----------
@@ -475,78 +581,19 @@ def draw_report(records: Sequence[Record], path: str | Path, *, max_jobs: int = 
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
-        from matplotlib.lines import Line2D
-        from matplotlib.patches import Patch
     except ImportError as exc:  # pragma: no cover - matplotlib is in the test environment
         raise ImportError("reports need matplotlib: pip install 'elastic-slurm[sim]'") from exc
 
-    by_job: dict[int, list[JobEvent]] = {}
-    for e in events:
-        by_job.setdefault(e.job_id, []).append(e)
-
-    def weight(s: JobSpan) -> tuple[int, float]:
-        return (
-            -len(by_job.get(s.job_id, ())),
-            -sum(i.nodes_held * i.duration_s for i in s.intervals),
-        )
-
-    shown = spans
-    if len(spans) > max_jobs:
-        keep = {s.job_id for s in sorted(spans, key=weight)[:max_jobs]}
-        shown = [s for s in spans if s.job_id in keep]
-    row = {s.job_id: len(shown) - 1 - k for k, s in enumerate(shown)}  # first seen on top
-    widest = max([1, *(s.max_nodes for s in shown)])
+    rows = min(len(spans), max_jobs)
     scale, xlabel = _time_unit(times[-1])
-    xmax = max(times[-1], 1e-9) / scale
-
-    fig = Figure(figsize=(10.0, 3.0 + 0.32 * max(len(shown), 3)), layout="constrained")
+    fig = Figure(figsize=(10.0, 3.0 + 0.32 * max(rows, 3)), layout="constrained")
     FigureCanvasAgg(fig)
     gantt, util = fig.subplots(
-        2, 1, sharex=True, gridspec_kw={"height_ratios": [max(len(shown), 3) * 0.32 + 1.0, 1.6]}
+        2, 1, sharex=True, gridspec_kw={"height_ratios": [max(rows, 3) * 0.32 + 1.0, 1.6]}
     )
-    for s in shown:
-        y = row[s.job_id]
-        for iv in s.intervals:
-            colour, alpha = _STATE_STYLE.get(iv.state, ("tab:gray", 0.5))
-            height = 0.2 if iv.nodes_held == 0 else 0.3 + 0.5 * iv.nodes_held / widest
-            x0, width = iv.start_s / scale, iv.duration_s / scale
-            gantt.broken_barh(
-                [(x0, width)], (y - height / 2, height), facecolors=colour, alpha=alpha
-            )
-            if iv.nodes_held and width >= 0.04 * xmax:
-                gantt.text(
-                    x0 + width / 2,
-                    y,
-                    str(iv.nodes_held),
-                    ha="center",
-                    va="center",
-                    fontsize="x-small",
-                    color="white",
-                )
-        for e in by_job.get(s.job_id, ()):
-            marker, colour, _ = _MARKERS[e.what]
-            x = e.t_s / scale
-            if e.seconds:
-                gantt.plot([x - e.seconds / scale, x], [y + 0.42, y + 0.42], color=colour, lw=1.2)
-            gantt.plot([x], [y + 0.42], marker=marker, color=colour, markersize=6, linestyle="none")
-    gantt.set_yticks(list(row.values()), [s.label for s in shown], fontsize="small")
-    gantt.set_ylim(-0.7, max(len(shown), 1) - 0.3)
-    gantt.set_xlim(0, xmax)
-    gantt.set_ylabel("jobs (bar height: nodes held)")
-    gantt.grid(axis="x", linewidth=0.3)
-    handles: list[Any] = [
-        Patch(facecolor="tab:blue", alpha=0.9, label="running"),
-        Patch(facecolor="tab:blue", alpha=0.25, label="pending"),
-    ]
-    if any(iv.state not in _STATE_STYLE for s in shown for iv in s.intervals):
-        handles.append(Patch(facecolor="tab:gray", alpha=0.5, label="other state"))
-    for what in _MARKERS:
-        if any(e.what == what and e.job_id in row for e in events):
-            marker, colour, label = _MARKERS[what]
-            handles.append(
-                Line2D([], [], marker=marker, color=colour, linestyle="none", label=label)
-            )
-    gantt.legend(handles=handles, fontsize="x-small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    shown = draw_gantt(
+        gantt, spans, events, scale=scale, xlim=(0.0, max(times[-1], 1e-9)), max_jobs=max_jobs
+    )
     title = (
         f"{info['jobs']} job(s), {info['resizes_done']} resize(s) done, "
         f"{info['resizes_failed']} failed, over {_duration(info['span_s'])}"
@@ -576,6 +623,7 @@ __all__ = [
     "JobEvent",
     "JobSpan",
     "average_utilisation",
+    "draw_gantt",
     "draw_report",
     "job_events",
     "job_spans",

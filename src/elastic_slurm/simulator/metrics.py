@@ -9,7 +9,10 @@ Per job (:class:`~elastic_slurm.simulator.cluster.JobRecord`), with submit time 
   :data:`BSLD_BOUND_S` (10 s) unless told otherwise (Feitelson et al., "Theory and Practice in
   Parallel Job Scheduling", 1997; Mu'alem and Feitelson 2001 use 10 s too). Plain slowdown,
   ``(e - s) / (e - b)``, is :attr:`Metrics.avg_slowdown` (jobs that ran 0 s are left out of
-  it).
+  it);
+* the 50th, 95th and 99th percentiles of wait and bounded slowdown over the jobs
+  (:func:`~elastic_slurm.simulator.stats.percentiles`: linear interpolation between ranks),
+  since averages hide the jobs that wait longest.
 
 For the whole run:
 
@@ -31,6 +34,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from elastic_slurm.simulator.cluster import JobRecord
+from elastic_slurm.simulator.stats import PERCENTILES, percentiles
 
 BSLD_BOUND_S = 10.0
 """The default bound of the bounded slowdown, in seconds."""
@@ -51,8 +55,8 @@ def bounded_slowdown(record: JobRecord, bound_s: float = BSLD_BOUND_S) -> float:
 class Metrics:
     """Aggregate results of one simulation (see the module docstring for definitions).
 
-    Averages are over all jobs; times in seconds; utilisation and waste fraction in
-    ``[0, 1]``.
+    Averages and percentiles are over all jobs (``p95_wait_s``: 95 % of the jobs waited at
+    most this long); times in seconds; utilisation and waste fraction in ``[0, 1]``.
     """
 
     jobs: int
@@ -65,6 +69,12 @@ class Metrics:
     max_bounded_slowdown: float
     avg_slowdown: float
     bsld_bound_s: float
+    p50_wait_s: float
+    p95_wait_s: float
+    p99_wait_s: float
+    p50_bounded_slowdown: float
+    p95_bounded_slowdown: float
+    p99_bounded_slowdown: float
     makespan_s: float
     utilization: float
     node_s: float
@@ -144,6 +154,8 @@ def compute_metrics(
     tats = [r.end_s - r.submit_s for r in records]
     bslds = [max(1.0, t / max(run, bound_s)) for t, run in zip(tats, runs, strict=True)]
     slowdowns = [t / run for t, run in zip(tats, runs, strict=True) if run > 0]
+    wait_p = percentiles(waits, PERCENTILES)
+    bsld_p = percentiles(bslds, PERCENTILES)
     first = min(r.submit_s for r in records)
     last = max(r.end_s for r in records)
     makespan = last - first
@@ -160,6 +172,12 @@ def compute_metrics(
         max_bounded_slowdown=max(bslds),
         avg_slowdown=sum(slowdowns) / len(slowdowns) if slowdowns else 0.0,
         bsld_bound_s=bound_s,
+        p50_wait_s=wait_p[50],
+        p95_wait_s=wait_p[95],
+        p99_wait_s=wait_p[99],
+        p50_bounded_slowdown=bsld_p[50],
+        p95_bounded_slowdown=bsld_p[95],
+        p99_bounded_slowdown=bsld_p[99],
         makespan_s=makespan,
         utilization=node_s / (nodes * makespan) if makespan > 0 else 0.0,
         node_s=node_s,
