@@ -30,14 +30,13 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from elastic_slurm import envvars
 from elastic_slurm.simulator.generators.downey import (
     GHAFOOR_INTERARRIVAL_S,
     GhafoorMalleable,
     ghafoor_model,
 )
 from elastic_slurm.simulator.replay import load_workload, run
-from elastic_slurm.simulator.repro import Check, Section
+from elastic_slurm.simulator.repro import Check, Section, trace_dir
 from elastic_slurm.simulator.swf import read_swf
 from elastic_slurm.simulator.workload import Workload
 
@@ -79,14 +78,6 @@ TRACES = ("SDSC-SP2-1998-4.2-cln.swf.gz", "KTH-SP2-1996-2.1-cln.swf.gz")
 UTIL_TOLERANCE = 0.03
 TAT_TOLERANCE = 0.10
 IMPROVEMENT_TOLERANCE_PP = 5.0
-
-
-def trace_dir() -> Path:
-    """Where the shared traces are: ``ELASTIC_SLURM_WORKLOADS``, else ``../shared/workloads``."""
-    given = envvars.get_str("WORKLOADS")
-    if given:
-        return Path(given)
-    return Path(__file__).resolve().parents[5] / "shared" / "workloads"
 
 
 @cache

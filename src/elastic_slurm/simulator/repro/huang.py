@@ -36,7 +36,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from elastic_slurm import envvars
 from elastic_slurm.plugins.policies.huang import (
     FairShareConfig,
     HuangConfig,
@@ -46,7 +45,7 @@ from elastic_slurm.plugins.policies.huang import (
 from elastic_slurm.plugins.policy import Policy
 from elastic_slurm.simulator.generators.huang import HuangConversion, huang_workload
 from elastic_slurm.simulator.replay import load_workload, run
-from elastic_slurm.simulator.repro import Check, Section
+from elastic_slurm.simulator.repro import Check, Section, trace_dir
 from elastic_slurm.simulator.swf import read_swf
 from elastic_slurm.simulator.workload import Workload
 
@@ -90,14 +89,6 @@ Task = tuple[str, int | None, str, int, str, str]
 ``variant`` is ``""`` for the four policies of :data:`POLICIES`, ``"aux_request"`` for the
 auxiliary approach that starts a job only with its trace size or more.
 """
-
-
-def trace_dir() -> Path:
-    """Where the shared traces are: ``ELASTIC_SLURM_WORKLOADS``, else ``../shared/workloads``."""
-    given = envvars.get_str("WORKLOADS")
-    if given:
-        return Path(given)
-    return Path(__file__).resolve().parents[5] / "shared" / "workloads"
 
 
 @cache
