@@ -85,9 +85,13 @@ def _downey(jobs: int, seed: int) -> Workload:
     return ghafoor_model(jobs=jobs).generate(seed)
 
 
-@cache
 def _trace(name: str, jobs: int) -> Workload:
-    trace = read_swf(trace_dir() / name, max_jobs=jobs + 500, on_error="skip")
+    return _trace_in(trace_dir(), name, jobs)  # the folder is part of the cache's key
+
+
+@cache
+def _trace_in(folder: Path, name: str, jobs: int) -> Workload:
+    trace = read_swf(folder / name, max_jobs=jobs + 500, on_error="skip")
     return load_workload(trace, max_jobs=jobs)
 
 

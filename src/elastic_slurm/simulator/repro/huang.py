@@ -91,11 +91,13 @@ auxiliary approach that starts a job only with its trace size or more.
 """
 
 
-@cache
 def _trace(name: str, jobs: int | None) -> Workload:
-    trace = read_swf(
-        trace_dir() / name, max_jobs=None if jobs is None else jobs + 500, on_error="skip"
-    )
+    return _trace_in(trace_dir(), name, jobs)  # the folder is part of the cache's key
+
+
+@cache
+def _trace_in(folder: Path, name: str, jobs: int | None) -> Workload:
+    trace = read_swf(folder / name, max_jobs=None if jobs is None else jobs + 500, on_error="skip")
     return load_workload(trace, max_jobs=jobs)
 
 

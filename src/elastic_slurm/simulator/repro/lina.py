@@ -74,11 +74,16 @@ BASELINE = (
 )
 
 
-@cache
 def _workload(source: str, jobs: int) -> Workload:
-    if source == SYNTHETIC:
+    return _workload_in(None if source == SYNTHETIC else trace_dir(), source, jobs)
+
+
+@cache
+def _workload_in(folder: Path | None, source: str, jobs: int) -> Workload:
+    """The workload, cached by folder too (the traces' folder can change between reports)."""
+    if folder is None:
         return lina_synthetic(jobs=jobs).generate(seed=17)
-    trace = read_swf(trace_dir() / source, max_jobs=jobs + 500, on_error="skip")
+    trace = read_swf(folder / source, max_jobs=jobs + 500, on_error="skip")
     return load_workload(trace, max_jobs=jobs)
 
 
