@@ -6,12 +6,13 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import sys
 from pathlib import Path
 
 import pytest
 
 from elastic_slurm.cli import simulate
-from elastic_slurm.errors import InvalidRequest
+from elastic_slurm.errors import ConfigError, InvalidRequest
 from elastic_slurm.simulator import SWFHeader, SWFJob, read_swf, write_swf
 from elastic_slurm.simulator.stats import mean_ci
 
@@ -114,6 +115,18 @@ def test_bad_seeds_and_windows(four: Path) -> None:
     assert simulate._window("1h:2d") == (3600.0, 172800.0)
 
 
+def test_missing_scipy_or_matplotlib_is_one_line_before_any_run(
+    four: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "scipy.stats", None)
+    with pytest.raises(ConfigError, match=r"SciPy .*elastic-slurm\[sim\]"):
+        call(str(four), "--seeds", "2")
+    call(str(four), "--seeds", "1")  # one seed needs no interval
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    with pytest.raises(ConfigError, match=r"--plot needs matplotlib"):
+        call(str(four), "--plot", str(tmp_path))
+
+
 def test_per_job_files(busy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     call(
         str(busy),
@@ -188,6 +201,24 @@ def test_progress_goes_to_stderr_and_json_stays_last(
     assert "480/480 jobs (100 %)" in captured.err  # 4 runs of 120 jobs: sweep included
     call(str(busy), "--json")  # stderr is not a terminal here: nothing unless asked
     assert capsys.readouterr().err == ""
+
+
+def test_the_bar_waits_a_few_seconds_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    quiet = simulate._Progress(None, 100)  # a terminal, not asked: only after the delay
+    assert quiet.enabled and not quiet.plain and quiet.delay_s == simulate.PROGRESS_DELAY_S
+    update = quiet.callback("run")
+    assert update is not None
+    update(50, 100)
+    assert quiet.bar is None  # a short run shows nothing
+    monkeypatch.setattr(simulate, "PROGRESS_DELAY_S", 0.0)
+    shown = simulate._Progress(None, 100)
+    shown.callback("run")(50, 100)  # type: ignore[misc]
+    assert shown.bar is not None
+    assert shown.bar.tasks[0].completed == 50 and shown.bar.tasks[0].total == 100
+    shown.close()
+    assert shown.bar is None
+    assert simulate._Progress(False, 100).callback("run") is None  # --no-progress
 
 
 def test_gantt_of_a_window(busy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

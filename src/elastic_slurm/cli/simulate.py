@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from elastic_slurm.errors import InvalidRequest
+from elastic_slurm.errors import ConfigError, InvalidRequest
 
 #: A bar shows only once a run has lasted this long (seconds), unless asked for.
 PROGRESS_DELAY_S = 2.0
@@ -309,6 +309,23 @@ class _Progress:
             self.bar = None
 
 
+def _require_extras(*, confidence: bool, plots: bool) -> None:
+    """Fail before the runs, in one line, when what the output needs is not installed."""
+    if confidence:
+        try:
+            import scipy.stats  # noqa: F401
+        except ImportError as exc:
+            raise ConfigError(
+                "--seeds with two seeds or more needs SciPy for the confidence intervals "
+                "(Student's t): pip install 'elastic-slurm[sim]' (or scipy)"
+            ) from exc
+    if plots:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError as exc:
+            raise ConfigError("--plot needs matplotlib: pip install 'elastic-slurm[sim]'") from exc
+
+
 def _per_seed_path(path: Path, seed: int, several: bool) -> Path:
     if not several:
         return path
@@ -367,9 +384,9 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901 - one linear command
         For an unreadable or malformed trace.
     InvalidRequest
         For impossible sizes, fractions, seeds or windows.
-    ImportError
-        For ``--seeds`` with two seeds or more without SciPy, or figures without matplotlib
-        (the message names the extra).
+    ConfigError
+        For ``--seeds`` with two seeds or more without SciPy, or ``--plot`` without
+        matplotlib (the message names the extra), before any run.
     """
     from elastic_slurm.simulator.replay import SimConfig, load_workload
     from elastic_slurm.simulator.replay import run as simulate
@@ -384,10 +401,7 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901 - one linear command
     fractions = _fractions(args.fractions) if args.fractions else []
     window = _window(args.window)
     options = _options(args.option)
-    if len(seeds) > 1:
-        from elastic_slurm.simulator.stats import t_quantile
-
-        t_quantile(0.975, 1)  # without SciPy: fail now, not after the runs
+    _require_extras(confidence=len(seeds) > 1, plots=args.plot is not None)
     workload = load_workload(
         args.trace,
         args.nodes,
