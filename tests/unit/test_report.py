@@ -271,6 +271,29 @@ def test_draw_report_over_a_long_journal_and_many_jobs(tmp_path: Path) -> None:
     assert out.stat().st_size > 10_000
 
 
+def test_draw_report_of_a_window(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import elastic_slurm.controller.report as report
+
+    records = [
+        sizes(600 * k, *(job(i, "running", [f"n{i}"]) for i in range(k, k + 5)), total=100)
+        for k in range(40)
+    ]
+    seen = []
+    real = report.draw_gantt
+
+    def spy(ax, spans, events, **kw):  # noqa: ANN001, ANN003, ANN202
+        seen.append(({s.job_id for s in spans}, kw["xlim"]))
+        return real(ax, spans, events, **kw)
+
+    monkeypatch.setattr(report, "draw_gantt", spy)
+    draw_report(records, tmp_path / "w.png", window_s=(6000.0, 7200.0))
+    ((ids, xlim),) = seen
+    assert xlim == (6000.0, 7200.0)
+    assert ids == set(range(9, 17))  # job i is seen from 600 (i - 4) s to 600 (i + 1) s
+    with pytest.raises(ValueError, match="window must end after"):
+        draw_report(records, tmp_path / "w.png", window_s=(10.0, 10.0))
+
+
 def test_draw_report_refuses_another_suffix(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"\.png or \.svg, not \.pdf"):
         draw_report(known_sequence(), tmp_path / "r.pdf")

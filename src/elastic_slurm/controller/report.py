@@ -604,7 +604,8 @@ def draw_gantt(
     scale
         Seconds per unit of the time axis (60 for minutes ...).
     xlim
-        The time axis's range in seconds (default: 0 to the last end).
+        The time axis's range in seconds (default: 0 to the last end); only what falls in
+        it is drawn.
     max_jobs
         At most this many rows: jobs with events first, then those that held the most
         node-seconds.
@@ -628,9 +629,12 @@ def draw_gantt(
     for s in shown:
         y = row[s.job_id]
         for iv in s.intervals:
+            a, b = max(iv.start_s, lo), min(iv.end_s, hi)  # the part inside the window
+            if b < a:
+                continue
             colour, alpha = _STATE_STYLE.get(iv.state, ("tab:gray", 0.5))
             height = 0.2 if iv.nodes_held == 0 else 0.3 + 0.5 * iv.nodes_held / widest
-            x0, width = iv.start_s / scale, iv.duration_s / scale
+            x0, width = a / scale, (b - a) / scale
             ax.broken_barh([(x0, width)], (y - height / 2, height), facecolors=colour, alpha=alpha)
             if iv.nodes_held and width >= 0.04 * span_units:
                 ax.text(
@@ -643,6 +647,8 @@ def draw_gantt(
                     color="white",
                 )
         for e in by_job.get(s.job_id, ()):
+            if not lo <= e.t_s <= hi:
+                continue
             marker, colour, _ = _MARKERS[e.what]
             x = e.t_s / scale
             if e.seconds:
@@ -669,7 +675,13 @@ def draw_gantt(
     return shown
 
 
-def draw_report(records: Sequence[Record], path: str | Path, *, max_jobs: int = 60) -> Path:
+def draw_report(
+    records: Sequence[Record],
+    path: str | Path,
+    *,
+    max_jobs: int = 60,
+    window_s: tuple[float, float] | None = None,
+) -> Path:
     """Draw the journal's jobs (a Gantt chart, :func:`draw_gantt`) over its utilisation.
 
     Top panel: the jobs (:func:`draw_gantt`). Bottom panel: :func:`utilization_series` with
@@ -685,6 +697,9 @@ def draw_report(records: Sequence[Record], path: str | Path, *, max_jobs: int = 
     max_jobs
         At most this many rows: jobs with events first, then those that held the most
         node-seconds; the rest are left out (the title says how many are shown).
+    window_s
+        ``(start_s, end_s)`` in seconds since the journal's first record: draw only this
+        window, and only the jobs seen in it (default: the whole journal).
 
     Returns
     -------
@@ -694,7 +709,8 @@ def draw_report(records: Sequence[Record], path: str | Path, *, max_jobs: int = 
     Raises
     ------
     ValueError
-        ``path`` does not end in ``.png`` or ``.svg``, or the journal has no ``sizes`` record.
+        ``path`` does not end in ``.png`` or ``.svg``, the journal has no ``sizes`` record,
+        or the window is empty.
     ImportError
         matplotlib is not installed.
     """
@@ -705,6 +721,12 @@ def draw_report(records: Sequence[Record], path: str | Path, *, max_jobs: int = 
     events = job_events(records)
     times, values = utilization_series(records)
     info = summary(records)
+    lo, hi = window_s if window_s is not None else (0.0, max(times[-1], 1e-9))
+    if not hi > lo:
+        raise ValueError(f"the window must end after it starts, got {lo:g} to {hi:g} s")
+    if window_s is not None:
+        spans = [s for s in spans if s.start_s <= hi and s.end_s >= lo]
+        events = [e for e in events if lo <= e.t_s <= hi]
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
@@ -712,15 +734,13 @@ def draw_report(records: Sequence[Record], path: str | Path, *, max_jobs: int = 
         raise ImportError("reports need matplotlib: pip install 'elastic-slurm[sim]'") from exc
 
     rows = min(len(spans), max_jobs)
-    scale, xlabel = _time_unit(times[-1])
+    scale, xlabel = _time_unit(hi - lo)
     fig = Figure(figsize=(10.0, 3.0 + 0.32 * max(rows, 3)), layout="constrained")
     FigureCanvasAgg(fig)
     gantt, util = fig.subplots(
         2, 1, sharex=True, gridspec_kw={"height_ratios": [max(rows, 3) * 0.32 + 1.0, 1.6]}
     )
-    shown = draw_gantt(
-        gantt, spans, events, scale=scale, xlim=(0.0, max(times[-1], 1e-9)), max_jobs=max_jobs
-    )
+    shown = draw_gantt(gantt, spans, events, scale=scale, xlim=(lo, hi), max_jobs=max_jobs)
     title = (
         f"{info['jobs']} job(s), {info['resizes_done']} resize(s) done, "
         f"{info['resizes_failed']} failed, over {_duration(info['span_s'])}"
