@@ -4,6 +4,7 @@ one rigid baseline, progress on stderr beside ``--json``, the Gantt window."""
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import random
 import sys
@@ -15,6 +16,11 @@ from elastic_slurm.cli import simulate
 from elastic_slurm.errors import ConfigError, InvalidRequest
 from elastic_slurm.simulator import SWFHeader, SWFJob, read_swf, write_swf
 from elastic_slurm.simulator.stats import mean_ci
+
+needs_scipy = pytest.mark.skipif(
+    importlib.util.find_spec("scipy") is None,
+    reason="SciPy is not installed (--seeds' confidence intervals; the sim extra should bring it)",
+)
 
 
 def call(*argv: str) -> int:
@@ -75,6 +81,7 @@ def test_percentiles_of_wait_and_bounded_slowdown(
     assert "average bounded slowdown (bound 10 s)" in out
 
 
+@needs_scipy
 def test_seeds_give_means_and_student_t_intervals(
     busy: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -143,6 +150,10 @@ def test_per_job_files(busy: Path, tmp_path: Path, capsys: pytest.CaptureFixture
     waits = sorted(j.wait_time for j in back.jobs)
     assert sum(waits) / 120 == pytest.approx(s["avg_wait_s"])
     assert (tmp_path / "j.csv").read_text().startswith("job_id,workload_name,profile,")
+
+
+@needs_scipy
+def test_one_file_per_seed(busy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     call(
         str(busy),
         "--json",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 
 import numpy as np
@@ -15,6 +16,11 @@ from elastic_slurm.simulator.stats import (
     over_runs,
     percentiles,
     t_quantile,
+)
+
+needs_scipy = pytest.mark.skipif(
+    importlib.util.find_spec("scipy") is None,
+    reason="SciPy is not installed (Student's t quantiles; the sim extra should bring it)",
 )
 
 
@@ -35,6 +41,7 @@ def test_percentiles_of_a_known_sample_and_edge_cases() -> None:
         percentiles([1.0], (101,))
 
 
+@needs_scipy
 def test_mean_ci_matches_the_t_table() -> None:
     # n = 5, s = sqrt(2.5), t(0.975, 4) = 2.776445 (any t table)
     e = mean_ci([1.0, 2.0, 3.0, 4.0, 5.0])
@@ -52,6 +59,7 @@ def test_mean_ci_matches_the_t_table() -> None:
         mean_ci([1.0, 2.0], 1.5)
 
 
+@needs_scipy
 def test_over_runs_aggregates_numeric_entries() -> None:
     runs = [{"a": 1.0, "b": "x", "seed": 0}, {"a": 3.0, "b": "y", "seed": 1}]
     got = over_runs(runs, ["a", "b", "missing"])
