@@ -106,6 +106,9 @@ def test_seeds_give_means_and_student_t_intervals(
     out = capsys.readouterr().out
     assert "means over 2 seeds with 95 % confidence intervals (Student t)" in out
     assert " ± " in out
+    call(str(busy), "--fractions", "0.5", "--compare-policies", "lina_elastic", "--seeds", "2")
+    sweep = capsys.readouterr().out.split("elastic fraction sweep")[1]
+    assert "lina_elastic" in sweep and " ± " in sweep and "% vs" not in sweep
 
 
 def test_bad_seeds_and_windows(four: Path) -> None:

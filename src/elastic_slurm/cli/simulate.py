@@ -582,11 +582,16 @@ def _print_text(
         print("elastic fraction sweep (turnaround and utilisation; change against the baseline):")
         for point in sweep:
             vs = point.get("vs_baseline", {})
+            ci = point.get("confidence_intervals", {})
             tat, util = vs.get("avg_turnaround_s"), vs.get("utilization")
+            tat_ci = ci.get("avg_turnaround_s", {}).get("ci_half_width")
+            util_ci = ci.get("utilization", {}).get("ci_half_width")
             print(
                 f"  {point['policy']:<24} {100 * point['elastic_fraction']:5.1f} % elastic  "
                 f"turnaround {point['avg_turnaround_s']:,.1f} s"
+                + (f" ± {tat_ci:,.1f} s" if tat_ci is not None else "")
                 + (f" ({100 * tat:+.1f} %)" if tat is not None else "")
                 + f"  utilisation {point['utilization']:.4f}"
+                + (f" ± {util_ci:.4f}" if util_ci is not None else "")
                 + (f" ({100 * util:+.1f} %)" if util is not None else "")
             )
