@@ -8,6 +8,15 @@ seed and every measure is a mean with its 95 % Student t confidence interval. Pe
 (Batsim's jobs.csv, which evalys reads). Elastic runs are compared with one rigid baseline
 (``--baseline``: a policy on the trace with no job made elastic), named in the output.
 
+With ``--json`` the last line printed is one JSON object: the metrics (``jobs``, ``policy``,
+``seed``, ``avg_wait_s``, ``p50_wait_s``, ``p95_wait_s``, ``p99_wait_s``,
+``avg_turnaround_s``, ``avg_bounded_slowdown`` and its percentiles, ``utilization``,
+``makespan_s`` ...); with several seeds each measure is the mean over them, with ``seeds``,
+``confidence_intervals`` (``{measure: {mean, ci_low, ci_high, ci_half_width, n,
+confidence}}``) and ``runs`` (each seed's metrics); ``baseline`` (its metrics and
+``description``) and ``vs_baseline`` (``(value - baseline) / baseline`` per measure);
+``sweep`` (one entry per policy and fraction); ``job_files`` and ``figures`` (paths written).
+
 Progress goes to stderr: a bar (rich) when stderr is a terminal and the run lasts more than a
 few seconds, plain lines with ``--progress`` when it is not; never on stdout, so ``--json``
 (whose last line printed is one JSON object) is not disturbed. The simulator, NumPy and
