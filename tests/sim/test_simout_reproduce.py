@@ -102,3 +102,43 @@ def test_traces_reach_the_papers_then_the_environment_is_restored(
 
 def test_the_cli_lists_the_same_papers() -> None:
     assert reproduce.PAPERS == repro.PAPERS
+
+
+def test_from_an_installed_copy_outside_the_checkout(tmp_path: Path) -> None:
+    """The package copied away from the checkout (as a wheel installs it): no docs to update,
+    no traces beside it, the report in the current folder."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    src = Path(__file__).resolve().parents[2] / "src" / "elastic_slurm"
+    site = tmp_path / "a" / "b" / "c" / "site-packages"  # deep enough that no shared/ is near
+    shutil.copytree(src, site / "elastic_slurm", ignore=shutil.ignore_patterns("__pycache__"))
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "ELASTIC_SLURM_WORKLOADS"}
+    env["PYTHONPATH"] = str(site)
+
+    def elastic(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "elastic_slurm", "reproduce", *argv],
+            cwd=work,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+
+    docs = elastic("--update-docs")
+    assert docs.returncode == 2 and "not a checkout" in docs.stderr
+    assert len(docs.stderr.strip().splitlines()) == 1
+    traces = elastic("--quick", "--paper", "huang")
+    assert traces.returncode == 2 and "--traces DIR" in traces.stderr
+    assert "Traceback" not in traces.stderr
+    ok = elastic("--quick", "--paper", "klein_perez")
+    assert ok.returncode == 0, ok.stderr
+    assert (work / "reproduction.md").is_file() and (
+        work / "reproduction" / "klein_perez.png"
+    ).is_file()
+    assert not (site / "docs").exists()
