@@ -381,7 +381,16 @@ def _describe_baseline(policy: str) -> str:
     )
 
 
-def run(args: argparse.Namespace) -> int:  # noqa: C901 - one linear command
+def _check(args: argparse.Namespace) -> None:
+    if args.nodes is not None and args.nodes < 1:
+        raise InvalidRequest(f"--nodes must be at least 1, got {args.nodes}")
+    if args.jobs is not None and args.jobs < 1:
+        raise InvalidRequest(f"--jobs must be at least 1, got {args.jobs}")
+    if not 0.0 <= args.elastic_fraction <= 1.0:
+        raise InvalidRequest(f"--elastic-fraction must be in [0, 1], got {args.elastic_fraction}")
+
+
+def run(args: argparse.Namespace) -> int:
     """Run the simulations described by ``args``; print the results; return 0.
 
     Raises
@@ -398,14 +407,8 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901 - one linear command
         matplotlib (the message names the extra), before any run.
     """
     from elastic_slurm.simulator.replay import SimConfig, load_workload
-    from elastic_slurm.simulator.replay import run as simulate
 
-    if args.nodes is not None and args.nodes < 1:
-        raise InvalidRequest(f"--nodes must be at least 1, got {args.nodes}")
-    if args.jobs is not None and args.jobs < 1:
-        raise InvalidRequest(f"--jobs must be at least 1, got {args.jobs}")
-    if not 0.0 <= args.elastic_fraction <= 1.0:
-        raise InvalidRequest(f"--elastic-fraction must be in [0, 1], got {args.elastic_fraction}")
+    _check(args)
     seeds = _seeds(args.seeds, args.seed)
     fractions = _fractions(args.fractions) if args.fractions else []
     window = _window(args.window)
@@ -418,6 +421,44 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901 - one linear command
         on_error="skip" if args.skip_bad_lines else "raise",
     )
     config = SimConfig(periodic_s=args.periodic)
+    results, baseline, sweep = _simulate_all(args, workload, config, options, seeds, fractions)
+    summary = _aggregate([r.summary() for r in results])
+    summary["trace"] = str(args.trace)
+    summary["elastic_fraction"] = args.elastic_fraction
+    if baseline is not None:
+        summary["baseline"] = baseline
+        summary["vs_baseline"] = _vs_baseline(summary, baseline)
+    if sweep:
+        summary["sweep"] = sweep
+    written = _write_jobs(args, results, workload, config.bsld_bound_s)
+    if written:
+        summary["job_files"] = written
+    figures: list[str] = []
+    if args.plot is not None:
+        figures = _figures(args, results[0], window, sweep, baseline)
+        summary["figures"] = figures
+    if args.json:
+        print(json.dumps(summary, sort_keys=True))
+        return 0
+    _print_text(workload, results, summary, sweep, baseline)
+    for path in written:
+        print(f"  jobs: {path}")
+    for figure in figures:
+        print(f"  figure: {figure}")
+    return 0
+
+
+def _simulate_all(
+    args: argparse.Namespace,
+    workload: Any,
+    config: Any,
+    options: dict[str, Any],
+    seeds: list[int],
+    fractions: list[float],
+) -> tuple[list[Any], dict[str, Any] | None, list[dict[str, Any]]]:
+    """Every run, under one progress bar: the results per seed, the baseline, the sweep."""
+    from elastic_slurm.simulator.replay import run as simulate
+
     policies = (args.compare_policies or args.policy).split(",") if fractions else []
     baseline_policy = args.baseline or (DEFAULT_BASELINE if fractions else None)
     runs = len(seeds) * (1 + len(policies) * len(fractions)) + (1 if baseline_policy else 0)
@@ -456,46 +497,30 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901 - one linear command
                 sweep.append(point)
     finally:
         bar.close()
+    return results, baseline, sweep
 
-    summary = _aggregate([r.summary() for r in results])
-    summary["trace"] = str(args.trace)
-    summary["elastic_fraction"] = args.elastic_fraction
-    if baseline is not None:
-        summary["baseline"] = baseline
-        summary["vs_baseline"] = _vs_baseline(summary, baseline)
-    if sweep:
-        summary["sweep"] = sweep
+
+def _write_jobs(
+    args: argparse.Namespace, results: list[Any], workload: Any, bound_s: float
+) -> list[str]:
+    """``--jobs-out`` and ``--jobs-csv`` for each seed's run; the paths written."""
+    if args.jobs_out is None and args.jobs_csv is None:
+        return []
+    from elastic_slurm.simulator.output import write_jobs_csv, write_jobs_swf
+
     jobs_by_id = {j.job_id: j for j in workload.jobs}
+    several = len(results) > 1
     written: list[str] = []
     for result in results:
-        several = len(results) > 1
         if args.jobs_out is not None:
-            from elastic_slurm.simulator.output import write_jobs_swf
-
             path = _per_seed_path(args.jobs_out, result.seed, several)
             write_jobs_swf(path, result, jobs_by_id)
             written.append(str(path))
         if args.jobs_csv is not None:
-            from elastic_slurm.simulator.output import write_jobs_csv
-
             path = _per_seed_path(args.jobs_csv, result.seed, several)
-            write_jobs_csv(path, result, jobs_by_id, bound_s=config.bsld_bound_s)
+            write_jobs_csv(path, result, jobs_by_id, bound_s=bound_s)
             written.append(str(path))
-    if written:
-        summary["job_files"] = written
-    figures: list[str] = []
-    if args.plot is not None:
-        figures = _figures(args, results[0], window, sweep, baseline)
-        summary["figures"] = figures
-    if args.json:
-        print(json.dumps(summary, sort_keys=True))
-        return 0
-    _print_text(workload, results, summary, sweep, baseline)
-    for path in written:
-        print(f"  jobs: {path}")
-    for figure in figures:
-        print(f"  figure: {figure}")
-    return 0
+    return written
 
 
 def _figures(
