@@ -122,3 +122,18 @@ def test_node_assignment_and_interval_sets() -> None:
     assert interval_set([5, 0, 1, 2, 9, 10]) == "0-2 5 9-10"
     with pytest.raises(ValueError, match="more than 2 node"):
         node_assignment([(0.0, 1, 2), (0.0, 2, 1)], 2)
+
+
+def test_evalys_measures_the_same_utilisation_of_a_rigid_run(tmp_path: Path) -> None:
+    """An independent tool on our per-job output agrees with our metrics (the cross-check
+    per-job output is for)."""
+    evalys = pytest.importorskip("evalys.jobset")
+    jobs = [
+        SimJob(i, 7.0 * i, 40.0 + 13 * (i % 5), 1 + i % 3, walltime_s=100.0 + i)
+        for i in range(1, 60)
+    ]
+    r = run(jobs, "easy_backfill", nodes=6)
+    write_jobs_csv(tmp_path / "jobs.csv", r)
+    js = evalys.JobSet.from_csv(str(tmp_path / "jobs.csv"), resource_bounds=(0, 5))
+    assert js.mean_utilisation() / 6 == pytest.approx(r.metrics.utilization, rel=1e-9)
+    assert js.df["turnaround_time"].mean() == pytest.approx(r.metrics.avg_turnaround_s)
