@@ -112,7 +112,9 @@ def test_from_an_installed_copy_outside_the_checkout(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    src = Path(__file__).resolve().parents[2] / "src" / "elastic_slurm"
+    import elastic_slurm
+
+    src = Path(elastic_slurm.__file__).resolve().parent  # the package under test
     site = tmp_path / "a" / "b" / "c" / "site-packages"  # deep enough that no shared/ is near
     shutil.copytree(src, site / "elastic_slurm", ignore=shutil.ignore_patterns("__pycache__"))
     work = tmp_path / "work"
