@@ -31,6 +31,20 @@ def test_quick_reproduction_returns_checks_and_figures(tmp_path: Path) -> None:
     priorities = next(c for c in section.checks if "every algorithm and priority" in c.what)
     assert priorities.agrees, priorities
     assert any("Table 3, Synthetic, Default" in name for name in by_name)
+    # one rigid baseline, named, with the users' estimates shown beside it
+    assert "The rigid baseline of every comparison in this section (the dotted line of the " in (
+        section.markdown.replace("\n", " ")
+    )
+    assert lina.BASELINE in section.markdown.replace("\n", " ")
+    workloads = 1 + (trace_dir() / lina.TRACES[0]).is_file()  # synthetic, SDSC-SP2 if there
+    assert section.markdown.count("EASY with the users' time limits") == workloads
+
+
+def test_the_users_estimates_run_is_easy_backfill_on_the_rigid_workload() -> None:
+    users = lina.simulate((lina.SYNTHETIC, 200, 0, lina.USERS_ESTIMATES, "gain"))
+    easy = run(lina._workload(lina.SYNTHETIC, 200), EasyBackfill())
+    assert users["tat"] == easy.metrics.avg_turnaround_s
+    assert users["util"] == easy.metrics.utilization
 
 
 @pytest.mark.skipif(not KTH.is_file(), reason=f"trace not found: {KTH}")

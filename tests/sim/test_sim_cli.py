@@ -66,7 +66,11 @@ def test_human_output_and_plots(
     assert "policy easy_backfill on 4 nodes, 4 jobs (seed 3)" in out
     assert "average bounded slowdown" in out and "(bound 10 s)" in out
     pngs = sorted(p.name for p in (tmp_path / "figs").iterdir())
-    assert pngs == ["four-easy_backfill-sizes.png", "four-easy_backfill-utilization.png"]
+    assert pngs == [
+        "four-easy_backfill-gantt.png",
+        "four-easy_backfill-sizes.png",
+        "four-easy_backfill-utilization.png",
+    ]
     assert (tmp_path / "figs" / pngs[0]).read_bytes()[:4] == b"\x89PNG"
 
 
@@ -111,6 +115,7 @@ def test_fraction_sweep_plots(
     names = sorted(Path(f).name for f in figures)
     assert names == [
         "four-easy_backfill-avg_turnaround_s-by-fraction.png",
+        "four-easy_backfill-gantt.png",
         "four-easy_backfill-sizes.png",
         "four-easy_backfill-utilization-by-fraction.png",
         "four-easy_backfill-utilization.png",

@@ -13,13 +13,13 @@ from elastic_slurm.cli import report as cli_report
 from elastic_slurm.controller.journal import Journal
 from elastic_slurm.controller.report import (
     Interval,
-    average_utilisation,
+    average_utilization,
     draw_report,
     job_events,
     job_spans,
     summary,
     summary_line,
-    utilisation_series,
+    utilization_series,
 )
 
 T0 = 1_700_000_000.0  # the journal's first record, seconds since the epoch
@@ -105,11 +105,11 @@ def test_intervals_of_a_known_sequence() -> None:
 
 
 def test_utilisation_of_a_known_sequence() -> None:
-    times, values = utilisation_series(known_sequence())
+    times, values = utilization_series(known_sequence())
     assert times == [0.0, 5.0, 10.0, 20.0, 30.0, 30.0]
     assert values == [0.5, 0.5, 1.0, 1.0, 0.0, 0.0]
     # by hand: 2/4 for 10 s, 4/4 for 10 s, (2+2)/4 for 10 s -> (5 + 10 + 10) / 30
-    assert average_utilisation(known_sequence()) == pytest.approx(25 / 30)
+    assert average_utilization(known_sequence()) == pytest.approx(25 / 30)
 
 
 def test_last_jobs_last_until_the_journal_ends() -> None:
@@ -125,7 +125,7 @@ def test_last_jobs_last_until_the_journal_ends() -> None:
         (10.0, 40.0, 2),
     ]
     # (1.0 * 10 + 0.5 * 30) / 40
-    assert average_utilisation(records) == pytest.approx(25 / 40)
+    assert average_utilization(records) == pytest.approx(25 / 40)
 
 
 def test_a_job_that_leaves_and_comes_back_has_a_gap() -> None:
@@ -140,17 +140,17 @@ def test_a_job_that_leaves_and_comes_back_has_a_gap() -> None:
         (0.0, 10.0, "pending"),
         (15.0, 20.0, "running"),
     ]
-    times, values = utilisation_series(records)
+    times, values = utilization_series(records)
     assert values == [0.0, 0.0, 0.5, 0.0, 0.0]
-    assert average_utilisation(records) == pytest.approx(0.5 * 5 / 20)
+    assert average_utilization(records) == pytest.approx(0.5 * 5 / 20)
 
 
 def test_shared_nodes_count_once_and_pending_hold_none() -> None:
     records = [
         sizes(0, job(1, "running", N2), job(2, "running", ["n2", "n3"]), job(3, "pending", []))
     ]
-    assert utilisation_series(records) == ([0.0, 0.0], [0.75, 0.75])
-    assert average_utilisation(records) == 0.75  # zero span: the instantaneous value
+    assert utilization_series(records) == ([0.0, 0.0], [0.75, 0.75])
+    assert average_utilization(records) == 0.75  # zero span: the instantaneous value
 
 
 def test_clock_stepping_back_gives_no_negative_interval() -> None:
@@ -192,6 +192,13 @@ def test_summary_of_a_known_sequence() -> None:
         "utilization": pytest.approx(25 / 30),
         "start": T0,
         "end": T0 + 30,
+        # job 1 ran before the journal began: only job 2 is measured, waiting 5 -> 20 s,
+        # running 20 -> 30 s: bounded slowdown 25 / max(10, 10)
+        "jobs_measured": 1,
+        "avg_wait_s": 15.0,
+        "p95_wait_s": 15.0,
+        "avg_turnaround_s": 25.0,
+        "avg_bounded_slowdown": 2.5,
     }
 
 
@@ -264,6 +271,29 @@ def test_draw_report_over_a_long_journal_and_many_jobs(tmp_path: Path) -> None:
     assert out.stat().st_size > 10_000
 
 
+def test_draw_report_of_a_window(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import elastic_slurm.controller.report as report
+
+    records = [
+        sizes(600 * k, *(job(i, "running", [f"n{i}"]) for i in range(k, k + 5)), total=100)
+        for k in range(40)
+    ]
+    seen = []
+    real = report.draw_gantt
+
+    def spy(ax, spans, events, **kw):  # noqa: ANN001, ANN003, ANN202
+        seen.append(({s.job_id for s in spans}, kw["xlim"]))
+        return real(ax, spans, events, **kw)
+
+    monkeypatch.setattr(report, "draw_gantt", spy)
+    draw_report(records, tmp_path / "w.png", window_s=(6000.0, 7200.0))
+    ((ids, xlim),) = seen
+    assert xlim == (6000.0, 7200.0)
+    assert ids == set(range(9, 17))  # job i is seen from 600 (i - 4) s to 600 (i + 1) s
+    with pytest.raises(ValueError, match="window must end after"):
+        draw_report(records, tmp_path / "w.png", window_s=(10.0, 10.0))
+
+
 def test_draw_report_refuses_another_suffix(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"\.png or \.svg, not \.pdf"):
         draw_report(known_sequence(), tmp_path / "r.pdf")
@@ -272,7 +302,7 @@ def test_draw_report_refuses_another_suffix(tmp_path: Path) -> None:
 
 def test_no_sizes_record_is_a_clear_error(tmp_path: Path) -> None:
     records = [{"t": T0, "kind": "decision", "decision": "Expand", "job_id": 1, "count": 1}]
-    for call in (job_spans, utilisation_series, average_utilisation):
+    for call in (job_spans, utilization_series, average_utilization):
         with pytest.raises(ValueError, match="no 'sizes' record"):
             call(records)
     with pytest.raises(ValueError, match="no 'sizes' record"):

@@ -10,8 +10,9 @@ import pytest
 from elastic_slurm.errors import InvalidRequest
 from elastic_slurm.model.request import JobKind
 from elastic_slurm.plugins.registry import make_policy
+from elastic_slurm.simulator.metrics import measured
 from elastic_slurm.simulator.swf import SWFJob
-from elastic_slurm.validation.compare import JobTimes, RunTimes, compare, relative_error
+from elastic_slurm.validation.compare import RunTimes, compare, relative_error
 from elastic_slurm.validation.live import request_for
 from elastic_slurm.validation.mapping import map_trace, slice_trace
 from elastic_slurm.validation.simulated import sim_jobs, simulate
@@ -75,15 +76,20 @@ def test_slice_trace_reads_swf_and_skips_unusable_jobs(tmp_path: Path) -> None:
 
 
 def test_compare_by_hand() -> None:
-    live = RunTimes({1: JobTimes(1, 0, 2, 12, 10), 2: JobTimes(2, 1, 1, 21, 40)}, 2)
-    sim = RunTimes({1: JobTimes(1, 0, 0, 10, 10), 2: JobTimes(2, 1, 1, 16, 30)}, 2)
+    live = RunTimes({1: measured(1, 0, 2, 12, 10), 2: measured(2, 1, 1, 21, 40)}, 2)
+    sim = RunTimes({1: measured(1, 0, 0, 10, 10), 2: measured(2, 1, 1, 16, 30)}, 2)
     c = compare(live, sim)
     agg = {r["measure"]: r for r in c.aggregate}
     # live: turnarounds 12, 20 (mean 16); sim: 10, 15 (mean 12.5)
     assert agg["mean turnaround (s)"]["relative_error"] == pytest.approx(3.5 / 16)
     # live waits 2, 0 (mean 1); sim 0, 0
     assert agg["mean wait (s)"]["relative_error"] == pytest.approx(1.0)
-    assert live.makespan_s == 21 and sim.makespan_s == 16
+    assert live.metrics.makespan_s == 21 and sim.metrics.makespan_s == 16
+    # live waits 2, 0: the 95th percentile by linear interpolation is 1.9; bounded slowdowns
+    # max(1, 12 / 10) = 1.2 and 1 (live), 1 and 1 (simulated)
+    assert agg["95th percentile wait (s)"]["live"] == pytest.approx(1.9)
+    assert agg["mean bounded slowdown"]["live"] == pytest.approx(1.1)
+    assert agg["mean bounded slowdown"]["simulated"] == pytest.approx(1.0)
     assert agg["utilisation"]["live"] == pytest.approx(50 / 42)
     assert agg["utilisation"]["simulated"] == pytest.approx(40 / 32)
     rows = {r["trace_id"]: r for r in c.per_job}
@@ -105,6 +111,29 @@ def test_simulated_side_uses_the_same_jobs_and_policy() -> None:
     assert times.jobs[1].end_s == pytest.approx(60.0)
     assert times.jobs[2].start_s == pytest.approx(60.0)
     assert len(result.records) == 3
+    # one record and one metrics function: the simulator's records, its measures
+    assert set(times.jobs.values()) == set(result.records)
+    for key in ("avg_wait_s", "avg_turnaround_s", "p95_wait_s", "utilization", "makespan_s"):
+        assert getattr(times.metrics, key) == getattr(result.metrics, key)
+
+
+def test_live_records_from_sacct_are_the_simulator_s_record() -> None:
+    from elastic_slurm.simulator.cluster import JobRecord
+    from elastic_slurm.validation.live import parse_sacct
+
+    text = "7|100|110|130|2|RESIZING\n7|130|130|150|4|COMPLETED\n8|100|100|160|1|COMPLETED\n"
+    got = parse_sacct(text, {1: 7, 2: 8}, {1: JobKind.MALLEABLE})
+    assert got is not None and all(isinstance(r, JobRecord) for r in got.values())
+    one, two = got[1], got[2]
+    assert (one.kind, one.nodes_start, one.nodes_end, one.expansions, one.shrinks) == (
+        JobKind.MALLEABLE,
+        2,
+        4,
+        1,
+        0,
+    )
+    assert one.node_s == 2 * 20 + 4 * 20 and (one.wait_s, one.turnaround_s) == (10.0, 50.0)
+    assert two.kind is JobKind.RIGID and two.node_s == 60.0
 
 
 def test_requests_for_the_live_jobs() -> None:

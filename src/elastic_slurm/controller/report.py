@@ -18,9 +18,13 @@ Times are seconds since the journal's first record (of any kind). Records are ta
 order they were written; a record stamped earlier than the one before it (the clock stepped
 back) is taken at the earlier record's time, so no interval has a negative length.
 
-:func:`job_spans`, :func:`job_events`, :func:`utilisation_series`, :func:`average_utilisation`
-and :func:`summary` are pure functions of the records; :func:`draw_report` draws them
-(matplotlib, the ``sim`` extra, imported only there; no global pyplot state).
+:func:`job_spans`, :func:`job_events`, :func:`job_records`, :func:`utilization_series`,
+:func:`average_utilization`, :func:`job_metrics` and :func:`summary` are pure functions of the
+records. The measures are the simulator's: its job record and
+:func:`~elastic_slurm.simulator.metrics.compute_metrics`, so that a journal and a simulation
+are measured alike. :func:`draw_report` draws them with :func:`draw_gantt`, which the
+simulator's Gantt chart of a window uses too (matplotlib, the ``sim`` extra, imported only
+there; no global pyplot state).
 """
 
 from __future__ import annotations
@@ -261,7 +265,7 @@ def job_events(records: Sequence[Record]) -> list[JobEvent]:
     return out
 
 
-def utilisation_series(records: Sequence[Record]) -> tuple[list[float], list[float]]:
+def utilization_series(records: Sequence[Record]) -> tuple[list[float], list[float]]:
     """The fraction of the cluster's nodes held by running jobs over time (a step function).
 
     At each ``sizes`` record the fraction is the number of distinct nodes held by its
@@ -291,7 +295,7 @@ def utilisation_series(records: Sequence[Record]) -> tuple[list[float], list[flo
     >>> def sizes(t, *held):
     ...     jobs = [{"job_id": i, "state": "running", "nodes": n} for i, n in enumerate(held)]
     ...     return {"t": t, "kind": "sizes", "nodes_total": 4, "jobs": jobs}
-    >>> utilisation_series([sizes(100, ["a"]), sizes(102, ["a"], ["b", "c"])])
+    >>> utilization_series([sizes(100, ["a"]), sizes(102, ["a"], ["b", "c"])])
     ([0.0, 2.0, 2.0], [0.25, 0.75, 0.75])
     """
     sizes, end = _require_sizes(records)
@@ -310,8 +314,91 @@ def utilisation_series(records: Sequence[Record]) -> tuple[list[float], list[flo
     return times, values
 
 
-def average_utilisation(records: Sequence[Record]) -> float:
-    """The time-averaged utilisation from the first ``sizes`` record to the journal's end.
+def _kind(text: str) -> Any:
+    from elastic_slurm.model.request import JobKind
+
+    try:
+        return JobKind(text)
+    except ValueError:
+        return JobKind.RIGID
+
+
+def job_records(records: Sequence[Record]) -> list[Any]:
+    """Each job the journal saw running, as the simulator's job record.
+
+    The record (:class:`~elastic_slurm.simulator.cluster.JobRecord`, made by
+    :func:`~elastic_slurm.simulator.metrics.measured`) has: submit, the time the job was first
+    seen (pending, or already running); start, first seen running; end, last seen; its
+    node-seconds, the nodes it held while running, a node held by several jobs at once counted
+    once (for the lowest job id), at most ``nodes_total`` nodes at a time; its sizes at start
+    and end; its completed expansions and shrinks (:func:`job_events`). Times are seconds since
+    the journal's first record.
+
+    Parameters
+    ----------
+    records
+        The journal's records in the order written.
+
+    Returns
+    -------
+    list of JobRecord
+        By first sighting (then job id); jobs never seen running are left out.
+
+    Raises
+    ------
+    ValueError
+        The journal has no ``sizes`` record.
+    """
+    from elastic_slurm.simulator.metrics import measured
+
+    sizes, end = _require_sizes(records)
+    node_s: dict[int, float] = {}
+    for i, (t, rec) in enumerate(sizes):
+        until = sizes[i + 1][0] if i + 1 < len(sizes) else end
+        total = int(rec.get("nodes_total") or 0)
+        claimed: set[str] = set()
+        running = [j for j in rec.get("jobs") or [] if j.get("state") == "running"]
+        for job in sorted(running, key=lambda j: int(j["job_id"])):
+            new = [n for n in dict.fromkeys(str(n) for n in job.get("nodes") or ())]
+            new = [n for n in new if n not in claimed][: max(0, total - len(claimed))]
+            claimed.update(new)
+            job_id = int(job["job_id"])
+            node_s[job_id] = node_s.get(job_id, 0.0) + len(new) * (until - t)
+    resizes: dict[int, list[str]] = {}
+    for e in job_events(records):
+        if e.what in ("expand", "shrink"):
+            resizes.setdefault(e.job_id, []).append(e.what)
+    out = []
+    for span in job_spans(records):
+        ran = [iv for iv in span.intervals if iv.state == "running"]
+        if not ran:
+            continue
+        done = resizes.get(span.job_id, [])
+        out.append(
+            measured(
+                span.job_id,
+                span.start_s,
+                ran[0].start_s,
+                span.end_s,
+                node_s.get(span.job_id, 0.0),
+                kind=_kind(span.kind),
+                nodes_start=ran[0].nodes_held,
+                nodes_end=ran[-1].nodes_held,
+                expansions=done.count("expand"),
+                shrinks=done.count("shrink"),
+            )
+        )
+    return out
+
+
+def average_utilization(records: Sequence[Record]) -> float:
+    """The utilisation from the first ``sizes`` record to the journal's end.
+
+    The simulator's measure (:func:`~elastic_slurm.simulator.metrics.compute_metrics` over
+    :func:`job_records`, in the journal's window): node-seconds held by running jobs (a node
+    counted once at a time) over the nodes (the largest ``nodes_total`` journaled) times the
+    window; the time average of :func:`utilization_series` while ``nodes_total`` does not
+    change.
 
     Parameters
     ----------
@@ -321,20 +408,48 @@ def average_utilisation(records: Sequence[Record]) -> float:
     Returns
     -------
     float
-        The integral of :func:`utilisation_series` over its span divided by the span (a
-        fraction between 0 and 1); the instantaneous value when the span is zero.
+        A fraction between 0 and 1; the instantaneous value when the window is empty.
 
     Raises
     ------
     ValueError
         The journal has no ``sizes`` record.
     """
-    times, values = utilisation_series(records)
-    span = times[-1] - times[0]
-    if span <= 0:
-        return values[0]
-    area = sum(v * (b - a) for a, b, v in zip(times[:-1], times[1:], values[:-1], strict=True))
-    return area / span
+    from elastic_slurm.simulator.metrics import compute_metrics
+
+    sizes, end = _require_sizes(records)
+    start = sizes[0][0]
+    if end - start <= 0:
+        return utilization_series(records)[1][0]
+    nodes = max(int(rec.get("nodes_total") or 0) for _, rec in sizes)
+    if nodes < 1:
+        return 0.0
+    return compute_metrics(job_records(records), nodes, window_s=(start, end)).utilization
+
+
+def job_metrics(records: Sequence[Record]) -> Any:
+    """The simulator's metrics of the jobs the journal saw from submission to end.
+
+    :func:`~elastic_slurm.simulator.metrics.compute_metrics` over the :func:`job_records` of
+    the jobs that were not already running at the first ``sizes`` record (their submission
+    is unknown) and were gone by the last one (they ended); ``None`` when there is none.
+    A job first seen running was submitted less than one observation interval before.
+
+    Raises
+    ------
+    ValueError
+        The journal has no ``sizes`` record.
+    """
+    from elastic_slurm.simulator.metrics import compute_metrics
+
+    sizes, _ = _require_sizes(records)
+    first = {int(j["job_id"]) for j in sizes[0][1].get("jobs") or [] if j.get("state") != "pending"}
+    last = {int(j["job_id"]) for j in sizes[-1][1].get("jobs") or []}
+    jobs = [r for r in job_records(records) if r.job_id not in first and r.job_id not in last]
+    if not jobs:
+        return None
+    nodes = max(1, *(int(rec.get("nodes_total") or 0) for _, rec in sizes))
+    return compute_metrics(jobs, nodes)
 
 
 def summary(records: Sequence[Record]) -> dict[str, Any]:
@@ -353,9 +468,12 @@ def summary(records: Sequence[Record]) -> dict[str, Any]:
         true or not; a declined offer counts as failed; whoever asked), ``resizes_by_user``
         (those of them a user made),
         ``overdue`` and ``recoveries`` (notes), ``span_s`` (seconds from the first record to
-        the last), ``utilization`` (:func:`average_utilisation`, ``None`` without a ``sizes``
+        the last), ``utilization`` (:func:`average_utilization`, ``None`` without a ``sizes``
         record), ``start`` and ``end`` (the first and last record's ``t``, seconds since the
-        epoch, ``None`` for an empty journal).
+        epoch, ``None`` for an empty journal); and, from :func:`job_metrics` (``None`` without
+        a job seen from submission to end), ``jobs_measured``, ``avg_wait_s``,
+        ``p95_wait_s``, ``avg_turnaround_s`` and ``avg_bounded_slowdown`` (seconds; bound
+        10 s).
     """
     times = _times(records)
     outcomes = [  # start outcomes (moldable sizing) are not resizes
@@ -367,6 +485,8 @@ def summary(records: Sequence[Record]) -> dict[str, Any]:
         int(j["job_id"]) for r in records if r.get("kind") == "sizes" for j in r.get("jobs") or []
     }
     has_sizes = any(r.get("kind") == "sizes" for r in records)
+    measured = job_metrics(records) if has_sizes else None
+    keys = ("avg_wait_s", "p95_wait_s", "avg_turnaround_s", "avg_bounded_slowdown")
     return {
         "records": len(records),
         "jobs": len(jobs),
@@ -376,9 +496,11 @@ def summary(records: Sequence[Record]) -> dict[str, Any]:
         "overdue": sum(1 for r in records if r.get("kind") == "overdue"),
         "recoveries": sum(1 for r in records if r.get("kind") == "recovery"),
         "span_s": times[-1] if times else 0.0,
-        "utilization": average_utilisation(records) if has_sizes else None,
+        "utilization": average_utilization(records) if has_sizes else None,
         "start": float(records[0]["t"]) if records else None,
         "end": float(records[0]["t"]) + times[-1] if records else None,
+        "jobs_measured": measured.jobs if measured is not None else 0,
+        **{k: getattr(measured, k) if measured is not None else None for k in keys},
     }
 
 
@@ -394,6 +516,12 @@ def summary_line(s: Mapping[str, Any]) -> str:
     if s.get("overdue") or s.get("recoveries"):
         parts.append(f"{s['overdue']} overdue, {s['recoveries']} recovered")
     parts.append(f"over {_duration(float(s['span_s']))}")
+    if s.get("avg_wait_s") is not None:
+        parts.append(
+            f"mean wait {_duration(float(s['avg_wait_s']))} (95th percentile "
+            f"{_duration(float(s['p95_wait_s']))}) and turnaround "
+            f"{_duration(float(s['avg_turnaround_s']))} over {s['jobs_measured']} job(s)"
+        )
     parts.append(f"average utilisation {util:.1%}" if util is not None else "no utilisation")
     return ", ".join(parts)
 
@@ -433,56 +561,10 @@ _STATE_STYLE = {
 }
 
 
-def draw_report(records: Sequence[Record], path: str | Path, *, max_jobs: int = 60) -> Path:
-    """Draw the journal's jobs (a Gantt chart) over its utilisation to ``path``.
-
-    Top panel: one row per job (label ``"id name (kind)"``), a bar per :class:`Interval`
-    whose height grows with the nodes held (pending drawn lighter and thin, other states
-    such as ``completing`` grey), the node count written in bars wide enough for it, and a
-    marker per :class:`JobEvent` (a line before a resize's marker spans the time it took).
-    Bottom panel: :func:`utilisation_series` with its average as a dashed line. The panels
-    share the time axis (seconds, minutes or hours since the journal's first record).
-
-    Parameters
-    ----------
-    records
-        The journal's records in the order written.
-    path
-        Output file, ``.png`` or ``.svg`` (its directory is created).
-    max_jobs
-        At most this many rows: jobs with events first, then those that held the most
-        node-seconds; the rest are left out (the title says how many are shown).
-
-    Returns
-    -------
-    Path
-        ``path``.
-
-    Raises
-    ------
-    ValueError
-        ``path`` does not end in ``.png`` or ``.svg``, or the journal has no ``sizes`` record.
-    ImportError
-        matplotlib is not installed.
-    """
-    out = Path(path)
-    if out.suffix.lower() not in (".png", ".svg"):
-        raise ValueError(f"reports are written as .png or .svg, not {out.suffix or 'no suffix'}")
-    spans = job_spans(records)  # raises ValueError without a sizes record
-    events = job_events(records)
-    times, values = utilisation_series(records)
-    info = summary(records)
-    try:
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
-        from matplotlib.lines import Line2D
-        from matplotlib.patches import Patch
-    except ImportError as exc:  # pragma: no cover - matplotlib is in the test environment
-        raise ImportError("reports need matplotlib: pip install 'elastic-slurm[sim]'") from exc
-
-    by_job: dict[int, list[JobEvent]] = {}
-    for e in events:
-        by_job.setdefault(e.job_id, []).append(e)
+def _select(
+    spans: Sequence[JobSpan], by_job: Mapping[int, Sequence[JobEvent]], max_jobs: int
+) -> list[JobSpan]:
+    """The spans to draw: all, or the ``max_jobs`` with most events, then most node-seconds."""
 
     def weight(s: JobSpan) -> tuple[int, float]:
         return (
@@ -490,31 +572,72 @@ def draw_report(records: Sequence[Record], path: str | Path, *, max_jobs: int = 
             -sum(i.nodes_held * i.duration_s for i in s.intervals),
         )
 
-    shown = spans
-    if len(spans) > max_jobs:
-        keep = {s.job_id for s in sorted(spans, key=weight)[:max_jobs]}
-        shown = [s for s in spans if s.job_id in keep]
+    if len(spans) <= max_jobs:
+        return list(spans)
+    keep = {s.job_id for s in sorted(spans, key=weight)[:max_jobs]}
+    return [s for s in spans if s.job_id in keep]
+
+
+def draw_gantt(
+    ax: Any,
+    spans: Sequence[JobSpan],
+    events: Sequence[JobEvent],
+    *,
+    scale: float = 1.0,
+    xlim: tuple[float, float] | None = None,
+    max_jobs: int = 60,
+) -> list[JobSpan]:
+    """Draw jobs as a Gantt chart on a matplotlib ``ax``: the report's and the simulator's.
+
+    One row per job (label ``"id name (kind)"``, first seen on top), a bar per
+    :class:`Interval` whose height grows with the nodes held (pending drawn lighter and thin,
+    other states such as ``completing`` grey), the node count written in bars wide enough for
+    it, and a marker per :class:`JobEvent` (a line before a resize's marker spans the time it
+    took); a legend of what is drawn, outside the axes on the right.
+
+    Parameters
+    ----------
+    ax
+        A matplotlib ``Axes``.
+    spans, events
+        The jobs and their events; times in seconds from the chart's origin.
+    scale
+        Seconds per unit of the time axis (60 for minutes ...).
+    xlim
+        The time axis's range in seconds (default: 0 to the last end); only what falls in
+        it is drawn.
+    max_jobs
+        At most this many rows: jobs with events first, then those that held the most
+        node-seconds.
+
+    Returns
+    -------
+    list of JobSpan
+        The jobs drawn.
+    """
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    by_job: dict[int, list[JobEvent]] = {}
+    for e in events:
+        by_job.setdefault(e.job_id, []).append(e)
+    shown = _select(spans, by_job, max_jobs)
     row = {s.job_id: len(shown) - 1 - k for k, s in enumerate(shown)}  # first seen on top
     widest = max([1, *(s.max_nodes for s in shown)])
-    scale, xlabel = _time_unit(times[-1])
-    xmax = max(times[-1], 1e-9) / scale
-
-    fig = Figure(figsize=(10.0, 3.0 + 0.32 * max(len(shown), 3)), layout="constrained")
-    FigureCanvasAgg(fig)
-    gantt, util = fig.subplots(
-        2, 1, sharex=True, gridspec_kw={"height_ratios": [max(len(shown), 3) * 0.32 + 1.0, 1.6]}
-    )
+    lo, hi = xlim if xlim is not None else (0.0, max([0.0, *(s.end_s for s in shown)]))
+    span_units = max(hi - lo, 1e-9) / scale
     for s in shown:
         y = row[s.job_id]
         for iv in s.intervals:
+            a, b = max(iv.start_s, lo), min(iv.end_s, hi)  # the part inside the window
+            if b < a:
+                continue
             colour, alpha = _STATE_STYLE.get(iv.state, ("tab:gray", 0.5))
             height = 0.2 if iv.nodes_held == 0 else 0.3 + 0.5 * iv.nodes_held / widest
-            x0, width = iv.start_s / scale, iv.duration_s / scale
-            gantt.broken_barh(
-                [(x0, width)], (y - height / 2, height), facecolors=colour, alpha=alpha
-            )
-            if iv.nodes_held and width >= 0.04 * xmax:
-                gantt.text(
+            x0, width = a / scale, (b - a) / scale
+            ax.broken_barh([(x0, width)], (y - height / 2, height), facecolors=colour, alpha=alpha)
+            if iv.nodes_held and width >= 0.04 * span_units:
+                ax.text(
                     x0 + width / 2,
                     y,
                     str(iv.nodes_held),
@@ -524,16 +647,18 @@ def draw_report(records: Sequence[Record], path: str | Path, *, max_jobs: int = 
                     color="white",
                 )
         for e in by_job.get(s.job_id, ()):
+            if not lo <= e.t_s <= hi:
+                continue
             marker, colour, _ = _MARKERS[e.what]
             x = e.t_s / scale
             if e.seconds:
-                gantt.plot([x - e.seconds / scale, x], [y + 0.42, y + 0.42], color=colour, lw=1.2)
-            gantt.plot([x], [y + 0.42], marker=marker, color=colour, markersize=6, linestyle="none")
-    gantt.set_yticks(list(row.values()), [s.label for s in shown], fontsize="small")
-    gantt.set_ylim(-0.7, max(len(shown), 1) - 0.3)
-    gantt.set_xlim(0, xmax)
-    gantt.set_ylabel("jobs (bar height: nodes held)")
-    gantt.grid(axis="x", linewidth=0.3)
+                ax.plot([x - e.seconds / scale, x], [y + 0.42, y + 0.42], color=colour, lw=1.2)
+            ax.plot([x], [y + 0.42], marker=marker, color=colour, markersize=6, linestyle="none")
+    ax.set_yticks(list(row.values()), [s.label for s in shown], fontsize="small")
+    ax.set_ylim(-0.7, max(len(shown), 1) - 0.3)
+    ax.set_xlim(lo / scale, max(hi, lo + 1e-9) / scale)
+    ax.set_ylabel("jobs (bar height: nodes held)")
+    ax.grid(axis="x", linewidth=0.3)
     handles: list[Any] = [
         Patch(facecolor="tab:blue", alpha=0.9, label="running"),
         Patch(facecolor="tab:blue", alpha=0.25, label="pending"),
@@ -546,7 +671,76 @@ def draw_report(records: Sequence[Record], path: str | Path, *, max_jobs: int = 
             handles.append(
                 Line2D([], [], marker=marker, color=colour, linestyle="none", label=label)
             )
-    gantt.legend(handles=handles, fontsize="x-small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.legend(handles=handles, fontsize="x-small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return shown
+
+
+def draw_report(
+    records: Sequence[Record],
+    path: str | Path,
+    *,
+    max_jobs: int = 60,
+    window_s: tuple[float, float] | None = None,
+) -> Path:
+    """Draw the journal's jobs (a Gantt chart, :func:`draw_gantt`) over its utilisation.
+
+    Top panel: the jobs (:func:`draw_gantt`). Bottom panel: :func:`utilization_series` with
+    its average as a dashed line. The panels share the time axis (seconds, minutes or hours
+    since the journal's first record).
+
+    Parameters
+    ----------
+    records
+        The journal's records in the order written.
+    path
+        Output file, ``.png`` or ``.svg`` (its directory is created).
+    max_jobs
+        At most this many rows: jobs with events first, then those that held the most
+        node-seconds; the rest are left out (the title says how many are shown).
+    window_s
+        ``(start_s, end_s)`` in seconds since the journal's first record: draw only this
+        window, and only the jobs seen in it (default: the whole journal).
+
+    Returns
+    -------
+    Path
+        ``path``.
+
+    Raises
+    ------
+    ValueError
+        ``path`` does not end in ``.png`` or ``.svg``, the journal has no ``sizes`` record,
+        or the window is empty.
+    ImportError
+        matplotlib is not installed.
+    """
+    out = Path(path)
+    if out.suffix.lower() not in (".png", ".svg"):
+        raise ValueError(f"reports are written as .png or .svg, not {out.suffix or 'no suffix'}")
+    spans = job_spans(records)  # raises ValueError without a sizes record
+    events = job_events(records)
+    times, values = utilization_series(records)
+    info = summary(records)
+    lo, hi = window_s if window_s is not None else (0.0, max(times[-1], 1e-9))
+    if not hi > lo:
+        raise ValueError(f"the window must end after it starts, got {lo:g} to {hi:g} s")
+    if window_s is not None:
+        spans = [s for s in spans if s.start_s <= hi and s.end_s >= lo]
+        events = [e for e in events if lo <= e.t_s <= hi]
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError as exc:  # pragma: no cover - matplotlib is in the test environment
+        raise ImportError("reports need matplotlib: pip install 'elastic-slurm[sim]'") from exc
+
+    rows = min(len(spans), max_jobs)
+    scale, xlabel = _time_unit(hi - lo)
+    fig = Figure(figsize=(10.0, 3.0 + 0.32 * max(rows, 3)), layout="constrained")
+    FigureCanvasAgg(fig)
+    gantt, util = fig.subplots(
+        2, 1, sharex=True, gridspec_kw={"height_ratios": [max(rows, 3) * 0.32 + 1.0, 1.6]}
+    )
+    shown = draw_gantt(gantt, spans, events, scale=scale, xlim=(lo, hi), max_jobs=max_jobs)
     title = (
         f"{info['jobs']} job(s), {info['resizes_done']} resize(s) done, "
         f"{info['resizes_failed']} failed, over {_duration(info['span_s'])}"
@@ -575,11 +769,14 @@ __all__ = [
     "Interval",
     "JobEvent",
     "JobSpan",
-    "average_utilisation",
+    "average_utilization",
+    "draw_gantt",
     "draw_report",
     "job_events",
+    "job_metrics",
+    "job_records",
     "job_spans",
     "summary",
     "summary_line",
-    "utilisation_series",
+    "utilization_series",
 ]

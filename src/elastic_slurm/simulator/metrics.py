@@ -9,19 +9,28 @@ Per job (:class:`~elastic_slurm.simulator.cluster.JobRecord`), with submit time 
   :data:`BSLD_BOUND_S` (10 s) unless told otherwise (Feitelson et al., "Theory and Practice in
   Parallel Job Scheduling", 1997; Mu'alem and Feitelson 2001 use 10 s too). Plain slowdown,
   ``(e - s) / (e - b)``, is :attr:`Metrics.avg_slowdown` (jobs that ran 0 s are left out of
-  it).
+  it);
+* the 50th, 95th and 99th percentiles of wait and bounded slowdown over the jobs
+  (:func:`~elastic_slurm.simulator.stats.percentiles`: linear interpolation between ranks),
+  since averages hide the jobs that wait longest.
 
 For the whole run:
 
 * makespan: last end minus first submission (seconds);
 * utilisation: node-seconds allocated to jobs over ``nodes * makespan`` (Lina et al. section
   4.1: ``sum_i sum_phases T_p P_p / (SS p)``; the time a job spends resizing counts, since its
-  nodes are allocated);
+  nodes are allocated), or over ``nodes * window`` for a measured window (a journal);
 * waste: node-seconds allocated but not computing (resize costs, blocked evolving requests,
   nodes held while a start or an expansion waits for more), and its share of the allocation;
 * expansions and shrinks completed; evolving requests that lapsed unserved;
 * scheduling cycles and decisions. The wall-clock time a policy takes per cycle is measured
   but kept apart (:class:`SchedulingTime`), so that results never depend on the machine.
+
+One record, one function: :class:`~elastic_slurm.simulator.cluster.JobRecord` is the record of
+a job wherever its times come from (the simulator, Slurm's accounting in live validation, a
+controller's journal; :func:`measured` makes one from measured times), and
+:func:`compute_metrics` is how all three compute their results. Identifiers spell
+``utilization`` (as the JSON keys); prose says utilisation.
 """
 
 from __future__ import annotations
@@ -30,7 +39,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from elastic_slurm.model.request import JobKind
 from elastic_slurm.simulator.cluster import JobRecord
+from elastic_slurm.simulator.stats import PERCENTILES, percentiles
 
 BSLD_BOUND_S = 10.0
 """The default bound of the bounded slowdown, in seconds."""
@@ -47,12 +58,64 @@ def bounded_slowdown(record: JobRecord, bound_s: float = BSLD_BOUND_S) -> float:
     return max(1.0, record.turnaround_s / max(record.run_s, bound_s))
 
 
+def measured(
+    job_id: int,
+    submit_s: float,
+    start_s: float,
+    end_s: float,
+    node_s: float,
+    *,
+    kind: JobKind = JobKind.RIGID,
+    nodes_start: int = 0,
+    nodes_end: int | None = None,
+    expansions: int = 0,
+    shrinks: int = 0,
+) -> JobRecord:
+    """The record of a job whose times were measured (live), not simulated.
+
+    Parameters
+    ----------
+    job_id
+        The job's id (a trace's job number in validation, Slurm's in a journal).
+    submit_s, start_s, end_s
+        Seconds from any common origin.
+    node_s
+        Node-seconds the job held.
+    kind
+        Its kind, when known.
+    nodes_start, nodes_end
+        Its size at start and at the end (``nodes_end`` defaults to ``nodes_start``); the
+        requested size is taken as the start size.
+    expansions, shrinks
+        Resizes completed.
+
+    >>> r = measured(7, 100.0, 110.0, 130.0, 40.0, nodes_start=2, nodes_end=1, shrinks=1)
+    >>> (r.wait_s, r.turnaround_s, r.nodes_requested, r.waste_node_s)
+    (10.0, 30.0, 2, 0.0)
+    """
+    end_size = nodes_start if nodes_end is None else nodes_end
+    return JobRecord(
+        job_id=job_id,
+        kind=kind,
+        submit_s=submit_s,
+        start_s=start_s,
+        end_s=end_s,
+        nodes_requested=nodes_start,
+        nodes_start=nodes_start,
+        nodes_end=end_size,
+        node_s=node_s,
+        waste_node_s=0.0,
+        expansions=expansions,
+        shrinks=shrinks,
+    )
+
+
 @dataclass(frozen=True)
 class Metrics:
     """Aggregate results of one simulation (see the module docstring for definitions).
 
-    Averages are over all jobs; times in seconds; utilisation and waste fraction in
-    ``[0, 1]``.
+    Averages and percentiles are over all jobs (``p95_wait_s``: 95 % of the jobs waited at
+    most this long); times in seconds; utilisation and waste fraction in ``[0, 1]``.
     """
 
     jobs: int
@@ -65,6 +128,12 @@ class Metrics:
     max_bounded_slowdown: float
     avg_slowdown: float
     bsld_bound_s: float
+    p50_wait_s: float
+    p95_wait_s: float
+    p99_wait_s: float
+    p50_bounded_slowdown: float
+    p95_bounded_slowdown: float
+    p99_bounded_slowdown: float
     makespan_s: float
     utilization: float
     node_s: float
@@ -121,8 +190,26 @@ def compute_metrics(
     cycles: int = 0,
     decisions: int = 0,
     requests_refused: int | None = None,
+    window_s: tuple[float, float] | None = None,
 ) -> Metrics:
     """The aggregate metrics of finished jobs on a machine of ``nodes`` nodes.
+
+    Parameters
+    ----------
+    records
+        One per job (simulated, or :func:`measured`).
+    nodes
+        Nodes in the machine.
+    bound_s
+        The bounded slowdown's bound, seconds.
+    cycles, decisions
+        Policy calls and decisions, when known.
+    requests_refused
+        Evolving requests refused, when counted apart from the records.
+    window_s
+        ``(start_s, end_s)``: the utilisation is the records' node-seconds over ``nodes *
+        (end_s - start_s)`` instead of over ``nodes * makespan`` (for a measured window, such
+        as a journal's, whose node-seconds the records hold); 0 for an empty window.
 
     Raises
     ------
@@ -144,11 +231,14 @@ def compute_metrics(
     tats = [r.end_s - r.submit_s for r in records]
     bslds = [max(1.0, t / max(run, bound_s)) for t, run in zip(tats, runs, strict=True)]
     slowdowns = [t / run for t, run in zip(tats, runs, strict=True) if run > 0]
+    wait_p = percentiles(waits, PERCENTILES)
+    bsld_p = percentiles(bslds, PERCENTILES)
     first = min(r.submit_s for r in records)
     last = max(r.end_s for r in records)
     makespan = last - first
     node_s = sum(r.node_s for r in records)
     waste = sum(r.waste_node_s for r in records)
+    span = makespan if window_s is None else window_s[1] - window_s[0]
     return Metrics(
         jobs=n,
         nodes=nodes,
@@ -160,8 +250,14 @@ def compute_metrics(
         max_bounded_slowdown=max(bslds),
         avg_slowdown=sum(slowdowns) / len(slowdowns) if slowdowns else 0.0,
         bsld_bound_s=bound_s,
+        p50_wait_s=wait_p[50],
+        p95_wait_s=wait_p[95],
+        p99_wait_s=wait_p[99],
+        p50_bounded_slowdown=bsld_p[50],
+        p95_bounded_slowdown=bsld_p[95],
+        p99_bounded_slowdown=bsld_p[99],
         makespan_s=makespan,
-        utilization=node_s / (nodes * makespan) if makespan > 0 else 0.0,
+        utilization=node_s / (nodes * span) if span > 0 else 0.0,
         node_s=node_s,
         waste_node_s=waste,
         waste_fraction=waste / node_s if node_s > 0 else 0.0,
@@ -219,5 +315,6 @@ __all__ = [
     "SchedulingTime",
     "bounded_slowdown",
     "compute_metrics",
+    "measured",
     "utilization_series",
 ]

@@ -1,10 +1,13 @@
 """Live against simulated: per-job and aggregate ``|live - simulated| / live``.
 
-The measures are the simulator's (:mod:`elastic_slurm.simulator.metrics`): turnaround time
-(end - submit), wait time (start - submit), makespan (last end - first submit) and
-utilisation (node-seconds held by the jobs over ``nodes * makespan``). A per-job relative
-error divides by ``max(live, floor_s)``: a job that waited 0.2 s live and 0.4 s simulated is
-not a 100 % error (``floor_s`` = 1 s by default).
+Both sides are the same job records (:class:`~elastic_slurm.simulator.cluster.JobRecord`:
+the simulator's own, and :func:`~elastic_slurm.simulator.metrics.measured` ones from Slurm's
+accounting) and their measures come from the one metrics function,
+:func:`~elastic_slurm.simulator.metrics.compute_metrics`: turnaround time (end - submit), wait
+time (start - submit) and its 95th percentile, bounded slowdown (10 s bound), makespan (last
+end - first submit) and utilisation (node-seconds held by the jobs over ``nodes *
+makespan``). A per-job relative error divides by ``max(live, floor_s)``: a job that waited
+0.2 s live and 0.4 s simulated is not a 100 % error (``floor_s`` = 1 s by default).
 """
 
 from __future__ import annotations
@@ -13,50 +16,22 @@ from dataclasses import dataclass
 from statistics import fmean
 from typing import Any
 
-
-@dataclass(frozen=True)
-class JobTimes:
-    """One job's times, in seconds from any common origin, and its node-seconds."""
-
-    trace_id: int
-    submit_s: float
-    start_s: float
-    end_s: float
-    node_s: float
-
-    @property
-    def turnaround_s(self) -> float:
-        """End minus submission (seconds)."""
-        return self.end_s - self.submit_s
-
-    @property
-    def wait_s(self) -> float:
-        """Start minus submission (seconds)."""
-        return self.start_s - self.submit_s
+from elastic_slurm.simulator.cluster import JobRecord
+from elastic_slurm.simulator.metrics import Metrics, compute_metrics
 
 
 @dataclass(frozen=True)
 class RunTimes:
     """The jobs of one run (live or simulated) on ``nodes`` nodes, by trace id."""
 
-    jobs: dict[int, JobTimes]
+    jobs: dict[int, JobRecord]
     nodes: int
 
     @property
-    def makespan_s(self) -> float:
-        """Last end minus first submission (seconds)."""
-        js = self.jobs.values()
-        return max(j.end_s for j in js) - min(j.submit_s for j in js)
-
-    @property
-    def utilisation(self) -> float:
-        """Node-seconds held over ``nodes * makespan`` (in [0, 1])."""
-        span = self.makespan_s
-        return sum(j.node_s for j in self.jobs.values()) / (self.nodes * span) if span else 0.0
-
-    def mean(self, what: str) -> float:
-        """The mean of ``turnaround_s`` or ``wait_s`` over the jobs (seconds)."""
-        return fmean(getattr(j, what) for j in self.jobs.values())
+    def metrics(self) -> Metrics:
+        """The run's measures (:func:`~elastic_slurm.simulator.metrics.compute_metrics`)."""
+        records = sorted(self.jobs.values(), key=lambda r: (r.submit_s, r.job_id))
+        return compute_metrics(records, self.nodes)
 
 
 def relative_error(live: float, simulated: float, floor: float = 1.0) -> float:
@@ -89,8 +64,9 @@ def compare(live: RunTimes, simulated: RunTimes, floor_s: float = 1.0) -> Compar
     ValueError
         The runs do not have the same jobs.
 
-    >>> a = RunTimes({1: JobTimes(1, 0, 10, 30, 20), 2: JobTimes(2, 5, 5, 25, 40)}, 2)
-    >>> b = RunTimes({1: JobTimes(1, 0, 12, 30, 18), 2: JobTimes(2, 5, 5, 20, 30)}, 2)
+    >>> from elastic_slurm.simulator.metrics import measured as m
+    >>> a = RunTimes({1: m(1, 0, 10, 30, 20), 2: m(2, 5, 5, 25, 40)}, 2)
+    >>> b = RunTimes({1: m(1, 0, 12, 30, 18), 2: m(2, 5, 5, 20, 30)}, 2)
     >>> c = compare(a, b)
     >>> [round(r["relative_error"], 3) for r in c.aggregate[:4]]  # turnaround, wait, makespan, util
     [0.1, 0.2, 0.0, 0.2]
@@ -112,11 +88,14 @@ def compare(live: RunTimes, simulated: RunTimes, floor_s: float = 1.0) -> Compar
                 "wait_error": relative_error(lj.wait_s, sj.wait_s, floor_s),
             }
         )
+    lm, sm = live.metrics, simulated.metrics
     measures = [
-        ("mean turnaround (s)", live.mean("turnaround_s"), simulated.mean("turnaround_s")),
-        ("mean wait (s)", live.mean("wait_s"), simulated.mean("wait_s")),
-        ("makespan (s)", live.makespan_s, simulated.makespan_s),
-        ("utilisation", live.utilisation, simulated.utilisation),
+        ("mean turnaround (s)", lm.avg_turnaround_s, sm.avg_turnaround_s),
+        ("mean wait (s)", lm.avg_wait_s, sm.avg_wait_s),
+        ("makespan (s)", lm.makespan_s, sm.makespan_s),
+        ("utilisation", lm.utilization, sm.utilization),
+        ("95th percentile wait (s)", lm.p95_wait_s, sm.p95_wait_s),
+        ("mean bounded slowdown", lm.avg_bounded_slowdown, sm.avg_bounded_slowdown),
     ]
     aggregate = [
         {"measure": m, "live": a, "simulated": b, "relative_error": relative_error(a, b, 1e-9)}

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -32,7 +32,9 @@ from elastic_slurm.model.request import ElasticRequest, JobKind
 from elastic_slurm.model.snapshot import JobState
 from elastic_slurm.protocol.address import controller_url
 from elastic_slurm.resources import example
-from elastic_slurm.validation.compare import JobTimes, RunTimes
+from elastic_slurm.simulator.cluster import JobRecord
+from elastic_slurm.simulator.metrics import measured
+from elastic_slurm.validation.compare import RunTimes
 from elastic_slurm.validation.mapping import Slice, TraceJob
 
 Say = Callable[[str], None]
@@ -46,9 +48,9 @@ class ValidationError(ElasticSlurmError):
 class LiveRun:
     """What the live run measured.
 
-    ``times`` by trace id (seconds since the first submission); ``job_ids`` trace id -> Slurm
-    job id; ``resize_s`` the duration of each completed resize (seconds, from the journal);
-    ``journal`` and ``log`` the controller's files.
+    ``times``: each job's record by trace id (seconds since the first submission);
+    ``job_ids`` trace id -> Slurm job id; ``resize_s`` the duration of each completed resize
+    (seconds, from the journal); ``journal`` and ``log`` the controller's files.
     """
 
     times: RunTimes
@@ -94,12 +96,10 @@ def request_for(job: TraceJob, python: str = sys.executable) -> ElasticRequest:
 _ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED"}
 
 
-def sacct_times(slurm: SlurmBackend, job_ids: dict[int, int]) -> dict[int, JobTimes] | None:
-    """Each job's submit, start, end and node-seconds from ``sacct`` (``None``: not all ended).
-
-    A resized job has one allocation record per size: its start is the first record's, its
-    end the last one's, its node-seconds the sum over records of ``(end - start) * nodes``.
-    """
+def sacct_times(
+    slurm: SlurmBackend, job_ids: dict[int, int], kinds: dict[int, JobKind] | None = None
+) -> dict[int, JobRecord] | None:
+    """Each job's record from ``sacct`` (``None``: not all ended); see :func:`parse_sacct`."""
     res = slurm.transport.run(
         [
             "sacct",
@@ -113,17 +113,24 @@ def sacct_times(slurm: SlurmBackend, job_ids: dict[int, int]) -> dict[int, JobTi
         env={"SLURM_TIME_FORMAT": "%s"},
         timeout_s=60,
     )
-    return parse_sacct(res.stdout, job_ids)
+    return parse_sacct(res.stdout, job_ids, kinds)
 
 
-def parse_sacct(text: str, job_ids: dict[int, int]) -> dict[int, JobTimes] | None:
+def parse_sacct(
+    text: str, job_ids: dict[int, int], kinds: dict[int, JobKind] | None = None
+) -> dict[int, JobRecord] | None:
     r"""Parse what :func:`sacct_times` reads (``None``: some job has not ended).
 
     ``text``: ``sacct -X -P`` lines of JobIDRaw, Submit, Start, End (``SLURM_TIME_FORMAT=%s``),
-    NNodes, State; ``job_ids``: trace id -> Slurm job id.
+    NNodes, State; ``job_ids``: trace id -> Slurm job id; ``kinds``: trace id -> kind (rigid
+    when not given). A resized job has one allocation record per size: its start is the first
+    record's, its end the last one's, its node-seconds the sum over records of ``(end -
+    start) * nodes``, its resizes the changes of size between records. The records'
+    ``job_id`` is the trace id.
 
-    >>> parse_sacct("7|100|110|130|2|RESIZING\n7|130|130|Unknown|1|COMPLETED\n", {1: 7})
-    {1: JobTimes(trace_id=1, submit_s=100.0, start_s=110.0, end_s=130.0, node_s=40.0)}
+    >>> r = parse_sacct("7|100|110|130|2|RESIZING\n7|130|130|Unknown|1|COMPLETED\n", {1: 7})
+    >>> r[1].submit_s, r[1].start_s, r[1].end_s, r[1].node_s, r[1].nodes_end, r[1].shrinks
+    (100.0, 110.0, 130.0, 40.0, 1, 1)
     >>> parse_sacct("7|100|110|Unknown|2|RUNNING\n", {1: 7}) is None
     True
     """
@@ -150,7 +157,19 @@ def parse_sacct(text: str, job_ids: dict[int, int]) -> dict[int, JobTimes] | Non
         recs.sort(key=lambda r: (r[1], r[2]))
         node_s = sum((e - s) * n for _, s, e, n in recs)
         tid = by_slurm[sid]
-        out[tid] = JobTimes(tid, min(r[0] for r in recs), recs[0][1], recs[-1][2], node_s)
+        sizes = [n for _, _, _, n in recs]
+        out[tid] = measured(
+            tid,
+            min(r[0] for r in recs),
+            recs[0][1],
+            recs[-1][2],
+            node_s,
+            kind=(kinds or {}).get(tid, JobKind.RIGID),
+            nodes_start=sizes[0],
+            nodes_end=sizes[-1],
+            expansions=sum(b > a for a, b in zip(sizes, sizes[1:], strict=False)),
+            shrinks=sum(b < a for a, b in zip(sizes, sizes[1:], strict=False)),
+        )
     return out
 
 
@@ -284,17 +303,20 @@ def run_live(
             except subprocess.TimeoutExpired:
                 controller.kill()
                 controller.wait()
+    kinds = {j.trace_id: JobKind.MALLEABLE if j.malleable else JobKind.RIGID for j in slice_.jobs}
     times = None
     deadline = time.monotonic() + 60
     while times is None:  # slurmdbd records the ends a moment later
-        times = sacct_times(slurm, job_ids)
+        times = sacct_times(slurm, job_ids, kinds)
         if times is None:
             if time.monotonic() > deadline:
                 raise ValidationError("Slurm's accounting has not recorded every job's end")
             time.sleep(1.0)
     origin = min(t.submit_s for t in times.values())
     times = {
-        k: JobTimes(k, t.submit_s - origin, t.start_s - origin, t.end_s - origin, t.node_s)
+        k: replace(
+            t, submit_s=t.submit_s - origin, start_s=t.start_s - origin, end_s=t.end_s - origin
+        )
         for k, t in times.items()
     }
     j = Journal(journal)

@@ -16,7 +16,7 @@ from elastic_slurm.model.speedup import Linear, LinearResizeCost
 from elastic_slurm.plugins.policy import Policy
 from elastic_slurm.simulator.replay import SimResult, Simulation
 from elastic_slurm.simulator.workload import SimJob
-from elastic_slurm.validation.compare import JobTimes, RunTimes
+from elastic_slurm.validation.compare import RunTimes
 from elastic_slurm.validation.mapping import Slice
 
 
@@ -41,10 +41,6 @@ def sim_jobs(slice_: Slice, resize_cost_s: float) -> list[SimJob]:
 
 
 def simulate(slice_: Slice, policy: Policy, resize_cost_s: float) -> tuple[RunTimes, SimResult]:
-    """Run the slice in the simulator with ``policy``; the jobs' times and the full result."""
+    """Run the slice in the simulator with ``policy``; the jobs' records and the full result."""
     result = Simulation(sim_jobs(slice_, resize_cost_s), policy, slice_.nodes).run()
-    times = {
-        r.job_id: JobTimes(r.job_id, r.submit_s, r.start_s, r.end_s, r.node_s)
-        for r in result.records
-    }
-    return RunTimes(times, slice_.nodes), result
+    return RunTimes({r.job_id: r for r in result.records}, slice_.nodes), result

@@ -30,14 +30,13 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from elastic_slurm import envvars
 from elastic_slurm.simulator.generators.downey import (
     GHAFOOR_INTERARRIVAL_S,
     GhafoorMalleable,
     ghafoor_model,
 )
 from elastic_slurm.simulator.replay import load_workload, run
-from elastic_slurm.simulator.repro import Check, Section
+from elastic_slurm.simulator.repro import Check, Section, trace_dir
 from elastic_slurm.simulator.swf import read_swf
 from elastic_slurm.simulator.workload import Workload
 
@@ -81,22 +80,18 @@ TAT_TOLERANCE = 0.10
 IMPROVEMENT_TOLERANCE_PP = 5.0
 
 
-def trace_dir() -> Path:
-    """Where the shared traces are: ``ELASTIC_SLURM_WORKLOADS``, else ``../shared/workloads``."""
-    given = envvars.get_str("WORKLOADS")
-    if given:
-        return Path(given)
-    return Path(__file__).resolve().parents[5] / "shared" / "workloads"
-
-
 @cache
 def _downey(jobs: int, seed: int) -> Workload:
     return ghafoor_model(jobs=jobs).generate(seed)
 
 
-@cache
 def _trace(name: str, jobs: int) -> Workload:
-    trace = read_swf(trace_dir() / name, max_jobs=jobs + 500, on_error="skip")
+    return _trace_in(trace_dir(), name, jobs)  # the folder is part of the cache's key
+
+
+@cache
+def _trace_in(folder: Path, name: str, jobs: int) -> Workload:
+    trace = read_swf(folder / name, max_jobs=jobs + 500, on_error="skip")
     return load_workload(trace, max_jobs=jobs)
 
 

@@ -36,7 +36,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from elastic_slurm import envvars
 from elastic_slurm.plugins.policies.huang import (
     FairShareConfig,
     HuangConfig,
@@ -46,7 +45,7 @@ from elastic_slurm.plugins.policies.huang import (
 from elastic_slurm.plugins.policy import Policy
 from elastic_slurm.simulator.generators.huang import HuangConversion, huang_workload
 from elastic_slurm.simulator.replay import load_workload, run
-from elastic_slurm.simulator.repro import Check, Section
+from elastic_slurm.simulator.repro import Check, Section, trace_dir
 from elastic_slurm.simulator.swf import read_swf
 from elastic_slurm.simulator.workload import Workload
 
@@ -92,19 +91,13 @@ auxiliary approach that starts a job only with its trace size or more.
 """
 
 
-def trace_dir() -> Path:
-    """Where the shared traces are: ``ELASTIC_SLURM_WORKLOADS``, else ``../shared/workloads``."""
-    given = envvars.get_str("WORKLOADS")
-    if given:
-        return Path(given)
-    return Path(__file__).resolve().parents[5] / "shared" / "workloads"
+def _trace(name: str, jobs: int | None) -> Workload:
+    return _trace_in(trace_dir(), name, jobs)  # the folder is part of the cache's key
 
 
 @cache
-def _trace(name: str, jobs: int | None) -> Workload:
-    trace = read_swf(
-        trace_dir() / name, max_jobs=None if jobs is None else jobs + 500, on_error="skip"
-    )
+def _trace_in(folder: Path, name: str, jobs: int | None) -> Workload:
+    trace = read_swf(folder / name, max_jobs=None if jobs is None else jobs + 500, on_error="skip")
     return load_workload(trace, max_jobs=jobs)
 
 
