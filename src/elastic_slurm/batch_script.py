@@ -207,9 +207,7 @@ def split_command_line(
             out.rest = list(words[i + 1 :])
             return out
         if not word.startswith("-") or word == "-":
-            out.file, out.rest = word, list(words[i + 1 :])
-            if out.rest[:1] == ["--"]:
-                out.rest = out.rest[1:]
+            out.file, out.rest = word, list(words[i + 1 :])  # verbatim, as sbatch's
             return out
         name = word.split("=", 1)[0] if word.startswith("--") else word[:2]
         if name in ours:

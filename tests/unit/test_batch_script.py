@@ -209,5 +209,5 @@ def test_job_file_options_are_split_into_words() -> None:
 
 
 def test_job_file_options_refuse_what_the_request_sets() -> None:
-    with pytest.raises(ConfigError, match="sbatch_options: Value error, --nodes=3 is set by elastic-slurm"):
+    with pytest.raises(ConfigError, match="Value error, --nodes=3 is set by elastic-slurm"):
         load_spec(None, {"program": ["x"], "sbatch_options": ["--nodes=3"]})

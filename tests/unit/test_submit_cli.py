@@ -200,6 +200,18 @@ def test_a_yaml_job_file_stays_supported(slurm: SbatchRecorder, tmp_path: Path) 
     assert options(second)["--nodes"] == "3"
 
 
+def test_options_and_the_program_after_a_job_file(
+    slurm: SbatchRecorder, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "job.yaml").write_text("program: [/bin/true]\nnodes: 2\n")
+    assert main(["submit", "job.yaml", "-J", "late", "--mem=5G", "--", "/bin/echo", "hi"]) == 0
+    argv, script = submitted(slurm)
+    assert options(argv)["--job-name"] == "late" and options(argv)["--mem"] == "5G"
+    assert script.rstrip("\n").endswith("exec srun /bin/echo hi")
+    assert main(["submit", "job.yaml", "/bin/echo"]) == 255
+    assert "give the program after --" in capsys.readouterr().err
+
+
 def test_wrap(slurm: SbatchRecorder) -> None:
     assert main(["submit", "--wrap", "echo hi; hostname"]) == 0
     _, script = submitted(slurm)

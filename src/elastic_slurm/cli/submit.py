@@ -160,6 +160,17 @@ def run(args: argparse.Namespace) -> int:
     parser = option_parser()
     try:
         line = batch_script.split_command_line(words, our_options(parser))
+        if line.file is not None and batch_script.classify(Path(line.file)) == "yaml":
+            # after a job file come more options, and the program after "--"
+            more = batch_script.split_command_line(line.rest, our_options(parser))
+            if more.file is not None:
+                raise InvalidRequest(
+                    f"{more.file!r} after the job file {line.file}: give the program after "
+                    "--: submit [OPTIONS] JOB.yaml [OPTIONS] -- PROGRAM [ARGS]"
+                )
+            line.ours += more.ours
+            line.passed += more.passed
+            line.rest = more.rest
         cli = parser.parse_args(line.ours)
         plan = _plan(line, cli, args)
     except _NoFile as exc:
