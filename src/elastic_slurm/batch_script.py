@@ -293,7 +293,7 @@ def parse_script(text: str, *, where: str = "the batch script") -> BatchScript:
         directive that a shell could not split (an unclosed quote); the message names the
         line.
 
-    >>> s = parse_script("#!/bin/bash\\n#SBATCH -N 2 --mem=4G  # two nodes\\nsrun app\\n")
+    >>> s = parse_script("#!/bin/bash\n#SBATCH -N 2 --mem=4G  # two nodes\nsrun app\n")
     >>> s.directives, s.interpreter, s.is_shell
     (('-N', '2', '--mem=4G'), '/bin/bash', True)
     """
@@ -401,6 +401,6 @@ def wrap(command: str) -> str:
     r"""The batch script sbatch's ``--wrap=COMMAND`` makes: ``COMMAND`` run by ``/bin/sh``.
 
     >>> wrap("hostname")
-    '#!/bin/sh\\n# This script was created by elastic-slurm --wrap.\\n\\nhostname\\n'
+    '#!/bin/sh\n# This script was created by elastic-slurm --wrap.\n\nhostname\n'
     """
     return f"#!/bin/sh\n# This script was created by elastic-slurm --wrap.\n\n{command}\n"

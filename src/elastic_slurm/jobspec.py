@@ -17,6 +17,8 @@ Formats (as Slurm's where Slurm has one):
 * ``array``: ``0-99``, ``1,3,5-7``, with ``%K`` for at most ``K`` tasks at once;
 * ``sized_by``: ``slurm`` or ``controller``, who chooses a moldable job's start size (default:
   the site's ``controller.sizes_moldable``); ``controller`` only for a moldable job;
+* ``with_ranks``: run a rigid or moldable job's program with its ranks (one ``srun`` step:
+  nodes x ``ntasks_per_node``; the default), or ``false``: once, on the batch host;
 * ``sbatch_options``: other sbatch options, passed to sbatch unchanged (``[--mem=4G, -c 2,
   "--dependency=afterok:12"]``); the command line's come after the file's, so they win;
 * ``script``: the text of a batch script to run instead of launching ``program`` (rigid and
@@ -177,6 +179,7 @@ class JobSpec(BaseModel):
     env: dict[str, Annotated[str, Field(max_length=_MAX_PATH)]] = Field(
         default_factory=dict, max_length=MAX_ENV
     )
+    with_ranks: bool = True
     sbatch_options: list[Annotated[str, Field(max_length=MAX_OPTION)]] = Field(
         default_factory=list, max_length=MAX_ARGS
     )
@@ -310,6 +313,7 @@ class JobSpec(BaseModel):
             array_max_running=throttle,
             speedup=parse_speedup(self.speedup) if self.speedup else None,
             grace_period_s=self.grace_period_s,
+            with_ranks=self.with_ranks,
             sbatch_options=tuple(self.sbatch_options),
             script=self.script,
         )

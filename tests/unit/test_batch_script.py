@@ -187,8 +187,11 @@ def test_passed_options_follow_ours_unchanged() -> None:
 )
 def test_launch(program, kind, array, launched) -> None:  # noqa: ANN001
     hi = 2 if kind is JobKind.MOLDABLE or kind.resizable else 1
-    req = ElasticRequest(program=program, kind=kind, nodes_max=hi, array=array)
+    req = ElasticRequest(program=program, kind=kind, nodes_max=hi, array=array, with_ranks=True)
     assert render.launch_argv(req, "py") == launched
+    if not kind.resizable:  # without with_ranks: once, as given
+        once = ElasticRequest(program=program, kind=kind, nodes_max=hi, array=array)
+        assert render.launch_argv(once, "py") == list(program)
 
 
 def test_a_resizable_job_takes_no_script() -> None:
@@ -199,6 +202,12 @@ def test_a_resizable_job_takes_no_script() -> None:
 def test_a_script_for_another_interpreter_is_refused() -> None:
     with pytest.raises(InvalidRequest, match="takes shell scripts"):
         ElasticRequest(program=("x",), script="#!/usr/bin/python3\nprint(1)\n")
+
+
+def test_job_specs_run_programs_with_their_ranks_unless_told() -> None:
+    assert load_spec(None, {"program": ["x"]}).request().with_ranks is True
+    spec = load_spec(None, {"program": ["x"], "with_ranks": False})
+    assert spec.request().with_ranks is False
 
 
 def test_job_file_options_are_split_into_words() -> None:

@@ -2,9 +2,11 @@
 
 Malleable and evolving jobs run their program through the elastic runtime's launcher
 (``python -m elastic_slurm run``), which restarts or extends the MPI step when the job is
-resized. Rigid and moldable jobs run their program with its ranks too, as one ``srun`` step
-over the whole allocation (nodes x ``ntasks_per_node`` ranks; Python scripts with the job's
-Python), unless the program is itself a launcher (``srun``, ``mpirun``...). The tasks of an
+resized. Rigid and moldable jobs whose request says ``with_ranks`` (every job submitted from
+a job spec: ``elastic-slurm submit``) run their program with its ranks too, as one ``srun``
+step over the whole allocation (nodes x ``ntasks_per_node`` ranks; Python scripts with the
+job's Python), unless the program is itself a launcher (``srun``, ``mpirun``...); without
+it they run their command once, as given. The tasks of an
 elastic sweep (a malleable job array) run their command as given, once per task: the sweep
 grows and shrinks by how many tasks run at once. A request with a batch ``script`` runs that
 script as the batch step, as ``sbatch script.sh`` would; its ``#SBATCH`` lines were read at
@@ -74,11 +76,13 @@ def batch_script(req: ElasticRequest, *, python: str, env: Mapping[str, str] | N
 def launch_argv(req: ElasticRequest, python: str) -> list[str]:
     """The command the batch step runs for ``req``'s program (see the module's description).
 
-    >>> req = ElasticRequest(program=("app.py", "-n", "3"), nodes_min=2, nodes_max=2)
+    >>> req = ElasticRequest(program=("app.py", "-n", "3"), with_ranks=True)
     >>> launch_argv(req, "/venv/bin/python")
     ['srun', '/venv/bin/python', 'app.py', '-n', '3']
-    >>> launch_argv(ElasticRequest(program=("mpirun", "./a.out")), "python")
+    >>> launch_argv(ElasticRequest(program=("mpirun", "./a.out"), with_ranks=True), "python")
     ['mpirun', './a.out']
+    >>> launch_argv(ElasticRequest(program=("app.py",)), "python")  # once, as given
+    ['app.py']
     """
     if req.kind.resizable:
         if req.array is not None:  # a sweep's tasks are plain commands
@@ -92,7 +96,7 @@ def launch_argv(req: ElasticRequest, python: str) -> list[str]:
             "--",
             *req.program,
         ]
-    if req.program[0].rsplit("/", 1)[-1] in LAUNCHERS:
+    if not req.with_ranks or req.program[0].rsplit("/", 1)[-1] in LAUNCHERS:
         return list(req.program)
     program = [python, *req.program] if req.program[0].endswith(".py") else list(req.program)
     return ["srun", *program]

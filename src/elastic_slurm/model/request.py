@@ -93,6 +93,11 @@ class ElasticRequest:
         A parameter sweep as a job array: task ids (``"0-99"``, ``"1,3,5-7"``) and how many
         tasks may run at once (``%8``); each task gets the node range above. An elastic sweep
         (``kind`` malleable) changes ``array_max_running`` while it runs.
+    with_ranks
+        Rigid and moldable jobs: run ``program`` with its ranks, as one ``srun`` step over the
+        allocation (nodes x ``ntasks_per_node`` ranks; a ``.py`` file with the job's Python),
+        as malleable and evolving jobs run theirs; ``False`` (the default here): run it once,
+        on the batch host, as given. Job specs (``elastic-slurm submit``) set it.
     sbatch_options
         Other sbatch options, passed to sbatch unchanged, one argument each (``"--mem=4G"``,
         ``"-c4"``, ``"--gres=gpu:1"``, ``"--dependency=afterok:12"``); not those set from the
@@ -130,6 +135,7 @@ class ElasticRequest:
     array_max_running: int | None = None
     speedup: SpeedupModel | None = None
     grace_period_s: float | None = None
+    with_ranks: bool = False
     sbatch_options: tuple[str, ...] = ()
     script: str | None = None
 
@@ -294,6 +300,8 @@ class ElasticRequest:
             for p in self.extra_env
         ):
             raise InvalidRequest("extra_env must be (name, value) pairs of strings")
+        if not isinstance(self.with_ranks, bool):
+            raise InvalidRequest(f"with_ranks must be True or False, got {self.with_ranks!r}")
         if self.speedup is not None and not isinstance(self.speedup, SpeedupModel):
             raise InvalidRequest(f"speedup must be a speedup model, got {self.speedup!r}")
 
