@@ -85,6 +85,14 @@ echo "args: $# $1 $2"
 """
 
 
+def test_a_script_is_named_after_its_file_like_sbatch_s(
+    slurm: SbatchRecorder, tmp_path: Path
+) -> None:
+    (tmp_path / "run.sh").write_text("#!/bin/sh\nsrun hostname\n")
+    assert main(["submit", "run.sh"]) == 0
+    assert options(submitted(slurm)[0])["--job-name"] == "run.sh"
+
+
 def test_a_batch_script_with_sbatch_lines(
     slurm: SbatchRecorder, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -115,7 +123,9 @@ def test_a_batch_script_with_sbatch_lines(
 def test_command_line_options_override_the_script_s(slurm: SbatchRecorder, tmp_path: Path) -> None:
     (tmp_path / "job.sh").write_text(SCRIPT)
     assert main(["submit", "-N", "3", "--mem", "8G", "-J", "cli", "job.sh"]) == 0
-    argv, _ = submitted(slurm)
+    assert main(["submit", "--", "/bin/true"]) == 0
+    (argv, _), (other, _) = slurm.sbatch
+    assert options(other)["--job-name"] == "elastic"  # a program: the default name
     got = options(argv)
     assert (got["--nodes"], got["--job-name"], got["--mem"]) == ("3", "cli", "8G")
     assert argv.index("--mem=2G") < argv.index("--mem=8G")  # sbatch takes the last
@@ -214,7 +224,8 @@ def test_options_and_the_program_after_a_job_file(
 
 def test_wrap(slurm: SbatchRecorder) -> None:
     assert main(["submit", "--wrap", "echo hi; hostname"]) == 0
-    _, script = submitted(slurm)
+    argv, script = submitted(slurm)
+    assert options(argv)["--job-name"] == "wrap"  # as sbatch names it
     assert script.startswith("#!/bin/sh\n") and script.endswith("echo hi; hostname\n")
 
 

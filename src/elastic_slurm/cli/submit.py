@@ -224,6 +224,8 @@ def _plan(line: Any, cli: argparse.Namespace, args: argparse.Namespace) -> dict[
         key: _first(getattr(cli, key, None), getattr(script_ns, key, None))
         for key in (*_SPEC_KEYS, "ntasks", "hold", "parsable", "json")
     }
+    if merged["job_name"] is None and script_text is not None:  # sbatch's default name
+        merged["job_name"] = "wrap" if cli.wrap is not None else Path(str(line.file)).name
     if merged["ntasks"] is not None:
         merged["ntasks_per_node"] = _per_node(merged["ntasks"], merged["nodes"])
     overrides = {key: merged[key] for key in _SPEC_KEYS}
