@@ -1,9 +1,15 @@
 """The ``elastic-slurm`` command: parse the arguments, call the library, report errors.
 
+Only the module of the command being run is imported (:data:`COMMANDS`), so ``--help``,
+``--version`` and the commands of the base install start without numpy, mpi4py or
+matplotlib; a command that needs a missing extra says which one to install, in one line.
+
 Every error the project raises on purpose is printed as one line, without a traceback, and
 ends the command with a Slurm-like exit status (:func:`exit_status`): 2 for a usage error
 (wrong arguments, an impossible request, a bad site config or job file: change what you
 typed), 1 for everything else, as Slurm's own commands exit 1 when slurmctld does not answer.
+``submit`` exits as ``sbatch`` does instead: 255 for a usage error, 1 when the job was not
+submitted (:mod:`elastic_slurm.cli.submit`).
 """
 
 from __future__ import annotations
