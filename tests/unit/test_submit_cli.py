@@ -8,6 +8,7 @@ the real ones. The live counterpart is ``tests/integration/test_submit_live.py``
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import subprocess
@@ -262,6 +263,17 @@ def test_site_after_the_subcommand(slurm: SbatchRecorder) -> None:
     assert len(slurm.sbatch) == 2
 
 
+def test_a_batch_script_on_standard_input(
+    slurm: SbatchRecorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO("#!/bin/sh\n#SBATCH -N 3 --mem=1G\nsrun x\n"))
+    assert main(["submit", "--parsable"]) == 0
+    argv, script = submitted(slurm)
+    got = options(argv)
+    assert (got["--nodes"], got["--mem"], got["--job-name"]) == ("3", "1G", "sbatch")
+    assert script.endswith("set -- \n#SBATCH -N 3 --mem=1G\nsrun x\n")
+
+
 @pytest.mark.parametrize(
     ("words", "message"),
     [
@@ -276,11 +288,13 @@ def test_site_after_the_subcommand(slurm: SbatchRecorder) -> None:
 def test_usage_errors_exit_255_in_one_line(
     slurm: SbatchRecorder,
     tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
     words: list[str],
     message: str,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     (tmp_path / "job.sh").write_text("#!/bin/bash\nsrun app\n")
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))  # no script there either
     assert main(["submit", *words]) == 255
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1, err

@@ -4,7 +4,8 @@
 FILE's arguments. FILE is a batch script (its ``#SBATCH`` lines read as sbatch reads them,
 options on the command line overriding them), a program (launched with its ranks: ``.py``
 files with the site's Python) or a YAML job file; ``submit [OPTIONS] -- PROGRAM [ARGS]``
-names the program after ``--``. Every sbatch option elastic-slurm does not interpret is passed
+names the program after ``--``; without either, the batch script is read from standard
+input. Every sbatch option elastic-slurm does not interpret is passed
 to sbatch unchanged (:mod:`elastic_slurm.batch_script`).
 
 Output and exit status are sbatch's: ``Submitted batch job N``, or ``N[;cluster]`` with
@@ -197,6 +198,21 @@ def _plan(line: Any, cli: argparse.Namespace, args: argparse.Namespace) -> dict[
             raise InvalidRequest("--wrap takes no batch script, program or arguments")
         script_text = batch_script.wrap(cli.wrap)
         program = ["/bin/sh"]  # what runs the wrapped command
+    elif line.file is None and not program and not sys.stdin.isatty():
+        # no file: the batch script comes on standard input, as sbatch reads it
+        text = sys.stdin.read(batch_script.MAX_SCRIPT_BYTES + 1)
+        if text.strip():
+            if len(text) > batch_script.MAX_SCRIPT_BYTES:
+                raise InvalidRequest(
+                    f"standard input: a batch script is at most {batch_script.MAX_SCRIPT_BYTES} "
+                    "bytes"
+                )
+            script = batch_script.parse_script(text, where="standard input")
+            script_ns = _directives(script, "standard input", line)
+            script_text = script.text
+            program = [script.interpreter]  # what runs it (there is no file to name)
+            if getattr(cli, "job_name", None) is None and script_ns.job_name is None:
+                script_ns.job_name = "sbatch"  # sbatch's name for a script read from stdin
     elif line.file is not None:
         path = Path(line.file)
         kind = batch_script.classify(path)
@@ -206,16 +222,7 @@ def _plan(line: Any, cli: argparse.Namespace, args: argparse.Namespace) -> dict[
             if not path.is_file():
                 raise _NoFile(f"unable to open the batch script {line.file}")
             script = batch_script.read_script(path)
-            found = batch_script.split_command_line(
-                script.directives, our_options(option_parser()), where=f"{path} (#SBATCH)"
-            )
-            if found.file is not None or found.rest:
-                raise InvalidRequest(
-                    f"{path}: #SBATCH {found.file or '--'}: not an option (an #SBATCH line "
-                    "holds options only)"
-                )
-            script_ns = option_parser().parse_args(found.ours)
-            line.passed[:0] = found.passed  # the script's options first: the command line wins
+            script_ns = _directives(script, str(path), line)
             script_text = script.text
             program = [str(path.resolve()), *line.rest]
         else:
@@ -242,6 +249,22 @@ def _plan(line: Any, cli: argparse.Namespace, args: argparse.Namespace) -> dict[
 
 class _NoFile(InvalidRequest):
     """A batch script that does not exist (sbatch: "Unable to open file", exit 1)."""
+
+
+def _directives(script: Any, where: str, line: Any) -> argparse.Namespace:
+    """The options of ``script``'s ``#SBATCH`` lines; its sbatch options go before ``line``'s."""
+    from elastic_slurm import batch_script
+
+    found = batch_script.split_command_line(
+        script.directives, our_options(option_parser()), where=f"{where} (#SBATCH)"
+    )
+    if found.file is not None or found.rest:
+        raise InvalidRequest(
+            f"{where}: #SBATCH {found.file or '--'}: not an option (an #SBATCH line holds "
+            "options only)"
+        )
+    line.passed[:0] = found.passed  # the script's options first: the command line's win
+    return option_parser().parse_args(found.ours)
 
 
 def _first(*values: Any) -> Any:
