@@ -12,16 +12,19 @@ it does not know, with its own message).
 A batch script is read as sbatch reads it (``man sbatch``): ``#SBATCH`` lines before the
 first command, options on the command line overriding the script's.
 
-Nothing here runs a command; everything is pure and tested on its own.
+:func:`read_submission` reads ``elastic-slurm submit``'s words (and the script or job file
+they name) into the values of a job spec; the Python API submits scripts through it too.
+Nothing here runs a command.
 """
 
 from __future__ import annotations
 
+import argparse
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, NoReturn, TextIO
 
 from elastic_slurm.errors import ConfigError, InvalidRequest
 
@@ -404,3 +407,256 @@ def wrap(command: str) -> str:
     '#!/bin/sh\n# This script was created by elastic-slurm --wrap.\n\nhostname\n'
     """
     return f"#!/bin/sh\n# This script was created by elastic-slurm --wrap.\n\n{command}\n"
+
+
+# ------------------------------------------------------------- elastic-slurm submit's words
+SUBMIT_DESCRIPTION = """\
+Submit a job like sbatch: submit [OPTIONS] FILE [ARGS], where FILE is a batch script
+(#SBATCH lines read as sbatch reads them; options given here override them), a program
+(run with its ranks: nodes x --ntasks-per-node; .py files with the site's Python) or a YAML
+job file; or submit [OPTIONS] -- PROGRAM [ARGS]; without either, the batch script is read
+from standard input. Every other sbatch option (--mem, -c, --gres, --gpus, --constraint,
+--dependency, --export, --mail-type, ...) is passed to sbatch unchanged. Prints "Submitted
+batch job N" (with --parsable: N[;cluster]). Exit status as sbatch's: 0 submitted, 255 an
+error in the options, script or job file, 1 Slurm refused the job."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser that raises :class:`InvalidRequest` instead of exiting."""
+
+    def error(self, message: str) -> NoReturn:
+        raise InvalidRequest(message)
+
+
+def add_submit_options(p: argparse.ArgumentParser) -> None:
+    """The options ``elastic-slurm submit`` interprets itself (the others go to sbatch)."""
+    p.add_argument("-N", "--nodes", help="N, or MIN-MAX for the elastic kinds")
+    p.add_argument("--kind", choices=["rigid", "moldable", "malleable", "evolving"])
+    p.add_argument("--start-nodes", type=int, help="size to start at (malleable, evolving)")
+    p.add_argument("--ntasks-per-node", type=int, help="MPI ranks per node")
+    p.add_argument(
+        "-n", "--ntasks", type=int, help="MPI ranks in all (a multiple of the node count)"
+    )
+    p.add_argument("-t", "--time", help="time limit (minutes, HH:MM:SS, D-HH:MM:SS)")
+    p.add_argument("-p", "--partition")
+    p.add_argument("-A", "--account")
+    p.add_argument("-q", "--qos")
+    p.add_argument("-J", "--job-name")
+    p.add_argument("-o", "--output", help="output file pattern (%%j: job id)")
+    p.add_argument("-D", "--chdir", dest="workdir", help="working directory (shared)")
+    p.add_argument("-a", "--array", help="job array, e.g. 0-99%%8 (malleable: elastic sweep)")
+    p.add_argument("-H", "--hold", action="store_true", default=None, help="submit held")
+    p.add_argument("--wrap", help="run this shell command as the batch script (as sbatch's)")
+    p.add_argument("--speedup", help="amdahl:P, downey:A:SIGMA or linear (moldable sizing)")
+    p.add_argument(
+        "--grace-period",
+        type=float,
+        dest="grace_period_s",
+        help="seconds the job has to follow a shrink order (finite, at most the site's "
+        "controller.max_grace_period_s)",
+    )
+    p.add_argument(
+        "--sized-by",
+        choices=["slurm", "controller"],
+        help="who chooses a moldable job's start size: slurm (at start, within MIN-MAX) or "
+        "controller (submitted held; the controller's policy sizes it from --speedup and "
+        "releases it); default: the site's controller.sizes_moldable",
+    )
+    p.add_argument(
+        "--parsable", action="store_true", default=None, help="print only jobid[;cluster]"
+    )
+    p.add_argument("--json", action="store_true", default=None, help="print one JSON object")
+    p.add_argument("--site", default=argparse.SUPPRESS, help="site config name or YAML path")
+    p.add_argument(
+        "file",
+        nargs="?",
+        metavar="FILE [ARGS]",
+        help="a batch script, a program or a YAML job file, then its arguments",
+    )
+
+
+def submit_parser() -> argparse.ArgumentParser:
+    """A parser of ``submit``'s own options (errors raise :class:`InvalidRequest`)."""
+    p = _Parser(
+        prog="elastic-slurm submit",
+        description=SUBMIT_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_submit_options(p)
+    return p
+
+
+def _spellings(parser: argparse.ArgumentParser) -> dict[str, bool]:
+    """Each spelling of ``parser``'s options, with whether it takes a value."""
+    return {
+        spelling: action.nargs != 0
+        for action in parser._actions
+        for spelling in action.option_strings
+    }
+
+
+#: The options whose values go into the job spec (:func:`elastic_slurm.jobspec.load_spec`).
+SPEC_KEYS = (
+    "nodes",
+    "kind",
+    "start_nodes",
+    "ntasks_per_node",
+    "time",
+    "partition",
+    "account",
+    "qos",
+    "job_name",
+    "output",
+    "workdir",
+    "array",
+    "speedup",
+    "grace_period_s",
+    "sized_by",
+)
+
+
+class MissingScript(InvalidRequest):
+    """The batch script named does not exist (sbatch: "Unable to open file", exit 1)."""
+
+
+@dataclass(frozen=True)
+class Submission:
+    """What ``elastic-slurm submit``'s words ask for, before the site is read.
+
+    Attributes
+    ----------
+    job_file
+        The YAML job file named, or ``None``.
+    overrides
+        The job spec's values from the command line, the script and its ``#SBATCH`` lines
+        (``None``: not given), for :func:`elastic_slurm.jobspec.load_spec`: ``program``,
+        ``script``, ``sbatch_options`` and the keys of :data:`SPEC_KEYS`.
+    hold, parsable, json
+        ``--hold``, ``--parsable``, ``--json`` (from the command line or ``#SBATCH`` lines).
+    site
+        ``--site`` given after ``submit``, or ``None``.
+    """
+
+    job_file: Path | None
+    overrides: dict[str, Any]
+    hold: bool = False
+    parsable: bool = False
+    json: bool = False
+    site: str | None = None
+
+
+def read_submission(words: Sequence[str], *, stdin: TextIO | None = None) -> Submission:
+    """Read ``submit``'s words as sbatch reads its own: options, FILE, FILE's arguments.
+
+    FILE (:func:`classify`) is a batch script (its ``#SBATCH`` options come first, so the
+    command line's override them, as in sbatch), a program, or a YAML job file (then more
+    options may follow it, and the program after ``--``). ``--wrap=COMMAND`` makes a
+    ``/bin/sh`` script of COMMAND. Without FILE, program or ``--wrap``, the script is read
+    from ``stdin`` (when given). A script's job is named after its file (``wrap`` for
+    ``--wrap``, ``sbatch`` for standard input), as sbatch names it.
+
+    >>> sub = read_submission(["--mem", "4G", "-N", "2", "--", "app", "-x"])
+    >>> sub.overrides["program"], sub.overrides["nodes"], sub.overrides["sbatch_options"]
+    (['app', '-x'], '2', ['--mem=4G'])
+
+    Raises
+    ------
+    MissingScript
+        A batch script (by its suffix) that does not exist.
+    InvalidRequest, ConfigError
+        An error in the words, the script or its ``#SBATCH`` lines; the message says which.
+    """
+    parser = submit_parser()
+    ours = _spellings(parser)
+    line = split_command_line(words, ours)
+    if line.file is not None and classify(Path(line.file)) == "yaml":
+        more = split_command_line(line.rest, ours)  # more options, the program after "--"
+        if more.file is not None:
+            raise InvalidRequest(
+                f"{more.file!r} after the job file {line.file}: give the program after --: "
+                "submit [OPTIONS] JOB.yaml [OPTIONS] -- PROGRAM [ARGS]"
+            )
+        line.ours += more.ours
+        line.passed += more.passed
+        line.rest = more.rest
+    cli = parser.parse_args(line.ours)
+    job_file: Path | None = None
+    program: list[str] = list(line.rest)
+    script: BatchScript | None = None
+    default_name: str | None = None
+    if cli.wrap is not None:
+        if line.file is not None or line.rest:
+            raise InvalidRequest("--wrap takes no batch script, program or arguments")
+        script = parse_script(wrap(cli.wrap))
+        program, default_name = ["/bin/sh"], "wrap"  # what runs the wrapped command
+    elif line.file is None and not program and stdin is not None:
+        text = stdin.read(MAX_SCRIPT_BYTES + 1)
+        if len(text) > MAX_SCRIPT_BYTES:
+            raise InvalidRequest(f"standard input: a batch script is at most {MAX_SCRIPT_BYTES} B")
+        if text.strip():
+            script = parse_script(text, where="standard input")
+            program, default_name = [script.interpreter], "sbatch"
+    elif line.file is not None:
+        path = Path(line.file)
+        kind = classify(path)
+        if kind == "yaml":
+            job_file = path
+        elif kind == "script":
+            if not path.is_file():
+                raise MissingScript(f"unable to open the batch script {line.file}")
+            script = read_script(path)
+            program, default_name = [str(path.resolve()), *line.rest], path.name
+        else:
+            program = [line.file, *line.rest]
+    directives = argparse.Namespace()
+    if script is not None:
+        where = str(line.file or "standard input")
+        found = split_command_line(script.directives, ours, where=f"{where} (#SBATCH)")
+        if found.file is not None or found.rest:
+            raise InvalidRequest(
+                f"{where}: #SBATCH {found.file or '--'}: not an option (an #SBATCH line holds "
+                "options only)"
+            )
+        line.passed[:0] = found.passed  # the script's options first: the command line's win
+        directives = parser.parse_args(found.ours)
+    if job_file is None and not program:
+        raise InvalidRequest(
+            "give a batch script, a program or a YAML job file: submit [OPTIONS] FILE [ARGS], "
+            "or submit [OPTIONS] -- PROGRAM [ARGS]"
+        )
+    given = {
+        key: next(
+            (v for v in (getattr(cli, key, None), getattr(directives, key, None)) if v is not None),
+            None,
+        )
+        for key in (*SPEC_KEYS, "ntasks", "hold", "parsable", "json")
+    }
+    if given["job_name"] is None:
+        given["job_name"] = default_name
+    if given["ntasks"] is not None:
+        given["ntasks_per_node"] = _per_node(given["ntasks"], given["nodes"])
+    overrides: dict[str, Any] = {key: given[key] for key in SPEC_KEYS}
+    overrides["program"] = program or None
+    overrides["sbatch_options"] = line.passed or None
+    overrides["script"] = None if script is None else script.text
+    return Submission(
+        job_file=job_file,
+        overrides=overrides,
+        hold=bool(given["hold"]),
+        parsable=bool(given["parsable"]),
+        json=bool(given["json"]),
+        site=getattr(cli, "site", None),
+    )
+
+
+def _per_node(ntasks: int, nodes: str | None) -> int:
+    """Ranks per node for ``--ntasks`` on ``nodes`` (every node runs as many ranks)."""
+    from elastic_slurm.jobspec import parse_nodes
+
+    lo, hi = parse_nodes(nodes or "1")
+    if ntasks < 1 or lo != hi or ntasks % lo:
+        raise InvalidRequest(
+            f"--ntasks={ntasks} on {nodes or 1} node(s): elastic-slurm runs as many ranks on "
+            "every node; give --ntasks-per-node (ranks = nodes x ntasks-per-node)"
+        )
+    return ntasks // lo
