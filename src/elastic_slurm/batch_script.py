@@ -92,6 +92,90 @@ SHORT = {
     "-W": "--wait",
     "-x": "--exclude",
 }
+#: Long sbatch 22.05 options that take a value (``--mem=4G``), besides :data:`SHORT`'s.
+_WITH_VALUE = frozenset(
+    {
+        "--acctg-freq",
+        "--batch",
+        "--bb",
+        "--bbf",
+        "--begin",
+        "--chdir",
+        "--clusters",
+        "--cluster-constraint",
+        "--comment",
+        "--constraint",
+        "--container",
+        "--cores-per-socket",
+        "--cpu-freq",
+        "--cpus-per-gpu",
+        "--cpus-per-task",
+        "--deadline",
+        "--delay-boot",
+        "--dependency",
+        "--distribution",
+        "--error",
+        "--export",
+        "--export-file",
+        "--gid",
+        "--gpu-bind",
+        "--gpu-freq",
+        "--gpus",
+        "--gpus-per-node",
+        "--gpus-per-socket",
+        "--gpus-per-task",
+        "--gres",
+        "--gres-flags",
+        "--hint",
+        "--input",
+        "--job-name",
+        "--licenses",
+        "--mail-type",
+        "--mail-user",
+        "--mcs-label",
+        "--mem",
+        "--mem-bind",
+        "--mem-per-cpu",
+        "--mem-per-gpu",
+        "--mincpus",
+        "--network",
+        "--nodefile",
+        "--nodelist",
+        "--nodes",
+        "--ntasks",
+        "--ntasks-per-core",
+        "--ntasks-per-gpu",
+        "--ntasks-per-node",
+        "--ntasks-per-socket",
+        "--open-mode",
+        "--output",
+        "--partition",
+        "--power",
+        "--priority",
+        "--profile",
+        "--qos",
+        "--reservation",
+        "--signal",
+        "--sockets-per-node",
+        "--switches",
+        "--thread-spec",
+        "--threads-per-core",
+        "--time",
+        "--time-min",
+        "--tmp",
+        "--uid",
+        "--wckey",
+        "--wrap",
+        "--array",
+        "--account",
+        "--core-spec",
+        "--exclude",
+        "--extra-node-info",
+    }
+)
+#: Every long sbatch option known here.
+_KNOWN = NO_VALUE | OPTIONAL_VALUE | _WITH_VALUE | frozenset(SHORT.values())
+
 #: Options elastic-slurm sets itself from the request: they cannot also be passed through.
 RESERVED = frozenset(
     {
@@ -221,7 +305,11 @@ def split_command_line(
                 raise InvalidRequest(f"{where}: {REFUSED[long]}")
             needs = takes_value(word)
         if needs and i + 1 >= len(words):
-            raise InvalidRequest(f"{where}: option {word} needs a value")
+            known = name in ours or option_name(word) in _KNOWN
+            raise InvalidRequest(
+                f"{where}: option {word} needs a value"
+                + ("" if known else " (or is not an sbatch option: see sbatch --help)")
+            )
         group = [word, words[i + 1]] if needs else [word]
         if name in ours:
             out.ours += group
