@@ -220,3 +220,25 @@ def test_job_file_options_are_split_into_words() -> None:
 def test_job_file_options_refuse_what_the_request_sets() -> None:
     with pytest.raises(ConfigError, match="Value error, --nodes=3 is set by elastic-slurm"):
         load_spec(None, {"program": ["x"], "sbatch_options": ["--nodes=3"]})
+
+
+# ------------------------------------------------------------------- read_submission (API)
+def test_read_submission_of_a_script_for_the_python_api(tmp_path: Path) -> None:
+    from elastic_slurm.batch_script import read_submission
+
+    script = tmp_path / "run.sh"
+    script.write_text("#!/bin/bash\n#SBATCH -N 2 --mem=1G -H\nsrun app\n")
+    sub = read_submission(["--mem=2G", str(script), "x"])
+    assert sub.hold is True and sub.job_file is None
+    assert sub.overrides["program"] == [str(script.resolve()), "x"]
+    assert sub.overrides["sbatch_options"] == ["--mem=1G", "--mem=2G"]
+    assert (sub.overrides["nodes"], sub.overrides["job_name"]) == ("2", "run.sh")
+    spec = load_spec(sub.job_file, sub.overrides)
+    assert spec.request().script == script.read_text()
+
+
+def test_read_submission_errors_are_exceptions_not_exits() -> None:
+    from elastic_slurm.batch_script import read_submission
+
+    with pytest.raises(InvalidRequest, match="invalid choice: 'sometimes'"):
+        read_submission(["--kind", "sometimes", "--", "x"])
