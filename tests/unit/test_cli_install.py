@@ -6,6 +6,7 @@ install without the ``sim`` and ``mpi`` extras.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -153,3 +154,12 @@ def test_site_before_or_after_the_command(words: list[str]) -> None:
 def test_site_defaults_to_none_after_the_command() -> None:
     args = cli_main.build_parser("status").parse_args(["status"])
     assert args.site is None
+
+
+@pytest.mark.parametrize("command", sorted(cli_main.COMMANDS))
+def test_the_list_of_commands_says_what_each_command_says(command: str) -> None:
+    """``--help`` lists the commands without importing them: its summaries must not drift."""
+    parser = cli_main.build_parser(command)
+    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    (own,) = [a.help for a in sub._choices_actions if a.dest == command]
+    assert cli_main.COMMANDS[command] == own

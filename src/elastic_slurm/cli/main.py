@@ -49,7 +49,9 @@ COMMANDS: dict[str, str] = {
     "reproduce": "reproduce the papers' results (docs/reproduction.md)",
     "report": "draw a controller journal: jobs with their resizes, and utilisation (PNG/SVG)",
     "status": "nodes, elastic jobs and the controller's resizes under way, as tables",
-    "validate": "replay a trace slice live with the controller, simulate it, compare",
+    "validate": (
+        "replay a trace slice live with the controller, simulate it, compare (Ghafoor ch. 5)"
+    ),
     "soak": "replay a trace live with faults; lost and leaked must be 0",
 }
 
