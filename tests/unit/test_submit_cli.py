@@ -320,3 +320,14 @@ def test_sbatch_refusing_a_passed_option_is_a_usage_error(
     assert capsys.readouterr().err == (
         "elastic-slurm: error: sbatch: error: Invalid --mem specification\n"
     )
+
+
+def test_an_elastic_program_without_double_dash(slurm: SbatchRecorder, tmp_path: Path) -> None:
+    (tmp_path / "heat.py").write_text("print('hi')\n")
+    words = ["submit", "--kind", "malleable", "--nodes=1-4", "--start-nodes", "2", "heat.py"]
+    assert main([*words, "--n", "256"]) == 0
+    argv, script = submitted(slurm)
+    assert options(argv)["--nodes"] == "2"
+    assert script.rstrip("\n").endswith(
+        "-m elastic_slurm run --ntasks-per-node=1 -- heat.py --n 256"
+    )
