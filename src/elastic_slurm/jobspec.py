@@ -16,13 +16,20 @@ Formats (as Slurm's where Slurm has one):
   above; Huang et al. eqs. 2-5), or ``linear``;
 * ``array``: ``0-99``, ``1,3,5-7``, with ``%K`` for at most ``K`` tasks at once;
 * ``sized_by``: ``slurm`` or ``controller``, who chooses a moldable job's start size (default:
-  the site's ``controller.sizes_moldable``); ``controller`` only for a moldable job.
+  the site's ``controller.sizes_moldable``); ``controller`` only for a moldable job;
+* ``with_ranks``: run a rigid or moldable job's program with its ranks (one ``srun`` step:
+  nodes x ``ntasks_per_node``; the default), or ``false``: once, on the batch host;
+* ``sbatch_options``: other sbatch options, passed to sbatch unchanged (``[--mem=4G, -c 2,
+  "--dependency=afterok:12"]``); the command line's come after the file's, so they win;
+* ``script``: the text of a batch script to run instead of launching ``program`` (rigid and
+  moldable jobs; ``elastic-slurm submit script.sh`` fills it in).
 """
 
 from __future__ import annotations
 
 import math
 import re
+import shlex
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -31,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from elastic_slurm import yamlsafe
 from elastic_slurm.adapter.tags import SizedBy, check_sized_by
+from elastic_slurm.batch_script import MAX_SCRIPT_BYTES, check_passed, split_command_line
 from elastic_slurm.errors import ConfigError, InvalidRequest
 from elastic_slurm.model.request import (
     MAX_ARGS,
@@ -38,6 +46,7 @@ from elastic_slurm.model.request import (
     MAX_GRACE_PERIOD_S,
     MAX_NAME,
     MAX_NODES,
+    MAX_OPTION,
     MAX_TASKS_PER_NODE,
     MAX_WALLTIME,
     ElasticRequest,
@@ -170,6 +179,25 @@ class JobSpec(BaseModel):
     env: dict[str, Annotated[str, Field(max_length=_MAX_PATH)]] = Field(
         default_factory=dict, max_length=MAX_ENV
     )
+    with_ranks: bool = True
+    sbatch_options: list[Annotated[str, Field(max_length=MAX_OPTION)]] = Field(
+        default_factory=list, max_length=MAX_ARGS
+    )
+    script: str | None = Field(None, max_length=MAX_SCRIPT_BYTES)
+
+    @field_validator("sbatch_options")
+    @classmethod
+    def _sbatch_options(cls, value: list[str]) -> list[str]:
+        """``["--mem 4G", "-c", "2"]`` -> ``["--mem=4G", "-c2"]``: one word per option."""
+        try:
+            words = [word for item in value for word in shlex.split(item)]
+            line = split_command_line(words, {}, where="sbatch_options")
+            if line.file is not None or line.rest:
+                raise InvalidRequest(f"{(line.file or '--')[:40]!r} is not an sbatch option")
+            check_passed(line.passed, where="sbatch_options")
+        except (InvalidRequest, ValueError) as exc:
+            raise ValueError(str(exc).removeprefix("sbatch_options: ")) from None
+        return line.passed
 
     @field_validator("nodes")
     @classmethod
@@ -285,6 +313,9 @@ class JobSpec(BaseModel):
             array_max_running=throttle,
             speedup=parse_speedup(self.speedup) if self.speedup else None,
             grace_period_s=self.grace_period_s,
+            with_ranks=self.with_ranks,
+            sbatch_options=tuple(self.sbatch_options),
+            script=self.script,
         )
 
 
@@ -312,7 +343,10 @@ def load_spec(path: Path | None, overrides: dict[str, Any]) -> JobSpec:
         for key in ("nodes", "time"):  # a plain number (decimal: 010 is 10) is Slurm's text
             if type(data.get(key)) is int:
                 data[key] = str(data[key])
-    data.update({k: v for k, v in overrides.items() if v is not None})
+    given = {k: v for k, v in overrides.items() if v is not None}
+    if isinstance(data.get("sbatch_options"), list) and "sbatch_options" in given:
+        given["sbatch_options"] = [*data["sbatch_options"], *given["sbatch_options"]]
+    data.update(given)
     try:
         return JobSpec.model_validate(data)
     except ValidationError as exc:

@@ -137,7 +137,7 @@ def test_batch_script_minimal(kind: JobKind, header: str) -> None:
     run = (
         f"exec {PYTHON} -m elastic_slurm run --ntasks-per-node=1 -- app"
         if kind.resizable
-        else "exec app"
+        else "exec app"  # once, as given: the request does not ask for its ranks
     )
     assert render.batch_script(req, python=PYTHON) == f"#!/bin/bash\n{header}\n{run}\n"
 
@@ -155,15 +155,25 @@ def _fake_program(path: Path) -> Path:
     return path
 
 
-def _run_script(script: str, cwd: Path) -> dict[str, object]:
+def _fake_srun(bindir: Path) -> Path:
+    """An ``srun`` that runs its command once, here: the script is run outside Slurm."""
+    bindir.mkdir(parents=True, exist_ok=True)
+    path = bindir / "srun"
+    path.write_text('#!/bin/sh\nexec "$@"\n')
+    path.chmod(0o755)
+    return bindir
+
+
+def _run_script(script: str, cwd: Path, args: tuple[str, ...] = ()) -> dict[str, object]:
     bash = shutil.which("bash")
     if bash is None:
         pytest.skip("bash is not installed")
     path = cwd / "job.sh"
     path.write_text(script)
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C"}
+    fake = _fake_srun(cwd.parent / f"{cwd.name}-fake-bin")
+    env = {"PATH": f"{fake}:{os.environ.get('PATH', '/usr/bin:/bin')}", "LC_ALL": "C"}
     done = subprocess.run(
-        [bash, str(path)], cwd=cwd, env=env, capture_output=True, text=True, timeout=30
+        [bash, str(path), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=30
     )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)

@@ -237,9 +237,10 @@ def test_speedup_values_are_finite(speedup: str) -> None:
 def test_submit_refuses_unbounded_grace_periods_before_slurm(
     words: list[str], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """``submit --grace-period inf`` froze every decision (issue 14); now one line, exit 2."""
+    """``submit --grace-period inf`` froze every decision (issue 14); now one line, exit 255."""
     from elastic_slurm.cli.main import main
 
-    assert main(["--site", "local", "submit", *words, "--", "/bin/true"]) == 2
+    # 255: an error in the command line, as sbatch's; nothing reached Slurm
+    assert main(["--site", "local", "submit", *words, "--", "/bin/true"]) == 255
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1, err

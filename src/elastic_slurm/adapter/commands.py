@@ -43,13 +43,15 @@ def sbatch(
     account: str | None = None,
     qos: str | None = None,
     hold: bool = False,
+    extra: Sequence[str] = (),
 ) -> list[str]:
     """Submit the batch script given on standard input; sbatch prints ``jobid[;cluster]``.
 
     ``nodes`` is one count (``"2"``) or a range (``"2-4"``, a moldable start). ``hold``
     submits the job held (``--hold``: priority 0, reason ``JobHeldUser``) until someone
-    releases it (:func:`release`). Every option is passed as its own argument, never through
-    a script directive or a shell.
+    releases it (:func:`release`). ``extra`` holds other sbatch options, one word each
+    (``--mem=4G``), added last and unchanged. Every option is passed as its own argument,
+    never through a script directive or a shell.
     """
     argv = [
         "sbatch",
@@ -75,6 +77,7 @@ def sbatch(
         argv.append(f"--qos={qos}")
     if hold:
         argv.append("--hold")
+    argv += extra
     return argv
 
 

@@ -2,8 +2,17 @@
 
 Malleable and evolving jobs run their program through the elastic runtime's launcher
 (``python -m elastic_slurm run``), which restarts or extends the MPI step when the job is
-resized; rigid and moldable jobs run their command as given, and so do the tasks of an elastic
-sweep (a malleable job array), which grows and shrinks by how many tasks run at once.
+resized. Rigid and moldable jobs whose request says ``with_ranks`` (every job submitted from
+a job spec: ``elastic-slurm submit``) run their program with its ranks too, as one ``srun``
+step over the whole allocation (nodes x ``ntasks_per_node`` ranks; Python scripts with the
+job's Python), unless the program is itself a launcher (``srun``, ``mpirun``...); without
+it they run their command once, as given. The tasks of an
+elastic sweep (a malleable job array) run their command as given, once per task: the sweep
+grows and shrinks by how many tasks run at once. A request with a batch ``script`` runs that
+script as the batch step, as ``sbatch script.sh`` would; its ``#SBATCH`` lines were read at
+submission (:mod:`elastic_slurm.batch_script`) and sbatch does not read them again.
+Other sbatch options of the request (``sbatch_options``) follow elastic-slurm's own on the
+command line, unchanged.
 """
 
 from __future__ import annotations
@@ -17,6 +26,8 @@ from elastic_slurm.adapter.tags import ElasticTag, SizedBy, check_sized_by
 from elastic_slurm.model.request import ElasticRequest, JobKind
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+#: Programs that start MPI ranks themselves: a rigid or moldable job runs them as given.
+LAUNCHERS = frozenset({"srun", "mpirun", "mpiexec", "orterun", "prun", "mpiexec.hydra"})
 
 
 def batch_script(req: ElasticRequest, *, python: str, env: Mapping[str, str] | None = None) -> str:
@@ -36,13 +47,47 @@ def batch_script(req: ElasticRequest, *, python: str, env: Mapping[str, str] | N
     ValueError
         A variable name that is not a shell identifier.
     """
-    lines = ["#!/bin/bash", f"# elastic-slurm: {req.kind.value} job, nodes {_nodes_range(req)}"]
+    header = f"# elastic-slurm: {req.kind.value} job, nodes {_nodes_range(req)}"
+    exports = []
     for key, value in sorted({**dict(req.extra_env), **(env or {})}.items()):
         if not _ENV_NAME.fullmatch(key):
             raise ValueError(f"environment variable name {key!r} is not valid in a shell")
-        lines.append(f"export {key}={shlex.quote(value)}")
-    if req.kind.resizable and req.array is None:  # a sweep's tasks are plain commands
-        argv = [
+        exports.append(f"export {key}={shlex.quote(value)}")
+    if req.script is not None:
+        # after the #! line, before the script's own lines: sbatch reads no #SBATCH line
+        # after a command, so it cannot read the directives again (they were read already)
+        first, _, body = req.script.partition("\n")
+        return "\n".join(
+            [
+                first,
+                f"{header} (batch script {req.program[0]}; its #SBATCH lines were read "
+                "at submission)",
+                *exports,
+                "set -- " + shlex.join(req.program[1:]),
+                body,
+            ]
+        ) + ("" if body.endswith("\n") or not body else "\n")
+    return (
+        "\n".join(["#!/bin/bash", header, *exports, "exec " + shlex.join(launch_argv(req, python))])
+        + "\n"
+    )
+
+
+def launch_argv(req: ElasticRequest, python: str) -> list[str]:
+    """The command the batch step runs for ``req``'s program (see the module's description).
+
+    >>> req = ElasticRequest(program=("app.py", "-n", "3"), with_ranks=True)
+    >>> launch_argv(req, "/venv/bin/python")
+    ['srun', '/venv/bin/python', 'app.py', '-n', '3']
+    >>> launch_argv(ElasticRequest(program=("mpirun", "./a.out"), with_ranks=True), "python")
+    ['mpirun', './a.out']
+    >>> launch_argv(ElasticRequest(program=("app.py",)), "python")  # once, as given
+    ['app.py']
+    """
+    if req.kind.resizable:
+        if req.array is not None:  # a sweep's tasks are plain commands
+            return list(req.program)
+        return [
             python,
             "-m",
             "elastic_slurm",
@@ -51,10 +96,10 @@ def batch_script(req: ElasticRequest, *, python: str, env: Mapping[str, str] | N
             "--",
             *req.program,
         ]
-    else:
-        argv = list(req.program)
-    lines.append("exec " + shlex.join(argv))
-    return "\n".join(lines) + "\n"
+    if not req.with_ranks or req.program[0].rsplit("/", 1)[-1] in LAUNCHERS:
+        return list(req.program)
+    program = [python, *req.program] if req.program[0].endswith(".py") else list(req.program)
+    return ["srun", *program]
 
 
 def _nodes_range(req: ElasticRequest) -> str:
@@ -134,4 +179,5 @@ def sbatch_argv(
         account=req.account,
         qos=req.qos,
         hold=hold,
+        extra=req.sbatch_options,
     )

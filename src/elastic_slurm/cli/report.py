@@ -36,7 +36,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 
 def run(args: argparse.Namespace) -> int:
-    """Draw the report; 2 if the journal is missing, unreadable or has nothing to draw."""
+    """Draw the report and print its summary.
+
+    Returns 2 if the journal is missing, unreadable or has nothing to draw; 1 (after the
+    summary) if matplotlib is not installed, with a one-line hint naming the extra.
+    """
     from elastic_slurm.controller.journal import Journal
     from elastic_slurm.controller.report import draw_report, summary, summary_line
 
@@ -55,15 +59,25 @@ def run(args: argparse.Namespace) -> int:
     except sqlite3.DatabaseError as exc:
         print(f"elastic-slurm: error: {path} is not a journal: {exc}", file=sys.stderr)
         return 2
+    info = summary(records)
     try:
-        written = draw_report(records, output)
+        written: Path | None = draw_report(records, output)
     except ValueError as exc:
         print(f"elastic-slurm: error: {path}: {exc}", file=sys.stderr)
         return 2
-    info = summary(records)
+    except ImportError:  # the summary needs no matplotlib; the figure does
+        written = None
     if args.json:
-        print(json.dumps({**info, "figure": str(written)}))
+        print(json.dumps({**info, "figure": None if written is None else str(written)}))
     else:
-        print(f"wrote {written}")
+        if written is not None:
+            print(f"wrote {written}")
         print(summary_line(info))
+    if written is None:
+        print(
+            "elastic-slurm: error: no figure drawn: report needs matplotlib, which is not "
+            "installed: pip install 'elastic-slurm[sim]'",
+            file=sys.stderr,
+        )
+        return 1
     return 0

@@ -1,93 +1,87 @@
-"""``elastic-slurm submit``: sbatch-like options (or a YAML job file) for elastic MPI jobs."""
+"""``elastic-slurm submit``: sbatch's command line, with the elastic options added.
+
+``submit [OPTIONS] FILE [ARGS]`` reads its words as ``sbatch`` does: options, then FILE, then
+FILE's arguments. FILE is a batch script (its ``#SBATCH`` lines read as sbatch reads them,
+options on the command line overriding them), a program (launched with its ranks: ``.py``
+files with the site's Python) or a YAML job file; ``submit [OPTIONS] -- PROGRAM [ARGS]``
+names the program after ``--``; without either, the batch script is read from standard
+input. Every sbatch option elastic-slurm does not interpret is passed to sbatch unchanged.
+The words are read by :func:`elastic_slurm.batch_script.read_submission`.
+
+Output and exit status are sbatch's: ``Submitted batch job N``, or ``N[;cluster]`` with
+``--parsable``; 0 when submitted, 255 for an error in what was typed (an option, a value, a
+job file: nothing was sent to Slurm), 1 when Slurm refused the job or could not be reached
+(and for a program or batch script that does not exist, as sbatch's "Unable to open file").
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from elastic_slurm import api
-from elastic_slurm.adapter.factory import job_python, slurm_for
-from elastic_slurm.config import load_site
-from elastic_slurm.jobspec import load_spec
-from elastic_slurm.protocol.address import controller_url
+from elastic_slurm import batch_script
+from elastic_slurm.errors import ConfigError, InvalidRequest, SlurmCommandError
+
+#: sbatch's exit status for an error in its command line or script.
+EXIT_USAGE = 255
+#: sbatch's exit status when the job was not submitted (refused, Slurm unreachable).
+EXIT_ERROR = 1
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    """Register the ``submit`` subcommand."""
+    """Register the ``submit`` subcommand (its words are read by :func:`run`)."""
     p = sub.add_parser(
         "submit",
         help="submit a rigid, moldable, malleable or evolving job (like sbatch)",
-        description="Submit PROGRAM [ARGS] (after --), or the job described in a YAML job file; "
-        "options override the file's values. Prints the job id like sbatch.",
+        description=batch_script.SUBMIT_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("-N", "--nodes", help="N, or MIN-MAX for the elastic kinds")
-    p.add_argument("--kind", choices=["rigid", "moldable", "malleable", "evolving"])
-    p.add_argument("--start-nodes", type=int, help="size to start at (malleable, evolving)")
-    p.add_argument("--ntasks-per-node", type=int, help="MPI ranks per node")
-    p.add_argument("-t", "--time", help="time limit (minutes, HH:MM:SS, D-HH:MM:SS)")
-    p.add_argument("-p", "--partition")
-    p.add_argument("-A", "--account")
-    p.add_argument("-q", "--qos")
-    p.add_argument("-J", "--job-name")
-    p.add_argument("-o", "--output", help="output file pattern (%%j: job id)")
-    p.add_argument("-D", "--chdir", dest="workdir", help="working directory (shared)")
-    p.add_argument("-a", "--array", help="job array, e.g. 0-99%%8 (malleable: elastic sweep)")
-    p.add_argument("--speedup", help="amdahl:P, downey:A:SIGMA or linear (moldable sizing)")
-    p.add_argument(
-        "--grace-period",
-        type=float,
-        dest="grace_period_s",
-        help="seconds the job has to follow a shrink order (finite, at most the site's "
-        "controller.max_grace_period_s)",
-    )
-    p.add_argument(
-        "--sized-by",
-        choices=["slurm", "controller"],
-        help="who chooses a moldable job's start size: slurm (at start, within MIN-MAX) or "
-        "controller (submitted held; the controller's policy sizes it from --speedup and "
-        "releases it); default: the site's controller.sizes_moldable",
-    )
-    p.add_argument("--parsable", action="store_true", help="print only the job id")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument(
-        "job_file",
-        nargs="?",
-        type=Path,
-        metavar="JOB.yaml",
-        help="a YAML job file (options override its values); the program goes "
-        "after --: submit [options] [JOB.yaml] -- PROGRAM [ARGS]",
-    )
+    batch_script.add_submit_options(p)
     p.set_defaults(func=run)
 
 
+def _fail(message: str, status: int) -> int:
+    print(f"elastic-slurm: error: {message}", file=sys.stderr)
+    return status
+
+
+def _one_line(exc: BaseException) -> str:
+    return "; ".join(ln.strip() for ln in str(exc).splitlines() if ln.strip())
+
+
 def run(args: argparse.Namespace) -> int:
-    """Validate and submit; print the job id."""
-    job_file, program = args.job_file, list(args.program_words)
-    overrides = {
-        "program": program or None,
-        "nodes": args.nodes,
-        "kind": args.kind,
-        "start_nodes": args.start_nodes,
-        "ntasks_per_node": args.ntasks_per_node,
-        "time": args.time,
-        "partition": args.partition,
-        "account": args.account,
-        "qos": args.qos,
-        "job_name": args.job_name,
-        "output": args.output,
-        "workdir": args.workdir,
-        "array": args.array,
-        "speedup": args.speedup,
-        "grace_period_s": args.grace_period_s,
-        "sized_by": args.sized_by,
-    }
-    site = load_site(args.site)
-    spec = load_spec(job_file, overrides)
-    req = spec.request(max_grace_period_s=site.controller.max_grace_period_s)
-    sized_by = spec.sizing(site.controller.sizes_moldable)
+    """Read the command line (and script or job file), validate, submit; print the job id."""
+    words: Sequence[str] = getattr(args, "submit_words", None) or []
+    try:
+        sub = batch_script.read_submission(
+            words, stdin=None if sys.stdin is None or sys.stdin.isatty() else sys.stdin
+        )
+    except batch_script.MissingScript as exc:
+        return _fail(str(exc), EXIT_ERROR)
+    except (InvalidRequest, ConfigError) as exc:
+        return _fail(_one_line(exc), EXIT_USAGE)
+    return _submit(sub, sub.site or args.site)
+
+
+def _submit(sub: batch_script.Submission, site_name: str | None) -> int:
+    from elastic_slurm import api
+    from elastic_slurm.adapter.factory import job_python, slurm_for
+    from elastic_slurm.config import load_site
+    from elastic_slurm.jobspec import load_spec
+    from elastic_slurm.protocol.address import controller_url
+
+    job_file = sub.job_file
+    site = load_site(site_name)
+    try:
+        spec = load_spec(job_file, sub.overrides)
+        req = spec.request(max_grace_period_s=site.controller.max_grace_period_s)
+        sized_by = spec.sizing(site.controller.sizes_moldable)
+    except (InvalidRequest, ConfigError) as exc:
+        return _fail(_one_line(exc), EXIT_USAGE)
     req = replace(  # the site's defaults where the user gave none
         req,
         partition=req.partition or site.partition,
@@ -96,20 +90,31 @@ def run(args: argparse.Namespace) -> int:
     )
     base = job_file.parent if job_file else Path.cwd()
     workdir = (base / spec.workdir).resolve() if spec.workdir else Path.cwd().resolve()
-    job_id = api.submit(
-        req,
-        slurm_for(site),
-        workdir=workdir,
-        output=spec.output,
-        sized_by=sized_by,
-        python=job_python(site),
-        controller=controller_url(site),  # where the site's controller listens
-    )
-    if args.json:
+    try:
+        job_id = api.submit(
+            req,
+            slurm_for(site),
+            workdir=workdir,
+            output=spec.output,
+            sized_by=sized_by,
+            python=job_python(site),
+            controller=controller_url(site),  # where the site's controller listens
+            hold=sub.hold,
+        )
+    except InvalidRequest as exc:  # the program is missing, or the cluster too small
+        return _fail(_one_line(exc), EXIT_ERROR)
+    except SlurmCommandError as exc:
+        if exc.returncode == EXIT_USAGE:  # sbatch refused a passed-through option or value
+            said = [ln.strip() for ln in exc.stderr.splitlines() if ln.strip()]
+            return _fail("; ".join(said[:3]) or "sbatch refused the options", EXIT_USAGE)
+        raise
+    cluster = _cluster(req.sbatch_options)
+    if sub.json:
         print(
             json.dumps(
                 {
                     "job_id": job_id,
+                    "cluster": cluster,
                     "kind": req.kind.value,
                     "nodes": [req.nodes_min, req.nodes_max],
                     "sized_by": sized_by,
@@ -117,13 +122,26 @@ def run(args: argparse.Namespace) -> int:
                 }
             )
         )
-    elif args.parsable:
-        print(job_id)
+    elif sub.parsable:
+        print(f"{job_id};{cluster}" if cluster else job_id)
     else:
-        print(f"Submitted batch job {job_id}")
+        print(f"Submitted batch job {job_id}" + (f" on cluster {cluster}" if cluster else ""))
         if sized_by == "controller":
             print(
                 f"job {job_id} waits held until the controller chooses its size and releases it",
                 file=sys.stderr,
             )
     return 0
+
+
+def _cluster(options: Sequence[str]) -> str | None:
+    """The cluster sbatch names after the job id: the one ``-M``/``--clusters`` gives.
+
+    >>> _cluster(["--mem=1G", "--clusters=blue"]), _cluster(["-Mred"]), _cluster([])
+    ('blue', 'red', None)
+    """
+    named = None
+    for word in options:
+        if batch_script.option_name(word) == "--clusters":
+            named = word.split("=", 1)[1] if word.startswith("--") else word[2:]
+    return named if named and "," not in named else None

@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from elastic_slurm.errors import InvalidRequest
+from elastic_slurm.errors import ConfigError, InvalidRequest
 from elastic_slurm.model.speedup import SpeedupModel
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -35,6 +35,8 @@ MAX_ENV = 1024
 """Most extra environment variables."""
 MAX_NAME = 1024
 """Longest job name, partition, account or QOS name (characters)."""
+MAX_OPTION = 4096
+"""Longest sbatch option passed through (characters)."""
 
 
 class JobKind(enum.StrEnum):
@@ -91,6 +93,20 @@ class ElasticRequest:
         A parameter sweep as a job array: task ids (``"0-99"``, ``"1,3,5-7"``) and how many
         tasks may run at once (``%8``); each task gets the node range above. An elastic sweep
         (``kind`` malleable) changes ``array_max_running`` while it runs.
+    with_ranks
+        Rigid and moldable jobs: run ``program`` with its ranks, as one ``srun`` step over the
+        allocation (nodes x ``ntasks_per_node`` ranks; a ``.py`` file with the job's Python),
+        as malleable and evolving jobs run theirs; ``False`` (the default here): run it once,
+        on the batch host, as given. Job specs (``elastic-slurm submit``) set it.
+    sbatch_options
+        Other sbatch options, passed to sbatch unchanged, one argument each (``"--mem=4G"``,
+        ``"-c4"``, ``"--gres=gpu:1"``, ``"--dependency=afterok:12"``); not those set from the
+        fields above (:data:`elastic_slurm.batch_script.RESERVED`) nor ``--comment``.
+    script
+        A batch script (its text, starting with a shell's ``#!`` line) to run as the job's
+        batch step instead of launching ``program``; ``program`` then names the script and
+        holds its arguments. Its ``#SBATCH`` lines are not read here (see
+        :func:`elastic_slurm.batch_script.parse_script`). Rigid and moldable jobs only.
 
     Raises
     ------
@@ -119,9 +135,13 @@ class ElasticRequest:
     array_max_running: int | None = None
     speedup: SpeedupModel | None = None
     grace_period_s: float | None = None
+    with_ranks: bool = False
+    sbatch_options: tuple[str, ...] = ()
+    script: str | None = None
 
     def __post_init__(self) -> None:
         self._check_types()
+        self._check_sbatch()
         if not self.program:
             raise InvalidRequest("the job has no program to run: give a command")
         if len(self.program) > MAX_ARGS or any("\0" in word for word in self.program):
@@ -208,6 +228,42 @@ class ElasticRequest:
         if self.walltime <= timedelta(0):
             raise InvalidRequest(f"the time limit must be positive, got {self.walltime}")
 
+    def _check_sbatch(self) -> None:
+        from elastic_slurm.batch_script import MAX_SCRIPT_BYTES, check_passed, parse_script
+
+        options = self.sbatch_options
+        if not isinstance(options, (tuple, list)) or not all(isinstance(w, str) for w in options):
+            raise InvalidRequest("sbatch_options must be a sequence of strings")
+        if len(options) > MAX_ARGS or any(
+            len(w) > MAX_OPTION or _CONTROL.search(w) for w in options
+        ):
+            raise InvalidRequest(
+                f"sbatch_options: more than {MAX_ARGS} options, one longer than {MAX_OPTION} "
+                "characters, or a control character (newline, tab, ...)"
+            )
+        check_passed(options)
+        if self.script is None:
+            return
+        if not isinstance(self.script, str):
+            raise InvalidRequest(f"script must be the text of a batch script, got {self.script!r}")
+        if len(self.script.encode("utf-8", errors="replace")) > MAX_SCRIPT_BYTES:
+            raise InvalidRequest(f"the batch script is longer than {MAX_SCRIPT_BYTES} bytes")
+        if self.kind.resizable:
+            raise InvalidRequest(
+                f"a {self.kind.value} job runs a program through the elastic runtime, not a "
+                "batch script: give the program (submit --kind "
+                f"{self.kind.value} --nodes MIN-MAX app.py)"
+            )
+        try:
+            parsed = parse_script(self.script)
+        except ConfigError as exc:
+            raise InvalidRequest(str(exc)) from None
+        if not parsed.is_shell:
+            raise InvalidRequest(
+                f"the batch script runs with {parsed.interpreter}: elastic-slurm takes shell "
+                "scripts (#!/bin/bash, #!/bin/sh); submit another program as the program"
+            )
+
     def _check_types(self) -> None:
         for what in (
             "nodes_min",
@@ -244,6 +300,8 @@ class ElasticRequest:
             for p in self.extra_env
         ):
             raise InvalidRequest("extra_env must be (name, value) pairs of strings")
+        if not isinstance(self.with_ranks, bool):
+            raise InvalidRequest(f"with_ranks must be True or False, got {self.with_ranks!r}")
         if self.speedup is not None and not isinstance(self.speedup, SpeedupModel):
             raise InvalidRequest(f"speedup must be a speedup model, got {self.speedup!r}")
 
