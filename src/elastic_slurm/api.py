@@ -37,14 +37,17 @@ def check_program(req: ElasticRequest, workdir: Path, slurm: SlurmBackend) -> No
     """Refuse a program that cannot be found where the job will be submitted.
 
     A path (or a ``.py`` file) must exist, relative to ``workdir``; a bare command must be on
-    ``PATH``. The check runs through the backend's transport, so over SSH it looks on the
-    login node (with a shared filesystem, what the nodes see too).
+    ``PATH``. A batch script is not looked for: sbatch gets its text, not its path. The check
+    runs through the backend's transport, so over SSH it looks on the login node (with a
+    shared filesystem, what the nodes see too).
 
     Raises
     ------
     InvalidRequest
         The message names the program and where it was looked for.
     """
+    if req.script is not None:  # the script's text travels with the job
+        return
     prog = req.program[0]
     if "/" in prog or prog.endswith(".py"):
         path = prog if prog.startswith("/") else str(workdir / prog)

@@ -450,6 +450,8 @@ def submit(
     spec: str | Path | Mapping[str, Any] | None = None,
     program: Sequence[str] | str | None = None,
     *,
+    script: str | Path | None = None,
+    script_args: Sequence[str] = (),
     site: SiteConfig | str | Path | None = None,
     hold: bool = False,
     slurm: SlurmBackend | None = None,
@@ -469,6 +471,14 @@ def submit(
         The command and its arguments (a list, or a string split as a shell would, without
         running one); for malleable and evolving jobs an mpi4py program, which the elastic
         launcher runs on every node.
+    script
+        A batch script with ``#SBATCH`` lines, as ``sbatch script`` takes it (rigid and moldable
+        jobs): its ``#SBATCH`` options apply, ``options`` override them, and sbatch options the
+        project does not interpret pass through to sbatch
+        (:func:`elastic_slurm.batch_script.read_submission`). Give one of ``spec``,
+        ``program`` and ``script``.
+    script_args
+        The script's arguments (``$1``...).
     site
         The site config, its name or path (``None``: ``$ELASTIC_SLURM_SITE``, else
         ``local``).
@@ -505,8 +515,12 @@ def submit(
 
         job = submit(program="sleep 60", nodes=2)
         job = submit("job.yaml", job_name="run-7")
+        job = submit(script="run.sh", script_args=["input.dat"], time="10")
     """
     from elastic_slurm.jobspec import load_spec
+
+    if script is not None and (spec is not None or program is not None):
+        raise InvalidRequest("submit(): give one of spec, program and script, not several")
 
     config = _site(site)
     overrides = dict(options)
@@ -520,7 +534,20 @@ def submit(
     if isinstance(overrides.get("time"), int) and not isinstance(overrides["time"], bool):
         overrides["time"] = str(overrides["time"])
     base: Path | None = None
-    if spec is None or isinstance(spec, Mapping):
+    if script is not None:
+        from elastic_slurm.batch_script import classify, read_submission
+
+        if classify(Path(script)) != "script":
+            raise InvalidRequest(
+                f"submit(): {script} is not a batch script (a shell script, '#!' first); "
+                "give a program with program=..."
+            )
+        sub = read_submission([str(script), *script_args])
+        data = {k: v for k, v in sub.overrides.items() if v is not None}
+        data.update({k: v for k, v in overrides.items() if v is not None})
+        job_spec = load_spec(None, data)
+        hold = hold or sub.hold
+    elif spec is None or isinstance(spec, Mapping):
         data = {**dict(spec or {}), **{k: v for k, v in overrides.items() if v is not None}}
         if isinstance(data.get("program"), str):
             data["program"] = shlex.split(data["program"])

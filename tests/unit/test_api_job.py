@@ -233,3 +233,19 @@ def test_each_elastic_kind_is_tagged_for_the_controller(site, fake, workdir, kin
     )
     assert tag in fake.store[job.job_id].comment
     assert job.info().kind == kind
+
+
+def test_submit_a_batch_script_its_sbatch_lines_apply_and_options_override(site, fake, workdir):
+    script = workdir / "run.sh"
+    script.write_text('#!/bin/bash\n#SBATCH --time=5\n#SBATCH -N 2\nsrun hostname "$1"\n')
+    job = elastic_slurm.submit(script=script, script_args=["x"], site=site, slurm=fake)
+    record = fake.store[job.job_id]
+    assert record.name == "run.sh"  # named after its file, as sbatch names it
+    assert (record.nodes_min, record.time_limit_s) == (2, 300)
+    again = elastic_slurm.submit(script=script, nodes=1, time="7", site=site, slurm=fake)
+    assert (fake.store[again.job_id].nodes_min, fake.store[again.job_id].time_limit_s) == (1, 420)
+    with pytest.raises(InvalidRequest, match="one of spec, program and script"):
+        elastic_slurm.submit(program="true", script=script, site=site, slurm=fake)
+    (workdir / "app.py").write_text("print(1)\n")
+    with pytest.raises(InvalidRequest, match="not a batch script"):
+        elastic_slurm.submit(script=workdir / "app.py", site=site, slurm=fake)

@@ -433,3 +433,20 @@ def test_reinitialising_libslurm_keeps_the_process_environment(fake_pyslurm, mon
     assert pyslurm_available((22, 5, 8), conf)[0]
     assert module.calls == ["fini", ("init", str(conf))]
     assert _c_getenv("SLURM_CONF") == before
+
+
+def test_a_passed_through_option_pyslurm_cannot_express_is_a_one_line_refusal() -> None:
+    from elastic_slurm.adapter import pyslurm_backend
+    from elastic_slurm.errors import InvalidRequest
+    from elastic_slurm.model.request import ElasticRequest, JobKind
+
+    backend = object.__new__(pyslurm_backend.PyslurmBackend)
+    req = ElasticRequest(
+        kind=JobKind.RIGID,
+        nodes_min=1,
+        nodes_max=1,
+        program=("true",),
+        sbatch_options=("--mem=4G",),
+    )
+    with pytest.raises(InvalidRequest, match="--mem=4G"):
+        backend.submit(req, python="python3")

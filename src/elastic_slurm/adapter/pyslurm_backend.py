@@ -90,6 +90,7 @@ from elastic_slurm.adapter.transport.base import Transport
 from elastic_slurm.adapter.transport.local import LocalTransport
 from elastic_slurm.errors import (
     ConfigError,
+    InvalidRequest,
     SlurmCommandError,
     SlurmOutputError,
     SlurmUnavailableError,
@@ -823,13 +824,17 @@ class PyslurmBackend(SlurmBackend):
         Raises
         ------
         InvalidRequest, ValueError
-            ``sized_by`` does not fit the job or ``hold`` (:func:`render.sbatch_argv`).
+            ``sized_by`` does not fit the job or ``hold`` (:func:`render.sbatch_argv`), or an
+            sbatch option passed through has no pyslurm translation (use ``backend: cli``).
         SlurmCommandError
             Slurm (or pyslurm's own checks) refused the job; nothing was queued.
         """
         argv = render.sbatch_argv(req, output=output, chdir=chdir, hold=hold, sized_by=sized_by)
         script = render.batch_script(req, python=python, env=env)
-        options = submit_description(argv)
+        try:
+            options = submit_description(argv)
+        except ValueError as exc:  # a passed-through sbatch option pyslurm cannot express
+            raise InvalidRequest(f"the pyslurm backend cannot submit this job: {exc}") from exc
         environment = {**os.environ, **self.transport.env, **sbatch_env(options)}
 
         def submit() -> int:

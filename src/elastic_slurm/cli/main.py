@@ -39,14 +39,17 @@ COMMANDS: dict[str, str] = {
     "demo": "run heat2d as a malleable job that grows and shrinks on the local cluster",
     "controller": "run a scheduling policy against live Slurm",
     "policies": "list the scheduling policies and load errors",
-    "doctor": "probe Slurm and MPI, and say how jobs will grow",
+    "doctor": (
+        "probe Slurm and MPI and say how jobs will grow (runs a test MPI spawn here and two "
+        "one-node job steps, srun and mpirun, on the cluster)"
+    ),
     "submit": "submit a rigid, moldable, malleable or evolving job (like sbatch)",
     "queue": "list jobs like squeue, with kind, size range and resize",
     "show": "one job like scontrol show job, with its resize history",
     "resize": "grow or shrink a running malleable or evolving job",
     "cancel": "cancel a job with its helper allocations",
     "simulate": "run a scheduling policy on an SWF workload trace in virtual time",
-    "reproduce": "reproduce the papers' results (docs/reproduction.md)",
+    "reproduce": "reproduce the papers' results in the simulator and write a report",
     "report": "draw a controller journal: jobs with their resizes, and utilisation (PNG/SVG)",
     "status": "nodes, elastic jobs and the controller's resizes under way, as tables",
     "validate": (

@@ -20,8 +20,6 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from dataclasses import replace
-from pathlib import Path
 
 from elastic_slurm import batch_script
 from elastic_slurm.errors import ConfigError, InvalidRequest, SlurmCommandError
@@ -69,37 +67,20 @@ def run(args: argparse.Namespace) -> int:
 
 def _submit(sub: batch_script.Submission, site_name: str | None) -> int:
     from elastic_slurm import api
-    from elastic_slurm.adapter.factory import job_python, slurm_for
     from elastic_slurm.config import load_site
     from elastic_slurm.jobspec import load_spec
-    from elastic_slurm.protocol.address import controller_url
 
     job_file = sub.job_file
     site = load_site(site_name)
     try:
         spec = load_spec(job_file, sub.overrides)
-        req = spec.request(max_grace_period_s=site.controller.max_grace_period_s)
-        sized_by = spec.sizing(site.controller.sizes_moldable)
+        base = job_file.parent if job_file else None
+        api.prepare(spec, site, base=base)  # usage errors first
     except (InvalidRequest, ConfigError) as exc:
         return _fail(_one_line(exc), EXIT_USAGE)
-    req = replace(  # the site's defaults where the user gave none
-        req,
-        partition=req.partition or site.partition,
-        account=req.account or site.account,
-        qos=req.qos or site.qos,
-    )
-    base = job_file.parent if job_file else Path.cwd()
-    workdir = (base / spec.workdir).resolve() if spec.workdir else Path.cwd().resolve()
     try:
-        job_id = api.submit(
-            req,
-            slurm_for(site),
-            workdir=workdir,
-            output=spec.output,
-            sized_by=sized_by,
-            python=job_python(site),
-            controller=controller_url(site),  # where the site's controller listens
-            hold=sub.hold,
+        done = api.submit_spec(
+            spec, site, base=job_file.parent if job_file else None, hold=sub.hold
         )
     except InvalidRequest as exc:  # the program is missing, or the cluster too small
         return _fail(_one_line(exc), EXIT_ERROR)
@@ -108,6 +89,7 @@ def _submit(sub: batch_script.Submission, site_name: str | None) -> int:
             said = [ln.strip() for ln in exc.stderr.splitlines() if ln.strip()]
             return _fail("; ".join(said[:3]) or "sbatch refused the options", EXIT_USAGE)
         raise
+    job_id, req, sized_by, workdir = done.job_id, done.request, done.sized_by, done.workdir
     cluster = _cluster(req.sbatch_options)
     if sub.json:
         print(
