@@ -334,6 +334,8 @@ def load_workload(
     max_jobs: int | None = None,
     on_error: str = "raise",
     swf_options: Mapping[str, Any] | None = None,
+    max_records: int | None = None,
+    drop_zero_runtime: bool = False,
 ) -> Workload:
     """A workload from a trace path, a parsed trace, a workload, or a list of jobs.
 
@@ -349,6 +351,9 @@ def load_workload(
         How malformed SWF lines are handled (:func:`~elastic_slurm.simulator.swf.read_swf`).
     swf_options
         More options for :func:`~elastic_slurm.simulator.workload.from_swf`.
+    max_records, drop_zero_runtime
+        For a trace path: read only its first ``max_records`` records (before any filter),
+        and leave out jobs that ran for 0 s (:func:`~elastic_slurm.simulator.swf.read_swf`).
 
     Raises
     ------
@@ -358,7 +363,12 @@ def load_workload(
         For a list of jobs without ``nodes``.
     """
     if isinstance(source, (str, Path)):
-        source = read_swf(source, on_error=on_error)  # type: ignore[arg-type]
+        source = read_swf(
+            source,
+            on_error=on_error,  # type: ignore[arg-type]
+            max_records=max_records,
+            drop_zero_runtime=drop_zero_runtime,
+        )
     if isinstance(source, SWFTrace):
         return from_swf(source, nodes=nodes, max_jobs=max_jobs, **dict(swf_options or {}))
     if isinstance(source, Workload):
