@@ -16,11 +16,11 @@ A run is deterministic: the event order is fixed (``(time_s, priority, seq)``), 
 randomness is the workload conversion's ``random.Random(seed)``, and the wall-clock time spent
 in the policy is reported apart (:class:`~elastic_slurm.simulator.metrics.SchedulingTime`).
 
-:meth:`Simulation.run` pauses Python's cyclic garbage collector while it runs (and restores
-it): the run makes millions of short-lived objects but no reference cycles, and the collector
-would otherwise walk the growing heap again and again (half the time of a 50,000-job run).
-Reference counting still frees everything as usual; cycles a policy makes are collected after
-the run.
+:meth:`Simulation.run` and :func:`run` pause Python's cyclic garbage collector while they run
+(and restore it; :func:`gc_paused`): a run makes millions of short-lived objects but no
+reference cycles, and the collector would otherwise walk the growing heap again and again (half
+the time of a 50,000-job run). Reference counting still frees everything as usual; cycles a
+policy makes are collected after the run.
 
 The run stops when no event is left. Jobs still pending or running then (a policy that never
 starts a job, or never serves a blocking request) raise
@@ -30,9 +30,10 @@ deciding at one instant without time advancing (``max_cycles_per_instant``).
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -140,6 +141,21 @@ class SimResult:
         out["sched_time_per_decision_s"] = self.timing.per_decision_s
         out["sched_time_max_s"] = self.timing.max_s
         return out
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector inside the block (see the module docstring).
+
+    Restores it as it was (a block inside another pauses nothing more).
+    """
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
 
 
 class Simulation:
@@ -284,15 +300,13 @@ class Simulation:
         PolicyError
             When a decision breaks the rules.
         """
+        with gc_paused():
+            return self._run()
+
+    def _run(self) -> SimResult:
         step = self.step
-        collecting = gc.isenabled()
-        gc.disable()  # see the module docstring
-        try:
-            while step():
-                pass
-        finally:
-            if collecting:
-                gc.enable()
+        while step():
+            pass
         cluster = self.cluster
         if cluster.busy:
             raise SimulationError(
@@ -444,19 +458,20 @@ def run(
         policy = make_policy(policy, policy_options)
     elif policy_options:
         raise InvalidRequest("policy_options apply only to a policy given by name")
-    workload = load_workload(
-        source, nodes, max_jobs=max_jobs, on_error=on_error, swf_options=swf_options
-    )
     if conversion is not None and elastic_fraction:
         raise InvalidRequest("give either elastic_fraction or conversion, not both")
     if conversion is None and elastic_fraction:
         conversion = LinaConversion(elastic_fraction=elastic_fraction)
-    if conversion is not None:
-        workload = make_elastic(workload, conversion, seed)
-    sim = Simulation(
-        workload.jobs, policy, workload.nodes, config=config, progress=progress, seed=seed
-    )
-    result = sim.run()
+    with gc_paused():
+        workload = load_workload(
+            source, nodes, max_jobs=max_jobs, on_error=on_error, swf_options=swf_options
+        )
+        if conversion is not None:
+            workload = make_elastic(workload, conversion, seed)
+        sim = Simulation(
+            workload.jobs, policy, workload.nodes, config=config, progress=progress, seed=seed
+        )
+        result = sim.run()
     if workload.report is not None:
         result = SimResult(
             result.policy,
@@ -471,4 +486,12 @@ def run(
     return result
 
 
-__all__ = ["Progress", "SimConfig", "SimResult", "Simulation", "load_workload", "run"]
+__all__ = [
+    "Progress",
+    "SimConfig",
+    "SimResult",
+    "Simulation",
+    "gc_paused",
+    "load_workload",
+    "run",
+]
