@@ -257,6 +257,10 @@ def _number(token: str) -> Number:
     return value
 
 
+def _int_or_float(token: str) -> Number:
+    return int(token) if token.lstrip("+-").isdigit() else float(token)
+
+
 def _open_text(path: Path, mode: Literal["rt", "wt"]) -> IO[str]:
     if path.suffix == ".gz":
         return gzip.open(path, mode, encoding="utf-8")  # type: ignore[return-value]
@@ -273,13 +277,15 @@ def _parse_line(line: str) -> SWFJob:
     if line.isascii() and "_" not in line:  # int() would take 1_000 and other scripts' digits
         try:
             values: list[Number] = list(map(int, tokens))  # the common case, at C speed
+            if min(values) >= -1 and max(values) <= MAX_VALUE:  # for integers: -1 or 0 to MAX
+                return SWFJob._make(values)
         except ValueError:
             try:  # a decimal point somewhere; nan and inf fail the bounds below
-                values = [int(t) if t.lstrip("+-").isdigit() else float(t) for t in tokens]
+                values = [int(t) if t.isdigit() or t == "-1" else _int_or_float(t) for t in tokens]
             except ValueError:
                 values = []
-        if values and all(v == -1 or 0 <= v <= MAX_VALUE for v in values):
-            return SWFJob._make(values)
+            if values and all(v == -1 or 0 <= v <= MAX_VALUE for v in values):
+                return SWFJob._make(values)
     numbers = []
     for i, token in enumerate(tokens):
         try:
