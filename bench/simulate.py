@@ -1,33 +1,39 @@
-"""Simulator speed and agreement: ours against AccaSim on SDSC-SP2, same trace, same policies.
+"""Simulator speed at trace scale (issue 17): everything side by side, in one run.
 
-Runs the full SDSC-SP2 trace (``shared/workloads/SDSC-SP2-1998-4.2-cln.swf.gz``) with EASY
-backfilling and with FCFS in our simulator and in AccaSim 1.1.3 (PyPI), in one run, then Lina
-et al.'s elastic policy (``lina_elastic``, half the jobs elastic) in ours only, and prints:
+Prints, in order:
 
-* jobs per second of each, and the speed ratio (AccaSim's time over ours, both measured from
-  reading the trace to the last job's end);
-* how far the two agree: average wait and turnaround, the share of jobs started at the same
-  second, and the largest difference of a job's start.
+1. **Parsing.** ``read_swf`` on the whole SDSC-SP2 trace (microseconds per line) and with
+   ``max_records`` (only the first records are read).
+2. **Simulator vs textbook.** FCFS and EASY on the first ``N`` jobs of each shared trace
+   (``/work/shared/workloads``): jobs/s of the simulator (``Simulation(...).run()``, with the
+   policy objects of ``plugins/``) and of the minimal heap-based scheduler of
+   ``bench/textbook.py``, their ratio (the target is 2x), and how many jobs start at the same
+   second in both (every one must).
+3. **Every policy.** jobs/s of each registered policy on the first ``N`` jobs of Lublin's
+   trace with half the jobs made elastic (Lina et al.'s conversion, seed 1), each in its own
+   process with a time limit (target: 10,000 jobs/s).
+4. **Growth and the 300,000-job run.** FCFS, EASY and ``lina_elastic`` (half elastic) on
+   1,000 ... 300,000 jobs of Lina et al.'s synthetic workload model (Downey's model with their
+   Table 1 ranges, load 0.75, seed 1) on 5,544 nodes (CEA-Curie's size): seconds, jobs/s,
+   cost per job relative to the smallest size (1.0 is linear growth), and each run's peak
+   memory (``ru_maxrss`` of its own process: interpreter, workload and run). Targets: under
+   60 s and under 2 GiB at 300,000 jobs.
 
-Both simulators get the same input: the trace less the jobs AccaSim cannot take (run time
-<= 0 or no processor count, see ``shared/docs/PEERS.md``), written to one SWF file they both
-read, on 128 one-processor nodes. AccaSim's FCFS is expected to agree start for start. Its
-"EASY" is not standard EASY (no reservation protects the blocked head job during backfilling;
-the head is retried only at events at or after its computed start), so the averages differ by
-a few percent and the maximum waits much more.
-
-AccaSim is installed into this environment when missing (``pip install accasim``); it does not
-import on Python 3.10+ without ``collections.Mapping`` and friends, which this script restores
-before importing it (AccaSim itself is left unchanged).
+Times: jobs/s and ratios use the process's CPU time (``time.process_time``), since these
+machines are shared and a run's wall time includes waiting for a core; the 300,000-job rows
+also give wall time (the 60 s target). Workload generation and parsing are not counted in a
+run's time (they are in 1.).
 
 Usage::
 
-    .venv/bin/python bench/simulate.py               # full trace, both policies, both simulators
-    .venv/bin/python bench/simulate.py --jobs 5000   # the first 5000 jobs only
-    .venv/bin/python bench/simulate.py --no-peer     # ours only
+    .venv/bin/python bench/simulate.py --quick    # about a minute: small sizes
+    .venv/bin/python bench/simulate.py            # the targets' sizes: many minutes
+    .venv/bin/python bench/simulate.py --peer     # also AccaSim 1.1.3 on SDSC-SP2 (slow)
 
-Not part of the test suite. AccaSim needs minutes on the full trace (FCFS, whose queue grows to
-thousands of jobs on SDSC-SP2, the longest).
+AccaSim (``--peer``, installed with pip when missing) is the external peer: the full
+``--peer-jobs`` SDSC-SP2 jobs under FCFS and EASY in both simulators, their speed and how far
+their schedules agree (its "EASY" is not standard EASY: see ``shared/docs/PEERS.md``).
+Not part of the test suite.
 """
 
 from __future__ import annotations
@@ -35,45 +41,203 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "bench"))
 
-from elastic_slurm.simulator import SWFHeader, read_swf, run, write_swf  # noqa: E402
+import textbook  # noqa: E402
 
-TRACE = Path("/work/shared/workloads/SDSC-SP2-1998-4.2-cln.swf.gz")
-NODES = 128
+from elastic_slurm.simulator import (  # noqa: E402
+    Simulation,
+    SWFHeader,
+    Workload,
+    from_swf,
+    read_swf,
+    run,
+    write_swf,
+)
+
+WORKLOADS = Path("/work/shared/workloads")
+TRACES = ("SDSC-SP2-1998-4.2-cln.swf.gz", "KTH-SP2-1996-2.1-cln.swf.gz", "lublin_256.swf.gz")
+POLICY_TRACE = "lublin_256.swf.gz"
+MACHINE = 5544  # nodes: CEA-Curie's
+GROWTH_POLICIES = ("fcfs", "easy_backfill", "lina_elastic")
 
 
-def filtered_trace(source: Path, out: Path, max_jobs: int | None) -> int:
-    """Write the jobs both simulators can take; return how many."""
-    trace = read_swf(source)
-    jobs = [j for j in trace.jobs if j.run_time > 0 and j.processors > 0]
-    if max_jobs is not None:
-        jobs = jobs[:max_jobs]
-    header = SWFHeader.from_directives([("MaxNodes", NODES), ("MaxProcs", NODES)])
-    write_swf(out, jobs, header)
-    return len(jobs)
+def trace_slice(name: str, jobs: int) -> Workload:
+    """The first ``jobs`` usable jobs of a shared trace (reading only the records needed)."""
+    trace = read_swf(WORKLOADS / name, max_records=jobs + jobs // 5 + 500)
+    return from_swf(trace, max_jobs=jobs)
 
 
-def ours(path: Path, policy: str) -> tuple[float, dict[int, tuple[float, float, float]]]:
-    """Seconds from reading to the end, and ``{job: (submit, start, end)}`` (trace seconds)."""
-    t0 = time.perf_counter()
-    result = run(path, policy, nodes=NODES)
-    elapsed = time.perf_counter() - t0
-    first = min(j.submit_time for j in read_swf(path).jobs)
-    records = {
-        r.job_id: (r.submit_s + first, r.start_s + first, r.end_s + first) for r in result.records
+# ---------------------------------------------------------------------------------- 1. parsing
+def parsing() -> None:
+    """Print read_swf's cost per line, whole file and first records."""
+    path = WORKLOADS / TRACES[0]
+    t0 = time.process_time()
+    trace = read_swf(path)
+    whole = time.process_time() - t0
+    lines = len(trace.jobs) + len(trace.header.lines)
+    t0 = time.process_time()
+    first = read_swf(path, max_records=1000)
+    head = time.process_time() - t0
+    print("\n== 1. parsing (read_swf, CPU time)")
+    print(f"  {path.name}: {lines} lines in {whole:.2f} s, {1e6 * whole / lines:.1f} us/line")
+    print(f"  max_records=1000: {len(first.jobs)} jobs in {1e3 * head:.1f} ms (the rest unread)")
+
+
+# ------------------------------------------------------------------- 2. simulator vs textbook
+def best_cpu(fn: Any, repeats: int) -> tuple[float, Any]:
+    """Smallest CPU time of ``repeats`` calls, and the last call's result."""
+    best = float("inf")
+    out = None
+    for _ in range(repeats):
+        t0 = time.process_time()
+        out = fn()
+        best = min(best, time.process_time() - t0)
+    return best, out
+
+
+def versus_textbook(jobs: int, repeats: int) -> None:
+    """Print the simulator's and the textbook scheduler's jobs/s, their ratio, same starts."""
+    from elastic_slurm.plugins.policies.easy_backfill import EasyBackfill
+    from elastic_slurm.plugins.policies.fcfs import FCFS
+
+    print(f"\n== 2. simulator vs textbook heap scheduler: first {jobs} jobs, best of {repeats}")
+    print(
+        f"  {'trace':30} {'policy':6} {'jobs':>6} {'simulator j/s':>14} {'textbook j/s':>13} "
+        f"{'ratio':>6} {'same start':>11}"
+    )
+    for name in TRACES:
+        workload = trace_slice(name, jobs)
+        n = len(workload.jobs)
+        plain = textbook.from_simjobs(workload.jobs)
+        for short, policy in (("fcfs", FCFS), ("easy", EasyBackfill)):
+            sim_s, result = best_cpu(
+                lambda p=policy, w=workload: Simulation(w.jobs, p(), w.nodes).run(), repeats
+            )
+            book_s, starts = best_cpu(
+                lambda s=short, j=plain, w=workload: textbook.schedule(j, w.nodes, s), repeats
+            )
+            same = sum(1 for r in result.records if starts[r.job_id] == r.start_s)
+            print(
+                f"  {name:30} {short:6} {n:6d} {n / sim_s:14,.0f} {n / book_s:13,.0f} "
+                f"{book_s / sim_s:5.2f}x {same:6d}/{n}"
+            )
+    print("  ratio = textbook CPU time / simulator CPU time (the target is 2x or more)")
+
+
+# ------------------------------------------------------------------ runs in their own process
+def child(spec: dict[str, Any]) -> dict[str, Any]:
+    """One measured run (in a fresh process): its times, peak memory and a few metrics."""
+    if spec["workload"] == "trace":
+        workload = trace_slice(spec["trace"], spec["jobs"])
+    else:
+        from elastic_slurm.simulator.generators.downey import lina_synthetic
+
+        model = lina_synthetic(jobs=spec["jobs"], nodes=MACHINE, load=0.75)
+        workload = model.generate(seed=1)
+    fraction = spec["fraction"] if spec["policy"] != "fcfs_rigid" else 0.0
+    c0, w0 = time.process_time(), time.perf_counter()
+    result = run(workload, spec["policy"], elastic_fraction=fraction, seed=1)
+    cpu, wall = time.process_time() - c0, time.perf_counter() - w0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
+    m = result.metrics
+    return {
+        "jobs": len(result.records),
+        "cpu_s": cpu,
+        "wall_s": wall,
+        "peak_bytes": peak,
+        "avg_wait_s": m.avg_wait_s,
+        "utilization": m.utilization,
     }
-    return elapsed, records
 
 
+def in_process(spec: dict[str, Any], timeout_s: float) -> dict[str, Any] | str:
+    """Run :func:`child` in a new process; its result, or why there is none."""
+    argv = [sys.executable, str(Path(__file__).resolve()), "--child", json.dumps(spec)]
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return f"> {timeout_s:g} s"
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["?"])[-1]
+        return f"failed: {last[:90]}"
+    return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+# ------------------------------------------------------------------------ 3. every policy
+def every_policy(jobs: int, fraction: float, timeout_s: float) -> None:
+    """Print jobs/s of every registered policy on a trace slice, ``fraction`` elastic."""
+    from elastic_slurm.plugins.registry import installed_registry
+
+    names = installed_registry().names()
+    print(
+        f"\n== 3. every policy: first {jobs} jobs of {POLICY_TRACE}, {fraction:.0%} elastic "
+        f"(Lina et al.'s conversion, seed 1), {timeout_s:g} s each"
+    )
+    print(f"  {'policy':24} {'jobs/s':>10} {'CPU s':>8} {'avg wait s':>12} {'util':>6}")
+    for name in names:
+        spec = {
+            "workload": "trace",
+            "trace": POLICY_TRACE,
+            "jobs": jobs,
+            "policy": name,
+            "fraction": fraction,
+        }
+        out = in_process(spec, timeout_s)
+        if isinstance(out, str):
+            print(f"  {name:24} {out}")
+            continue
+        print(
+            f"  {name:24} {out['jobs'] / out['cpu_s']:10,.0f} {out['cpu_s']:8.2f} "
+            f"{out['avg_wait_s']:12,.0f} {out['utilization']:6.3f}"
+        )
+    print("  target: 10,000 jobs/s or more for every policy")
+
+
+# ------------------------------------------------------------------------ 4. growth, 300k
+def growth(sizes: list[int], fraction: float, timeout_s: float) -> None:
+    """Print the growth table and each run's peak memory."""
+    print(
+        f"\n== 4. growth: Lina et al.'s synthetic model on {MACHINE} nodes, load 0.75, seed 1; "
+        f"lina_elastic with {fraction:.0%} elastic"
+    )
+    print(
+        f"  {'policy':14} {'jobs':>8} {'CPU s':>8} {'wall s':>8} {'jobs/s':>9} "
+        f"{'cost/job':>9} {'peak MiB':>9} {'avg wait s':>12}"
+    )
+    for policy in GROWTH_POLICIES:
+        base: float | None = None
+        for n in sizes:
+            spec = {"workload": "model", "jobs": n, "policy": policy, "fraction": fraction}
+            out = in_process(spec, timeout_s)
+            if isinstance(out, str):
+                print(f"  {policy:14} {n:8d} {out}")
+                break
+            per_job = out["cpu_s"] / out["jobs"]
+            base = base or per_job
+            print(
+                f"  {policy:14} {out['jobs']:8d} {out['cpu_s']:8.2f} {out['wall_s']:8.2f} "
+                f"{out['jobs'] / out['cpu_s']:9,.0f} {per_job / base:9.2f} "
+                f"{out['peak_bytes'] / 2**20:9.0f} {out['avg_wait_s']:12,.0f}"
+            )
+    print(
+        "  cost/job: CPU time per job over that of the smallest size (1.00 = linear growth); "
+        "targets at 300,000 jobs: under 60 s, under 2048 MiB"
+    )
+
+
+# ------------------------------------------------------------------------------- AccaSim peer
 PEER_CODE = r"""
 import collections, collections.abc, json, os, sys, time
 os.environ["TZ"] = "UTC"
@@ -92,153 +256,109 @@ sim = Simulator(workload, config, dispatcher, RESULTS_FOLDER_PATH=results,
 sim.start_simulation()
 print(json.dumps({"seconds": time.perf_counter() - t0}))
 """
+PEER_NODES = 128
 
 
-def ensure_accasim() -> bool:
-    """Install AccaSim into this environment if it is missing; True when importable."""
+def peer(jobs: int, timeout_s: float) -> None:
+    """AccaSim against the simulator on SDSC-SP2 (same filtered trace, 128 nodes)."""
+    print(f"\n== AccaSim 1.1.3 (peer): first {jobs} SDSC-SP2 jobs with run time and processors")
     code = "import importlib.util as u; print(bool(u.find_spec('accasim')))"
-    probe = [sys.executable, "-c", code]
-    if subprocess.run(probe, capture_output=True, text=True).stdout.strip() == "True":
-        return True
-    print("installing accasim (pip install accasim) ...", flush=True)
-    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "accasim"])
-    return pip.returncode == 0
+    probe = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if probe.stdout.strip() != "True":
+        print("  installing accasim (pip install accasim) ...", flush=True)
+        pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "accasim"])
+        if pip.returncode != 0:
+            print("  AccaSim could not be installed: skipped")
+            return
+    with tempfile.TemporaryDirectory(prefix="bench-sim-") as tmp:
+        workdir = Path(tmp)
+        path = workdir / "sdsc-filtered.swf"
+        trace = read_swf(WORKLOADS / TRACES[0])
+        kept = [j for j in trace.jobs if j.run_time > 0 and j.processors > 0][:jobs]
+        header = SWFHeader.from_directives([("MaxNodes", PEER_NODES), ("MaxProcs", PEER_NODES)])
+        write_swf(path, kept, header)
+        first = min(j.submit_time for j in kept)
+        for policy in ("fcfs", "easy_backfill"):
+            t0 = time.perf_counter()
+            result = run(path, policy, nodes=PEER_NODES)
+            ours_s = time.perf_counter() - t0
+            mine = {r.job_id: r.start_s + first for r in result.records}
+            theirs = _accasim(path, policy, workdir, timeout_s)
+            if theirs is None:
+                continue
+            peer_s, starts = theirs
+            same = sum(1 for j in mine if j in starts and abs(mine[j] - starts[j]) < 0.5)
+            print(
+                f"  {policy:14} ours {ours_s:7.2f} s, AccaSim {peer_s:7.2f} s "
+                f"({peer_s / ours_s:.1f}x); same start {same} of {len(mine)}"
+            )
 
 
-def accasim(
+def _accasim(
     path: Path, policy: str, workdir: Path, timeout_s: float
-) -> tuple[float, dict[int, tuple[float, float, float]]] | None:
-    """Run AccaSim in a subprocess; seconds and ``{job: (submit, start, end)}``, or None."""
+) -> tuple[float, dict[int, float]] | None:
     config = workdir / "system.json"
-    config.write_text(
-        json.dumps(
-            {
-                "system_name": "SDSC-SP2",
-                "start_time": 0,
-                "equivalence": {"processor": {"core": 1}},
-                "groups": {"g": {"core": 1}},
-                "resources": {"g": NODES},
-            }
-        )
-    )
+    system = {
+        "system_name": "SDSC-SP2",
+        "start_time": 0,
+        "equivalence": {"processor": {"core": 1}},
+        "groups": {"g": {"core": 1}},
+        "resources": {"g": PEER_NODES},
+    }
+    config.write_text(json.dumps(system))
     results = workdir / f"accasim-{policy}"
-    argv = [sys.executable, "-c", PEER_CODE, str(path), str(config), str(results), policy]
+    name = "fcfs" if policy == "fcfs" else "easy"
+    argv = [sys.executable, "-c", PEER_CODE, str(path), str(config), str(results), name]
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired:
         print(f"  AccaSim {policy}: gave up after {timeout_s:g} s")
         return None
     if proc.returncode != 0:
-        print(f"  AccaSim {policy} failed:\n{proc.stderr[-2000:]}")
+        print(f"  AccaSim {policy} failed: {proc.stderr.strip()[-300:]}")
         return None
     seconds = json.loads(proc.stdout.strip().splitlines()[-1])["seconds"]
-    records = {}
-    sched = next(results.glob("sched-*"))
-    for line in sched.read_text().splitlines():
-        # job;user;queue__assignments__start;end;nodes;cpus;mem;expected;
-        head, _, rest = line.split("__")
-        job, _, queued = head.split(";")
-        start, end = rest.split(";")[:2]
-        records[int(job)] = tuple(_epoch(t) for t in (queued, start, end))
-    return seconds, records
+    starts = {}
+    for line in next(results.glob("sched-*")).read_text().splitlines():
+        head, _, rest = line.split("__")  # job;user;queue__assignments__start;end;...
+        start = datetime.strptime(rest.split(";")[0], "%Y-%m-%d %H:%M:%S")
+        starts[int(head.split(";")[0])] = start.replace(tzinfo=UTC).timestamp()
+    return seconds, starts
 
 
-def _epoch(text: str) -> float:
-    return datetime.strptime(text, "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC).timestamp()
-
-
-def averages(records: dict[int, tuple[float, float, float]]) -> tuple[float, float, float]:
-    """Average wait, average turnaround, maximum wait (seconds)."""
-    waits = [b - s for s, b, _ in records.values()]
-    tats = [e - s for s, _, e in records.values()]
-    return sum(waits) / len(waits), sum(tats) / len(tats), max(waits)
-
-
-def compare(name: str, a: dict, b: dict) -> None:  # type: ignore[type-arg]
-    """Print how far two schedules ``{job: (submit, start, end)}`` agree."""
-    common = sorted(set(a) & set(b))
-    same = sum(1 for j in common if abs(a[j][1] - b[j][1]) < 0.5)
-    worst = max((abs(a[j][1] - b[j][1]), j) for j in common)
-    wa, ta, ma = averages(a)
-    wb, tb, mb = averages(b)
-    print(f"  {name}: {len(common)} jobs in both ({len(a)} ours, {len(b)} AccaSim)")
-    print(f"    average wait        ours {wa:12.1f} s   AccaSim {wb:12.1f} s   diff {_pct(wa, wb)}")
-    print(f"    average turnaround  ours {ta:12.1f} s   AccaSim {tb:12.1f} s   diff {_pct(ta, tb)}")
-    print(f"    maximum wait        ours {ma:12.1f} s   AccaSim {mb:12.1f} s")
-    print(
-        f"    same start (to the second): {same} of {len(common)} "
-        f"({100 * same / len(common):.2f} %); largest start difference {worst[0]:.0f} s "
-        f"(job {worst[1]})"
-    )
-
-
-def _pct(ours_value: float, peer_value: float) -> str:
-    if peer_value == 0:
-        return "n/a"
-    return f"{100 * (ours_value - peer_value) / peer_value:+.2f} %"
-
-
+# -------------------------------------------------------------------------------------- main
 def main() -> int:
-    """Run the benchmark; print the results."""
+    """Run the benchmark; print the tables."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--trace", type=Path, default=TRACE)
-    parser.add_argument("--jobs", type=int, default=None, help="only the first JOBS jobs")
-    parser.add_argument("--no-peer", action="store_true", help="skip AccaSim")
-    parser.add_argument(
-        "--peer-timeout", type=float, default=3600.0, help="seconds per AccaSim run"
-    )
-    parser.add_argument(
-        "--policies", default="easy_backfill,fcfs", help="comma-separated (easy_backfill, fcfs)"
-    )
-    parser.add_argument(
-        "--elastic-fraction",
-        type=float,
-        default=0.5,
-        help="also run lina_elastic with this fraction of jobs elastic (0: skip)",
-    )
+    parser.add_argument("--quick", action="store_true", help="small sizes: about a minute")
+    parser.add_argument("--jobs", type=int, help="jobs per trace in 2. and 3.")
+    parser.add_argument("--sizes", help="comma-separated job counts of 4.")
+    parser.add_argument("--fraction", type=float, default=0.5, help="elastic fraction in 3., 4.")
+    parser.add_argument("--policy-timeout", type=float, help="seconds per run in 3.")
+    parser.add_argument("--growth-timeout", type=float, default=900.0, help="seconds per run, 4.")
+    parser.add_argument("--peer", action="store_true", help="also AccaSim on SDSC-SP2")
+    parser.add_argument("--peer-jobs", type=int, default=10_000)
+    parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="bench-sim-") as tmp:
-        workdir = Path(tmp)
-        path = workdir / "sdsc-filtered.swf"
-        count = filtered_trace(args.trace, path, args.jobs)
-        print(f"trace {args.trace.name}: {count} jobs with run time > 0 and processors > 0")
-        print(f"machine: {NODES} nodes; python {sys.version.split()[0]}; pid {os.getpid()}")
-        peer_ok = not args.no_peer and ensure_accasim()
-        for policy in args.policies.split(","):
-            print(f"\n== {policy}")
-            seconds, mine = ours(path, policy)
-            print(f"  ours:    {seconds:8.2f} s  {count / seconds:10.0f} jobs/s")
-            if not peer_ok:
-                continue
-            peer = accasim(path, policy, workdir, args.peer_timeout)
-            if peer is None:
-                continue
-            peer_s, theirs = peer
-            print(f"  AccaSim: {peer_s:8.2f} s  {count / peer_s:10.0f} jobs/s")
-            print(f"  speed ratio (AccaSim time / ours): {peer_s / seconds:.1f}x")
-            compare(policy, mine, theirs)
-        if args.elastic_fraction > 0:
-            elastic(path, count, args.elastic_fraction)
-    return 0
-
-
-def elastic(path: Path, count: int, fraction: float) -> None:
-    """Lina et al.'s elastic policy on the same trace, ``fraction`` of it made elastic.
-
-    AccaSim has no elastic jobs, so there is no peer: this prints our speed, beside EASY's
-    above, and the policy's effect on the averages against EASY on the rigid trace.
-    """
-    print(f"\n== lina_elastic ({fraction:.0%} of the jobs elastic, Lina et al. section 5.1)")
-    t0 = time.perf_counter()
-    result = run(path, "lina_elastic", nodes=NODES, elastic_fraction=fraction, seed=1)
-    seconds = time.perf_counter() - t0
-    m = result.summary()
-    print(f"  ours:    {seconds:8.2f} s  {count / seconds:10.0f} jobs/s  (no peer)")
+    if args.child:
+        print(json.dumps(child(json.loads(args.child))))
+        return 0
+    jobs = args.jobs or (2_000 if args.quick else 10_000)
+    default_sizes = "1000,10000" if args.quick else "1000,10000,100000,300000"
+    sizes = [int(s) for s in (args.sizes or default_sizes).split(",")]
+    policy_timeout = args.policy_timeout or (20.0 if args.quick else 120.0)
+    load = os.getloadavg()[0]
     print(
-        f"  average turnaround {m['avg_turnaround_s']:,.0f} s, wait {m['avg_wait_s']:,.0f} s, "
-        f"bounded slowdown {m['avg_bounded_slowdown']:.2f}, utilisation {m['utilization']:.4f}, "
-        f"{m['expansions']} expansions, {m['shrinks']} shrinks"
+        f"bench/simulate.py ({'quick' if args.quick else 'full'}): python "
+        f"{sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {load:.1f}"
     )
+    parsing()
+    versus_textbook(jobs, repeats=3)
+    every_policy(jobs, args.fraction, policy_timeout)
+    growth(sizes, args.fraction, args.growth_timeout)
+    if args.peer:
+        peer(args.peer_jobs, 3600.0)
+    return 0
 
 
 if __name__ == "__main__":

@@ -30,7 +30,6 @@ from elastic_slurm.simulator import (
     SimulationError,
     run,
 )
-from elastic_slurm.simulator.cluster import SimSnapshot
 from elastic_slurm.simulator.engine import EventKind, EventQueue
 from elastic_slurm.simulator.metrics import compute_metrics, utilization_series
 
@@ -426,7 +425,7 @@ def test_event_queue_orders_by_time_priority_then_insertion() -> None:
 
 
 def test_sim_snapshot_behaves_as_the_plain_snapshot() -> None:
-    seen: list[SimSnapshot] = []
+    seen: list[ClusterSnapshot] = []
 
     class Spy(EasyBackfill):
         def decide(self, snapshot, trigger):  # noqa: ANN001, ANN201
@@ -437,7 +436,9 @@ def test_sim_snapshot_behaves_as_the_plain_snapshot() -> None:
     Simulation(jobs, Spy(), 4).run()
     assert len(seen) > 4
     for snap in seen:
-        plain = snap.to_plain()
+        assert type(snap) is ClusterSnapshot  # no subclass
+        plain = ClusterSnapshot(snap.time_s, snap.jobs, snap.nodes)
+        assert plain == snap
         assert plain.jobs == snap.jobs and plain.nodes == snap.nodes
         assert plain.pending() == snap.pending()
         assert plain.running() == snap.running()

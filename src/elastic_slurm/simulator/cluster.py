@@ -54,11 +54,9 @@ from elastic_slurm.model.snapshot import (
     ClusterSnapshot,
     JobState,
     JobView,
-    NodeState,
-    NodeView,
 )
 from elastic_slurm.model.speedup import NoResizeCost
-from elastic_slurm.model.triggers import TriggerKind
+from elastic_slurm.model.triggers import Trigger, TriggerKind
 from elastic_slurm.plugins import legality
 from elastic_slurm.simulator.engine import EventKind, EventQueue
 from elastic_slurm.simulator.workload import SimJob
@@ -139,7 +137,6 @@ class _Job:
         "spec",
         "order",
         "state",
-        "view",
         "nodes",
         "size",
         "start_s",
@@ -169,7 +166,6 @@ class _Job:
         self.spec = spec
         self.order = order
         self.state = _PENDING
-        self.view: JobView | None = None
         self.nodes: list[str] = []
         self.size = 0
         self.start_s = 0.0
@@ -195,101 +191,36 @@ class _Job:
         self.nodes_start = 0
 
 
-class SimSnapshot(ClusterSnapshot):
-    """A :class:`~elastic_slurm.model.snapshot.ClusterSnapshot` built cheaply by the simulator.
-
-    It behaves as the plain snapshot of the same jobs and nodes (a test checks it), but
-    ``jobs`` and ``nodes`` are assembled only when read, and :meth:`pending`,
-    :meth:`running`, :meth:`idle_nodes` and :meth:`job` answer from what the simulator
-    already keeps, so a cycle costs little more than what the policy reads. It holds only
-    pending and running jobs, as the controller's snapshots do. It is immutable: the
-    simulator copies what it needs when it makes one.
-
-    Parameters
-    ----------
-    time_s
-        The simulation time, seconds.
-    pending, running
-        Views of the pending and running jobs, each in submission order (submit time, id).
-    idle
-        Names of the idle nodes, in name order.
-    node_names
-        Every node's name, in name order.
-    """
-
-    def __init__(
-        self,
-        time_s: float,
-        pending: tuple[JobView, ...],
-        running: tuple[JobView, ...],
-        idle: tuple[str, ...],
-        node_names: Sequence[str],
-    ) -> None:
-        # one dict update instead of six frozen-dataclass attribute sets: this runs every cycle
-        self.__dict__.update(
-            time_s=time_s,
-            _pending=pending,
-            _running=running,
-            _idle=idle,
-            _names=node_names,
-            _cache={},
-        )
-
-    @property  # type: ignore[override]
-    def jobs(self) -> tuple[JobView, ...]:
-        """Pending and running jobs, by submission time, then id."""
-        cache: dict[str, Any] = self._cache  # type: ignore[attr-defined]
-        if "jobs" not in cache:
-            merged = sorted(self._pending + self._running, key=_SUBMIT_KEY)  # type: ignore[attr-defined]
-            cache["jobs"] = tuple(merged)
-        return cache["jobs"]
-
-    @property  # type: ignore[override]
-    def nodes(self) -> tuple[NodeView, ...]:
-        """Every node, idle or allocated, in name order."""
-        cache: dict[str, Any] = self._cache  # type: ignore[attr-defined]
-        if "nodes" not in cache:
-            idle = set(self._idle)  # type: ignore[attr-defined]
-            cache["nodes"] = tuple(
-                NodeView(n, NodeState.IDLE if n in idle else NodeState.ALLOCATED)
-                for n in self._names  # type: ignore[attr-defined]
-            )
-        return cache["nodes"]
-
-    @property
-    def node_count(self) -> int:
-        """How many nodes the machine has, without building their views."""
-        return len(self._names)  # type: ignore[attr-defined]
-
-    def idle_nodes(self) -> tuple[str, ...]:
-        """Names of the idle nodes, in name order."""
-        return self._idle  # type: ignore[attr-defined, no-any-return]
-
-    def pending(self) -> tuple[JobView, ...]:
-        """Pending jobs in submission order."""
-        return self._pending  # type: ignore[attr-defined, no-any-return]
-
-    def running(self) -> tuple[JobView, ...]:
-        """Running jobs in submission order."""
-        return self._running  # type: ignore[attr-defined, no-any-return]
-
-    def job(self, job_id: int) -> JobView:
-        """The job with this id; ``KeyError`` if it is not pending or running."""
-        cache: dict[str, Any] = self._cache  # type: ignore[attr-defined]
-        if "by_id" not in cache:
-            cache["by_id"] = {
-                j.job_id: j
-                for j in self._pending + self._running  # type: ignore[attr-defined]
-            }
-        return cache["by_id"][job_id]  # type: ignore[no-any-return]
-
-    def to_plain(self) -> ClusterSnapshot:
-        """The same snapshot as a plain :class:`ClusterSnapshot`."""
-        return ClusterSnapshot(self.time_s, self.jobs, self.nodes)
-
-
-_SUBMIT_KEY = operator.attrgetter("submit_time_s", "job_id")
 _ARRIVAL_KEY = operator.attrgetter("submit_s", "job_id")
+
+
+_from_fields = JobView.from_fields
+
+
+class _Live:
+    """The simulator's index of current views by job id, and a counter of its changes."""
+
+    __slots__ = ("epoch", "views")
+
+    def __init__(self) -> None:
+        self.epoch = 0
+        self.views: dict[int, JobView] = {}
+
+
+class _Lookup:
+    """A snapshot's ``JobLookup``: the simulator's index, until the cluster changes."""
+
+    __slots__ = ("epoch", "live")
+
+    def __init__(self, live: _Live, epoch: int) -> None:
+        self.live = live
+        self.epoch = epoch
+
+    def __call__(self, job_id: int) -> JobView | None:
+        live = self.live
+        if live.epoch != self.epoch:
+            return None
+        return live.views[job_id]
 
 
 def node_names(count: int) -> list[str]:
@@ -346,7 +277,14 @@ class VirtualCluster:
             job = _Job(spec, i)
             self.jobs.append(job)
             self.by_id[spec.job_id] = job
-        self.pending: dict[int, JobView] = {}  # job_id -> view, in submission order
+        # what snapshots are made of, kept in submission order (by _Job.order) as jobs come
+        # and go: parallel lists of orders and views, and the views by job id
+        self._pending_order: list[int] = []
+        self._pending_views: list[JobView] = []
+        self._running_order: list[int] = []
+        self._running_views: list[JobView | None] = []  # None: to build at the next snapshot
+        self._stale: dict[int, _Job] = {}  # running jobs whose view must be rebuilt
+        self._live = _Live()
         self.running: dict[int, _Job] = {}
         self.dynamic: set[int] = set()  # running jobs whose view depends on the time
         self.promised = 0  # nodes that shrinks under way will give back
@@ -362,57 +300,135 @@ class VirtualCluster:
         self.requests_refused = 0
         self.trigger_kinds: set[TriggerKind] = set()
         self.trigger_ids: set[int] = set()
-        self._pending_views: tuple[JobView, ...] | None = ()
-        self._running_views: tuple[JobView, ...] | None = ()
+        self._pending_tuple: tuple[JobView, ...] | None = ()
+        self._running_tuple: tuple[JobView, ...] | None = ()
         self._idle: tuple[str, ...] | None = None
-        self._last_snapshot: SimSnapshot | None = None
+        self._names = tuple(self.names)
+        self._last_snapshot: tuple[int, ClusterSnapshot] | None = None  # (epoch, snapshot)
 
     # ------------------------------------------------------------------ snapshots
-    def snapshot(self, now_s: float) -> SimSnapshot:
+    # ------------------------------------------------------------------ the loop's interface
+    def arrivals(self) -> list[tuple[float, object]]:
+        """``(submit_s, handle)`` per job, in submission order.
+
+        The loop passes each ``handle`` to :meth:`submit` at ``submit_s``.
+        """
+        return [(job.spec.submit_s, job) for job in self.jobs]
+
+    @property
+    def busy(self) -> bool:
+        """True while a job is pending or running."""
+        return bool(self._pending_views or self.running)
+
+    @property
+    def running_count(self) -> int:
+        """Jobs running (holding nodes)."""
+        return len(self.running)
+
+    @property
+    def pending_count(self) -> int:
+        """Jobs waiting to start (including those waiting for nodes still being released)."""
+        return len(self._pending_views)
+
+    def tick(self) -> None:
+        """A periodic tick: the next cycle's trigger includes ``PERIODIC``."""
+        self.trigger_kinds.add(TriggerKind.PERIODIC)
+
+    @property
+    def cycle_due(self) -> bool:
+        """True when something happened since the last cycle and no resize is under way."""
+        return self.in_flight == 0 and bool(self.trigger_kinds)
+
+    def take_trigger(self) -> Trigger:
+        """What happened since the last cycle, coalesced (and forgotten here)."""
+        trigger = Trigger(frozenset(self.trigger_kinds), tuple(sorted(self.trigger_ids)))
+        self.trigger_kinds.clear()
+        self.trigger_ids.clear()
+        return trigger
+
+    def records_by_submission(self) -> list[JobRecord]:
+        """Records of the jobs that ended, by submission time, then id."""
+        return sorted(self.records, key=lambda r: (r.submit_s, r.job_id))
+
+    def stuck_reason(self) -> str:
+        """Why jobs are left with no event to come: what never started, what waits in vain."""
+        parts = []
+        if self._pending_views:
+            views = self._pending_views[:5]
+            shown = ", ".join(f"{v.job_id} ({v.kind}, {v.nodes_requested} node(s))" for v in views)
+            parts.append(f"{len(self._pending_views)} job(s) never started, first {shown}")
+        blocked = [j for j in self.running.values() if j.request]
+        if blocked:
+            shown = ", ".join(f"{j.spec.job_id} (asks {j.request:+d})" for j in blocked[:5])
+            parts.append(
+                f"{len(blocked)} job(s) wait for an evolving request never served: {shown}"
+            )
+        return f"{len(self.free)} of {self.node_count} node(s) idle: {'; '.join(parts)}"
+
+    def snapshot(self, now_s: float) -> ClusterSnapshot:
         """The cluster now, as policies see it (pending and running jobs, every node).
 
-        The tuples it is made of are kept between cycles and rebuilt only when a job arrives,
-        starts, ends or changes (or, for a job blocked on its evolving request, every time).
+        Made with :meth:`ClusterSnapshot.from_parts` from lists kept in submission order as
+        jobs come and go: a job's view is built when it arrives, starts or changes (a job
+        blocked on its evolving request: at every snapshot, as its expected end moves), and
+        the tuples are copied only when something changed. :meth:`ClusterSnapshot.job` is
+        answered from the simulator's index of views by id until the cluster next changes.
         """
-        pending = self._pending_views
+        live = self._live
+        live.epoch += 1  # the views of jobs blocked on a request change with the time
+        if self.dynamic:
+            for job_id in self.dynamic:
+                job = self.by_id[job_id]
+                self._stale[job.order] = job
+        if self._stale:
+            self._refresh(now_s)
+        pending = self._pending_tuple
         if pending is None:
-            pending = self._pending_views = tuple(self.pending.values())
-        running = self._running_views
-        if running is None or self.dynamic:
-            views = []
-            for job in self.running.values():
-                if job.view is None or job.spec.job_id in self.dynamic:
-                    job.view = self._running_view(job, now_s)
-                views.append(job.view)
-            views.sort(key=_SUBMIT_KEY)
-            running = self._running_views = tuple(views)
+            pending = self._pending_tuple = tuple(self._pending_views)
+        running = self._running_tuple
+        if running is None:
+            running = self._running_tuple = tuple(self._running_views)  # type: ignore[arg-type]
         idle = self._idle
         if idle is None:
             idle = self._idle = tuple(self.free)
-        snap = SimSnapshot(now_s, pending, running, idle, self.names)
-        self._last_snapshot = snap
+        lookup = _Lookup(live, live.epoch).__call__
+        snap = ClusterSnapshot.from_parts(now_s, pending, running, idle, self._names, lookup)
+        self._last_snapshot = (live.epoch, snap)
         return snap
+
+    def _refresh(self, now_s: float) -> None:
+        """Build the views of running jobs that changed, in place."""
+        order = self._running_order
+        views = self._running_views
+        by_id = self._live.views
+        for job in self._stale.values():
+            view = self._running_view(job, now_s)
+            views[bisect.bisect_left(order, job.order)] = view
+            by_id[job.spec.job_id] = view
+        self._stale.clear()
+        self._running_tuple = None
 
     def _dirty(self, job: _Job) -> None:
         """The job's running view must be rebuilt."""
-        job.view = None
-        self._running_views = None
+        self._stale[job.order] = job
 
     def _pending_view(self, job: _Job) -> JobView:
         s = job.spec
-        return JobView(
-            job_id=s.job_id,
-            kind=s.kind,
-            state=JobState.PENDING,
-            nodes=(),
-            nodes_requested=s.nodes_requested,
-            nodes_min=s.nodes_min,
-            nodes_max=s.nodes_max,
-            submit_time_s=s.submit_s,
-            walltime_s=s.walltime_s,
-            runtime_s=s.runtime_s,
-            speedup=s.speedup,
-            resize_cost=s.resize_cost,
+        return _from_fields(
+            {
+                "job_id": s.job_id,
+                "kind": s.kind,
+                "state": JobState.PENDING,
+                "nodes": (),
+                "nodes_requested": s.nodes_requested,
+                "nodes_min": s.nodes_min,
+                "nodes_max": s.nodes_max,
+                "submit_time_s": s.submit_s,
+                "walltime_s": s.walltime_s,
+                "runtime_s": s.runtime_s,
+                "speedup": s.speedup,
+                "resize_cost": s.resize_cost,
+            }
         )
 
     def _running_view(self, job: _Job, now_s: float) -> JobView:
@@ -422,36 +438,48 @@ class VirtualCluster:
         est = None
         if job.est_full_s is not None:
             est = base + (1.0 - job.est_done) * job.est_full_s
-        return JobView(
-            job_id=s.job_id,
-            kind=s.kind,
-            state=JobState.RUNNING,
-            nodes=tuple(job.nodes),
-            nodes_requested=s.nodes_requested,
-            nodes_min=s.nodes_min,
-            nodes_max=s.nodes_max,
-            submit_time_s=s.submit_s,
-            start_time_s=job.start_s,
-            resizing=job.resize != 0 or job.claim != 0,
-            batch_host=job.nodes[0] if job.nodes else None,
-            walltime_s=s.walltime_s,
-            runtime_s=s.runtime_s,
-            estimated_end_s=est,
-            end_time_s=end,
-            speedup=s.speedup,
-            resize_cost=s.resize_cost,
-            evolving_request=job.request,
-            evolving_blocking=job.request_blocking,
-            expansions=job.expansions,
-            shrinks=job.shrinks,
-            gain_nodes=job.gain,
+        return _from_fields(
+            {
+                "job_id": s.job_id,
+                "kind": s.kind,
+                "state": JobState.RUNNING,
+                "nodes": tuple(job.nodes),
+                "nodes_requested": s.nodes_requested,
+                "nodes_min": s.nodes_min,
+                "nodes_max": s.nodes_max,
+                "submit_time_s": s.submit_s,
+                "start_time_s": job.start_s,
+                "resizing": job.resize != 0 or job.claim != 0,
+                "batch_host": job.nodes[0] if job.nodes else None,
+                "walltime_s": s.walltime_s,
+                "runtime_s": s.runtime_s,
+                "estimated_end_s": est,
+                "end_time_s": end,
+                "speedup": s.speedup,
+                "resize_cost": s.resize_cost,
+                "evolving_request": job.request,
+                "evolving_blocking": job.request_blocking,
+                "expansions": job.expansions,
+                "shrinks": job.shrinks,
+                "gain_nodes": job.gain,
+            }
         )
 
     # ------------------------------------------------------------------ events
     def submit(self, job: _Job) -> None:
         """A job arrives: it becomes pending."""
-        self.pending[job.spec.job_id] = self._pending_view(job)
-        self._pending_views = None
+        self._live.epoch += 1
+        view = self._pending_view(job)
+        order = self._pending_order
+        if not order or order[-1] < job.order:  # arrivals come in submission order
+            order.append(job.order)
+            self._pending_views.append(view)
+        else:
+            i = bisect.bisect_left(order, job.order)
+            order.insert(i, job.order)
+            self._pending_views.insert(i, view)
+        self._live.views[job.spec.job_id] = view
+        self._pending_tuple = None
         self.trigger_kinds.add(TriggerKind.JOB_SUBMITTED)
         self.trigger_ids.add(job.spec.job_id)
 
@@ -459,6 +487,7 @@ class VirtualCluster:
         """Handle a job's end, evolving milestone or finished resize (stale ones are ignored)."""
         if version != job.version or job.state != _RUNNING:
             return
+        self._live.epoch += 1
         if kind == EventKind.RESIZE_DONE:
             self._finish_resize(job, now_s)
         elif kind == EventKind.JOB_END:
@@ -515,8 +544,11 @@ class VirtualCluster:
             job.est_full_s = spec.speedup.runtime_s(spec.walltime_s, spec.nodes_requested, size)
         job.computing = True
         self.running[spec.job_id] = job
+        order = self._running_order
+        i = bisect.bisect_left(order, job.order)
+        order.insert(i, job.order)
+        self._running_views.insert(i, None)
         self._dirty(job)
-        self._pending_views = None
         self.timeline.append((now_s, spec.job_id, size))
         self._schedule(job, now_s)
 
@@ -526,7 +558,12 @@ class VirtualCluster:
         job.state = _ENDED
         spec = job.spec
         del self.running[spec.job_id]
-        self._running_views = None
+        i = bisect.bisect_left(self._running_order, job.order)
+        del self._running_order[i]
+        del self._running_views[i]
+        self._running_tuple = None
+        self._stale.pop(job.order, None)
+        self._live.views.pop(spec.job_id, None)
         self.dynamic.discard(spec.job_id)
         self.requests.discard(spec.job_id)
         if job.request:
@@ -537,23 +574,27 @@ class VirtualCluster:
         released = job.nodes
         job.nodes = []
         self.timeline.append((now_s, spec.job_id, 0))
-        self.records.append(
-            JobRecord(
-                job_id=spec.job_id,
-                kind=spec.kind,
-                submit_s=spec.submit_s,
-                start_s=job.start_s,
-                end_s=now_s,
-                nodes_requested=spec.nodes_requested,
-                nodes_start=job.nodes_start,
-                nodes_end=job.size,
-                node_s=job.alloc_node_s,
-                waste_node_s=job.waste_node_s,
-                expansions=job.expansions,
-                shrinks=job.shrinks,
-                requests_refused=job.refused,
-            )
+        record = object.__new__(JobRecord)  # JobRecord(...) without its cost per field
+        object.__setattr__(
+            record,
+            "__dict__",
+            {
+                "job_id": spec.job_id,
+                "kind": spec.kind,
+                "submit_s": spec.submit_s,
+                "start_s": job.start_s,
+                "end_s": now_s,
+                "nodes_requested": spec.nodes_requested,
+                "nodes_start": job.nodes_start,
+                "nodes_end": job.size,
+                "node_s": job.alloc_node_s,
+                "waste_node_s": job.waste_node_s,
+                "expansions": job.expansions,
+                "shrinks": job.shrinks,
+                "requests_refused": job.refused,
+            },
         )
+        self.records.append(record)
         self.ended += 1
         self.trigger_kinds.add(TriggerKind.JOB_ENDED)
         self.trigger_ids.add(spec.job_id)
@@ -684,6 +725,7 @@ class VirtualCluster:
         verdicts = legality.check(
             self._current_snapshot(now_s), decisions, releasing=self.promised - self.claimed
         )
+        self._live.epoch += 1
         for v in verdicts:
             d = v.decision
             if not v.legal:
@@ -693,21 +735,16 @@ class VirtualCluster:
             else:
                 self._apply_resize(d, now_s)  # type: ignore[arg-type]
 
-    def _current_snapshot(self, now_s: float) -> SimSnapshot:
+    def _current_snapshot(self, now_s: float) -> ClusterSnapshot:
         """The snapshot of ``now_s``: the last one made, if nothing changed since."""
         last = self._last_snapshot
-        if (
-            last is not None
-            and last.time_s == now_s
-            and last._pending is self._pending_views  # type: ignore[attr-defined]
-            and last._running is self._running_views  # type: ignore[attr-defined]
-            and last._idle is self._idle  # type: ignore[attr-defined]
-        ):
-            return last
+        if last is not None and last[0] == self._live.epoch and last[1].time_s == now_s:
+            return last[1]
         return self.snapshot(now_s)
 
     def end_cycle(self) -> None:
         """After a policy cycle: non-blocking requests it saw lapse if not served."""
+        self._live.epoch += 1
         for job_id in self.requests:
             job = self.by_id[job_id]
             if job.request and not job.request_blocking:
@@ -723,8 +760,11 @@ class VirtualCluster:
     def _apply_start(self, d: Start, now_s: float) -> None:
         job = self.by_id[d.job_id]
         n = d.nodes
-        del self.pending[d.job_id]
-        self._pending_views = None
+        i = bisect.bisect_left(self._pending_order, job.order)
+        del self._pending_order[i]
+        del self._pending_views[i]
+        self._pending_tuple = None
+        del self._live.views[d.job_id]
         have = min(n, len(self.free))
         job.nodes = self._take(have)
         if have == n:
@@ -778,4 +818,4 @@ class VirtualCluster:
             self.timeline.append((now_s, job.spec.job_id, len(job.nodes)))
 
 
-__all__ = ["JobRecord", "SimSnapshot", "SimulationError", "VirtualCluster", "node_names"]
+__all__ = ["JobRecord", "SimulationError", "VirtualCluster", "node_names"]

@@ -22,6 +22,18 @@ not such an integer.
 Values are kept as read (``int``, or ``float`` for a field written with a decimal point), so
 that writing a trace back gives the same numbers.
 
+Header lines are never malformed lines. As the format defines them, numeric directives may
+say ``N/A`` (also ``NA``, any case): the directive is kept, and its number is unknown
+(:meth:`SWFHeader.get_int` gives ``None``), as for ``-1``. Any other value that is not such
+an integer raises :class:`TraceError` with ``on_error="raise"``; with ``"skip"`` the directive
+is ignored (kept as a comment line only, so the machine size is not taken from it) and one
+warning names it, apart from the count of malformed job lines.
+
+Two options of :func:`read_swf` select records: ``max_records`` keeps the first ``K`` records
+(job lines, malformed ones included, counted before any filter), and ``drop_zero_runtime``
+leaves out jobs whose run time (field 4) is 0, counted in
+:attr:`SWFTrace.dropped_zero_runtime` and logged.
+
 >>> import io
 >>> text = "; MaxProcs: 8" + chr(10) + "1 0 5 100 4 -1 -1 4 200 -1 1 1 1 -1 1 -1 -1 -1"
 >>> trace = read_swf(io.StringIO(text))
@@ -158,11 +170,14 @@ class SWFHeader:
         return default
 
     def get_int(self, key: str) -> int | None:
-        """The integer value of directive ``key``; ``None`` when absent (or ``-1``)."""
+        """The integer value of directive ``key``; ``None`` when absent, ``-1`` or ``N/A``."""
         value = self.get(key)
         if value is None:
             return None
-        number = int(value.split()[0])
+        first = value.split()[0] if value.split() else ""
+        if not _INTEGER.fullmatch(first):
+            return None
+        number = int(first)
         return None if number < 0 else number
 
     @property
@@ -200,13 +215,20 @@ class SWFTrace:
     source
         Where it was read from (for messages).
     skipped
-        With ``on_error="skip"``: ``(line_number, reason)`` of each line left out.
+        With ``on_error="skip"``: ``(line_number, reason)`` of each job line left out.
+    dropped_zero_runtime
+        Jobs left out by ``drop_zero_runtime`` (run time 0).
+    ignored_directives
+        With ``on_error="skip"``: ``(line_number, reason)`` of each numeric directive ignored
+        because its value is not an integer (header lines are never counted in ``skipped``).
     """
 
     header: SWFHeader
     jobs: tuple[SWFJob, ...]
     source: str = "<memory>"
     skipped: tuple[tuple[int, str], ...] = field(default=())
+    dropped_zero_runtime: int = 0
+    ignored_directives: tuple[tuple[int, str], ...] = field(default=())
 
 
 MAX_VALUE = 10**12
@@ -214,6 +236,9 @@ MAX_VALUE = 10**12
 
 MAX_LINE = 1000
 """Longest job line (characters); real ones are under 150."""
+
+_INTEGER = re.compile(r"[-+]?[0-9]{1,13}")
+_NOT_APPLICABLE = frozenset({"n/a", "na"})
 
 _TOKEN = re.compile(r"[-+]?(?:[0-9]{1,30}(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]{1,3})?")
 
@@ -232,6 +257,10 @@ def _number(token: str) -> Number:
     return value
 
 
+def _int_or_float(token: str) -> Number:
+    return int(token) if token.lstrip("+-").isdigit() else float(token)
+
+
 def _open_text(path: Path, mode: Literal["rt", "wt"]) -> IO[str]:
     if path.suffix == ".gz":
         return gzip.open(path, mode, encoding="utf-8")  # type: ignore[return-value]
@@ -248,13 +277,15 @@ def _parse_line(line: str) -> SWFJob:
     if line.isascii() and "_" not in line:  # int() would take 1_000 and other scripts' digits
         try:
             values: list[Number] = list(map(int, tokens))  # the common case, at C speed
+            if min(values) >= -1 and max(values) <= MAX_VALUE:  # for integers: -1 or 0 to MAX
+                return SWFJob._make(values)
         except ValueError:
             try:  # a decimal point somewhere; nan and inf fail the bounds below
-                values = [int(t) if t.lstrip("+-").isdigit() else float(t) for t in tokens]
+                values = [int(t) if t.isdigit() or t == "-1" else _int_or_float(t) for t in tokens]
             except ValueError:
                 values = []
-        if values and all(v == -1 or 0 <= v <= MAX_VALUE for v in values):
-            return SWFJob._make(values)
+            if values and all(v == -1 or 0 <= v <= MAX_VALUE for v in values):
+                return SWFJob._make(values)
     numbers = []
     for i, token in enumerate(tokens):
         try:
@@ -271,7 +302,8 @@ def iter_swf_lines(
 
     ``item`` is a comment line (``str``), a directive ``(key, value)`` (it is also a comment
     line: both are yielded, the directive first), a job (:class:`SWFJob`), or, with
-    ``on_error="skip"``, the ``ValueError`` of a malformed line. Blank lines yield nothing.
+    ``on_error="skip"``, the ``ValueError`` of a malformed job line, or a
+    :class:`BadDirective` (then the comment line follows too). Blank lines yield nothing.
 
     Raises
     ------
@@ -289,16 +321,17 @@ def iter_swf_lines(
                 if key.lower() in NUMERIC_DIRECTIVES:
                     first = value.split()[0] if value.split() else ""
                     lowest = -MAX_VALUE if key.lower() == "timezone" else -1  # UTC offset
-                    if not re.fullmatch(r"[-+]?[0-9]{1,13}", first) or not (
-                        lowest <= int(first) <= MAX_VALUE
+                    if first.lower() not in _NOT_APPLICABLE and (
+                        not _INTEGER.fullmatch(first) or not lowest <= int(first) <= MAX_VALUE
                     ):
-                        err = ValueError(
+                        why = (
                             f"directive {key} is {value[:40]!r}, not an integer from {lowest} "
-                            f"to {MAX_VALUE}"
+                            f"to {MAX_VALUE} or N/A"
                         )
                         if on_error == "raise":
-                            raise TraceError(f"{source}:{number}: {err}") from None
-                        yield number, err
+                            raise TraceError(f"{source}:{number}: {why}") from None
+                        yield number, BadDirective(why)
+                        yield number, raw.rstrip("\r\n")
                         continue
                 yield number, (key, value)
             yield number, raw.rstrip("\r\n")
@@ -313,10 +346,16 @@ def iter_swf_lines(
             yield number, exc
 
 
+class BadDirective(str):
+    """Why a numeric directive was ignored (``on_error="skip"``): a header line, not a job."""
+
+
 def read_swf(
     source: str | Path | IO[str],
     *,
     on_error: Literal["raise", "skip"] = "raise",
+    max_records: int | None = None,
+    drop_zero_runtime: bool = False,
     max_jobs: int | None = None,
 ) -> SWFTrace:
     """Read an SWF trace from a path (``.swf`` or ``.swf.gz``) or an open text stream.
@@ -327,8 +366,16 @@ def read_swf(
         A file path, or a text stream (then ``.gz`` is not detected).
     on_error
         ``"raise"`` (strict) or ``"skip"``: see the module docstring.
+    max_records
+        Read only the first ``max_records`` records of the file (job lines, malformed ones
+        included; header lines do not count), counted before ``drop_zero_runtime`` and any
+        filter of :func:`~elastic_slurm.simulator.workload.from_swf`; the rest of the file is
+        not read. ``None`` for all.
+    drop_zero_runtime
+        Leave out jobs whose run time (field 4) is 0; how many is in
+        :attr:`SWFTrace.dropped_zero_runtime` and logged.
     max_jobs
-        Stop after this many job lines (the first ``max_jobs`` of the file); ``None`` for all.
+        The former name of ``max_records`` (give one or the other).
 
     Returns
     -------
@@ -340,9 +387,19 @@ def read_swf(
     TraceError
         For a malformed line (``on_error="raise"``), naming the file, the 1-based line number
         and the field; for a file that cannot be read or decompressed.
+    ValueError
+        For an unknown ``on_error``, a negative ``max_records`` or both ``max_records`` and
+        ``max_jobs``.
     """
     if on_error not in ("raise", "skip"):
         raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
+    if max_jobs is not None:
+        if max_records is not None:
+            raise ValueError("give max_records or max_jobs (its former name), not both")
+        max_records = max_jobs
+    if max_records is not None and max_records < 0:
+        raise ValueError(f"max_records must be at least 0, got {max_records}")
+    options = (on_error, max_records, drop_zero_runtime)
     if isinstance(source, (str, Path)):
         path = Path(source)
         name = str(path)
@@ -350,36 +407,64 @@ def read_swf(
             raise TraceError(f"{name}: cannot read the trace: not a regular file")
         try:
             with _open_text(path, "rt") as stream:
-                return _read(stream, name, on_error, max_jobs)
+                return _read(stream, name, *options)
         except (OSError, EOFError, UnicodeDecodeError, zlib.error) as exc:
             raise TraceError(f"{name}: cannot read the trace: {exc}") from exc
     name = getattr(source, "name", "<stream>")
-    return _read(source, str(name), on_error, max_jobs)
+    return _read(source, str(name), *options)
 
 
 def _read(
-    stream: IO[str], name: str, on_error: Literal["raise", "skip"], max_jobs: int | None
+    stream: IO[str],
+    name: str,
+    on_error: Literal["raise", "skip"],
+    max_records: int | None,
+    drop_zero_runtime: bool,
 ) -> SWFTrace:
     comments: list[str] = []
     directives: list[tuple[str, str]] = []
     jobs: list[SWFJob] = []
     skipped: list[tuple[int, str]] = []
+    ignored: list[tuple[int, str]] = []
+    records = 0
+    zero = 0
+    if max_records == 0:
+        stream = iter(())  # type: ignore[assignment]
     for number, item in iter_swf_lines(stream, name, on_error):
         if isinstance(item, SWFJob):
-            jobs.append(item)
-            if max_jobs is not None and len(jobs) >= max_jobs:
-                break
+            if drop_zero_runtime and item.run_time == 0:
+                zero += 1
+            else:
+                jobs.append(item)
+        elif isinstance(item, BadDirective):
+            ignored.append((number, str(item)))
+            continue
         elif isinstance(item, str):
             comments.append(item)
+            continue
         elif isinstance(item, tuple):
             directives.append(item)
+            continue
         else:
             skipped.append((number, str(item)))
+        records += 1
+        if max_records is not None and records >= max_records:
+            break
+    if ignored:
+        first = ", ".join(f"line {n}: {why}" for n, why in ignored[:3])
+        log.warning("%s: ignored %d header directive(s) (%s)", name, len(ignored), first)
     if skipped:
         first = ", ".join(f"line {n}: {why}" for n, why in skipped[:3])
         log.warning("%s: skipped %d malformed line(s) (%s ...)", name, len(skipped), first)
+    if zero:
+        log.warning("%s: dropped %d job(s) whose run time is 0", name, zero)
     return SWFTrace(
-        SWFHeader(tuple(comments), tuple(directives)), tuple(jobs), name, tuple(skipped)
+        SWFHeader(tuple(comments), tuple(directives)),
+        tuple(jobs),
+        name,
+        tuple(skipped),
+        zero,
+        tuple(ignored),
     )
 
 
@@ -435,6 +520,7 @@ def _write(stream: IO[str], jobs: Iterable[SWFJob], header: SWFHeader) -> None:
 
 __all__ = [
     "FIELDS",
+    "BadDirective",
     "MAX_LINE",
     "MAX_VALUE",
     "SWFHeader",

@@ -9,9 +9,13 @@ malleable workloads) produce :class:`SimJob` lists the same way.
 From SWF to jobs (:func:`from_swf`):
 
 * **Processors to nodes.** A job's processors are SWF field 8 (requested), else field 5
-  (allocated). With ``procs_per_node`` processors per node (default: ``MaxProcs / MaxNodes``
-  from the header when both are present and divide exactly, else 1) a job takes
-  ``ceil(processors / procs_per_node)`` nodes.
+  (allocated). With ``procs_per_node`` processors per node a job takes
+  ``ceil(processors / procs_per_node)`` nodes. By default ``procs_per_node`` is
+  ``MaxProcs / MaxNodes`` from the header, rounded up when MaxProcs is not a multiple of
+  MaxNodes (a machine with nodes of several sizes, such as CEA-Curie's 93,312 processors on
+  5,544 nodes: 17 per node), so that the machine keeps its MaxNodes nodes and every job that
+  fitted the real machine fits (a warning says which machine is assumed); without both
+  directives, 1.
 * **Machine size.** ``nodes`` if given; else the ``MaxNodes`` directive; else ``MaxProcs /
   procs_per_node``; else the widest job.
 * **Run time** is field 4 (the job's real run time). Jobs are never killed at their time limit
@@ -19,7 +23,9 @@ From SWF to jobs (:func:`from_swf`):
 * **Time limit** (``walltime_s``) is field 9. When it is missing, ``walltime_fallback``
   decides: ``"runtime"`` (default) uses the real run time, a perfect estimate; ``"none"``
   leaves it unknown (backfilling then cannot reserve past that job).
-* **Left out, and counted in the report:** jobs with a missing submit time, run time or
+* **Left out, and counted in the report:** jobs that
+  :func:`~elastic_slurm.simulator.swf.read_swf` dropped for a zero run time
+  (``drop_zero_runtime``); jobs with a missing submit time, run time or
   processor count; with ``min_runtime_s`` (default 0) jobs that ran for less; jobs whose
   ``status`` is not in ``statuses`` when that is given; jobs wider than the machine unless
   ``too_wide="error"`` (then :class:`~elastic_slurm.simulator.swf.TraceError`).
@@ -30,6 +36,7 @@ From SWF to jobs (:func:`from_swf`):
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 import random
 from collections.abc import Sequence
@@ -45,6 +52,8 @@ from elastic_slurm.model.speedup import (
     SpeedupModel,
 )
 from elastic_slurm.simulator.swf import SWFJob, SWFTrace, TraceError
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -224,14 +233,28 @@ class Workload:
 
 
 def _procs_per_node(trace: SWFTrace, given: int | None) -> int:
+    """Processors per node: given, else from the header (the module docstring says how)."""
     if given is not None:
         if given < 1:
             raise InvalidRequest(f"procs_per_node must be at least 1, got {given}")
         return given
     procs, nodes = trace.header.max_procs, trace.header.max_nodes
-    if procs and nodes and procs % nodes == 0:
-        return procs // nodes
-    return 1
+    if not (procs and nodes):
+        return 1
+    ppn = -(-procs // nodes)  # ceil: MaxNodes nodes hold at least MaxProcs processors
+    if procs % nodes:
+        log.warning(
+            "%s: MaxProcs %d is not a multiple of MaxNodes %d (nodes of several sizes): "
+            "assuming %d nodes of %d processors (%d processors); give procs_per_node to "
+            "choose otherwise",
+            trace.source,
+            procs,
+            nodes,
+            nodes,
+            ppn,
+            nodes * ppn,
+        )
+    return ppn
 
 
 def from_swf(
@@ -283,6 +306,7 @@ def from_swf(
         elif trace.header.max_procs:
             nodes = max(1, trace.header.max_procs // ppn)
     dropped = {
+        "with run time 0 (dropped by read_swf)": trace.dropped_zero_runtime,
         "without submit time": 0,
         "without run time": 0,
         "without processor count": 0,
@@ -348,7 +372,7 @@ def from_swf(
         )
     report = WorkloadReport(
         source=trace.source,
-        records=len(trace.jobs),
+        records=len(trace.jobs) + trace.dropped_zero_runtime,
         kept=len(jobs),
         dropped=tuple(dropped.items()),
         walltime_from_runtime=from_runtime,
