@@ -122,3 +122,22 @@ def test_fraction_sweep_plots(
     ]
     with pytest.raises(InvalidRequest, match="--fractions"):
         call(str(trace), "--plot", str(tmp_path), "--fractions", "0,x")
+
+
+def test_records_counts_lines_and_zero_runtime_jobs_can_be_dropped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # job 2 ran for 0 s; job 5 is past the first 4 records
+    rows = [(1, 0, 100, 2), (2, 10, 0, 2), (3, 20, 5, 2), (4, 30, 200, 2), (5, 40, 10, 2)]
+    jobs = [
+        SWFJob(j, s, -1, r, n, -1, -1, n, 300, -1, 1, 1, 1, -1, 1, -1, -1, -1)
+        for j, s, r, n in rows
+    ]
+    path = tmp_path / "zero.swf"
+    write_swf(path, jobs, SWFHeader.from_directives([("MaxNodes", 4), ("MaxProcs", 4)]))
+    call(str(path), "--records", "4", "--json")
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["jobs"] == 4
+    call(str(path), "--records", "4", "--drop-zero-runtime", "--json")
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["jobs"] == 3
+    with pytest.raises(InvalidRequest, match="--records must be at least 1"):
+        call(str(path), "--records", "0")

@@ -101,7 +101,27 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         help="run each configuration once per seed and report means with 95 %% confidence "
         "intervals (Student t): N seeds from --seed on, or a list of seeds",
     )
-    p.add_argument("--jobs", type=int, default=None, metavar="K", help="simulate the first K jobs")
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        metavar="K",
+        help="simulate the first K usable jobs (after the filters), not the first K records; "
+        "see --records",
+    )
+    p.add_argument(
+        "--records",
+        type=int,
+        default=None,
+        metavar="K",
+        help="read only the first K records (job lines) of the trace, counted before any "
+        "filter; the rest is not read",
+    )
+    p.add_argument(
+        "--drop-zero-runtime",
+        action="store_true",
+        help="leave out jobs whose run time is 0 (how many is reported)",
+    )
     p.add_argument(
         "--periodic", type=float, default=None, metavar="S", help="also decide every S seconds"
     )
@@ -386,6 +406,8 @@ def _check(args: argparse.Namespace) -> None:
         raise InvalidRequest(f"--nodes must be at least 1, got {args.nodes}")
     if args.jobs is not None and args.jobs < 1:
         raise InvalidRequest(f"--jobs must be at least 1, got {args.jobs}")
+    if args.records is not None and args.records < 1:
+        raise InvalidRequest(f"--records must be at least 1, got {args.records}")
     if not 0.0 <= args.elastic_fraction <= 1.0:
         raise InvalidRequest(f"--elastic-fraction must be in [0, 1], got {args.elastic_fraction}")
 
@@ -419,6 +441,8 @@ def run(args: argparse.Namespace) -> int:
         args.nodes,
         max_jobs=args.jobs,
         on_error="skip" if args.skip_bad_lines else "raise",
+        max_records=args.records,
+        drop_zero_runtime=args.drop_zero_runtime,
     )
     config = SimConfig(periodic_s=args.periodic)
     results, baseline, sweep = _simulate_all(args, workload, config, options, seeds, fractions)
