@@ -200,7 +200,7 @@ def default_window(result: SimResult) -> tuple[float, float]:
 def sim_spans(
     result: SimResult, window: tuple[float, float] | None = None
 ) -> tuple[list[Any], list[Any]]:
-    """The result's jobs as the report's :class:`~elastic_slurm.controller.report.JobSpan`s.
+    """The result's jobs as the report's spans (:class:`~elastic_slurm.controller.report.JobSpan`).
 
     Each job is pending from its submission to its start, then runs at each size it held
     (a size change ends one interval and, after the start, marks an ``expand`` or ``shrink``
