@@ -173,8 +173,7 @@ def worker(spec: dict[str, Any]) -> int:
     import numpy as np
     from mpi4py import MPI
 
-    from elastic_slurm.mpi_runtime.distribution import BlockCyclicRows, BlockRows
-    from elastic_slurm.mpi_runtime.redistribute import redistribute
+    from elastic_slurm.mpi_runtime.redistribute import redistribute_grid
 
     comm = MPI.COMM_WORLD
     rank = comm.Get_rank()
@@ -190,35 +189,23 @@ def worker(spec: dict[str, Any]) -> int:
         nbytes = mib * MIB
         rows = nbytes // (8 * width)
         shape = (rows, width) if width > 1 else (rows,)
-        src = BlockRows(rows, k)
-        local = None
-        if rank < k:
-            idx = src.indices(rank)
-            local = np.empty((len(idx), width), dtype=np.float64)
-            local[...] = idx[:, None]  # every element holds its global row number
-            local = local.reshape((len(idx), *shape[1:]))
         a = b = None
         if rank == 0:
             a = np.full(rows * width, 1.0)
             b = np.zeros_like(a)  # touched: the baseline copies into mapped pages
         for kind in spec["kinds"]:
-            if kind == "block":
-                dst: Any = BlockRows(rows, m)
-            else:
-                dst = BlockCyclicRows(rows, m, int(kind.removeprefix("cyclic")))
-            ours = np.zeros((dst.count(rank) if rank < m else 0, *shape[1:]))  # touched
+            src, dst = _dists(kind, shape, k, m)
+            local = _part(np, src, rank, width, shape)
+            ours = np.zeros(_part_shape(dst, rank, shape))  # touched
+            want = _part(np, dst, rank, width, shape)
             for kw in ({}, {"out": ours}):  # warm-up, checked
-                out = redistribute(comm, local, shape, np.float64, src, dst, **kw)
-                if rank < m:
-                    want = dst.indices(rank).astype(np.float64)
-                    flat = out.reshape(len(out), -1)
-                    ok = np.array_equal(flat[:, 0], want) and np.array_equal(flat[:, -1], want)
-                else:
-                    ok = out.size == 0
+                out = redistribute_grid(comm, local, shape, np.float64, src, dst, **kw)
+                ok = np.array_equal(out, want) if want is not None else out.size == 0
                 del out
                 if not comm.allreduce(ok, op=MPI.LAND):
                     print(f"WRONG RESULT {k}->{m} {kind} {mib} MiB {kw and 'out='}", flush=True)
                     return 1
+            del want
             times: dict[str, list[float]] = {"new": [], "out": [], "copy": [], "copy_new": []}
             for _ in range(spec["reps"]):
                 if rank == 0:
@@ -237,15 +224,77 @@ def worker(spec: dict[str, Any]) -> int:
                 for way, kw in (("new", {}), ("out", {"out": ours})):
                     comm.Barrier()
                     t0 = time.perf_counter()
-                    out = redistribute(comm, local, shape, np.float64, src, dst, **kw)
+                    out = redistribute_grid(comm, local, shape, np.float64, src, dst, **kw)
                     elapsed = time.perf_counter() - t0
                     del out
                     times[way].append(comm.allreduce(elapsed, op=MPI.MAX))
             if rank == 0:
                 print(json.dumps({"kind": kind, "mib": mib, "bytes": rows * width * 8, **times}))
-            del ours
-        del local, a, b
+            del ours, local
+        del a, b
     return 0
+
+
+def _dists(kind: str, shape: tuple[int, ...], k: int, m: int) -> tuple[Any, Any]:
+    """The source and target distributions of one ``--kinds`` entry."""
+    from elastic_slurm.mpi_runtime.distribution import (
+        BlockCyclicRows,
+        BlockRows,
+        block_2d,
+        block_cyclic_2d,
+        grid_shape,
+    )
+
+    rows = shape[0]
+    if kind == "block":
+        return BlockRows(rows, k), BlockRows(rows, m)
+    if kind.startswith("cyclic"):
+        return BlockRows(rows, k), BlockCyclicRows(rows, m, int(kind.removeprefix("cyclic")))
+    matrix = (shape[0], shape[1])
+    if kind == "grid":
+        return block_2d(matrix, grid_shape(k)), block_2d(matrix, grid_shape(m))
+    if kind.startswith("gridcyc"):
+        nb = int(kind.removeprefix("gridcyc"))
+        return (
+            block_cyclic_2d(matrix, grid_shape(k), (nb, nb)),
+            block_cyclic_2d(matrix, grid_shape(m), (nb, nb)),
+        )
+    if kind == "grid2rows":
+        return block_2d(matrix, grid_shape(k)), BlockRows(rows, m)
+    if kind == "rows2grid":
+        return BlockRows(rows, k), block_2d(matrix, grid_shape(m))
+    raise SystemExit(f"unknown kind {kind!r}")
+
+
+def _indices(dist: Any, rank: int, shape: tuple[int, ...]) -> tuple[Any, Any] | None:
+    """Global rows and columns of ``rank``'s part (None beyond the distribution)."""
+    import numpy as np
+
+    from elastic_slurm.mpi_runtime.distribution import Grid2D
+
+    if rank >= dist.parts:
+        return None
+    if isinstance(dist, Grid2D):
+        p, q = dist.coords(rank)
+        return dist.rows.indices(p), dist.cols.indices(q)
+    width = shape[1] if len(shape) > 1 else 1
+    return dist.indices(rank), np.arange(width)
+
+
+def _part_shape(dist: Any, rank: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    idx = _indices(dist, rank, shape)
+    if idx is None:
+        return (0, *shape[1:])
+    return (len(idx[0]), len(idx[1])) if len(shape) > 1 else (len(idx[0]),)
+
+
+def _part(np: Any, dist: Any, rank: int, width: int, shape: tuple[int, ...]) -> Any:
+    """``rank``'s part of the global array whose element ``(i, j)`` is ``i * width + j``."""
+    idx = _indices(dist, rank, shape)
+    if idx is None:
+        return None
+    part = (idx[0][:, None] * width + idx[1][None, :]).astype(np.float64)
+    return part.reshape(_part_shape(dist, rank, shape))
 
 
 def main() -> int:

@@ -39,7 +39,9 @@ from numpy.typing import DTypeLike
 
 from elastic_slurm.mpi_runtime.distribution import (
     BlockRows,
+    Grid2D,
     RowDistribution,
+    axis_pieces,
     exchange_plan,
     transfer_plan,
 )
@@ -47,7 +49,13 @@ from elastic_slurm.mpi_runtime.distribution import (
 if TYPE_CHECKING:
     from mpi4py import MPI
 
-__all__ = ["MPI_INT_MAX", "redistribute", "redistribute_rows"]
+__all__ = [
+    "MPI_INT_MAX",
+    "move_array",
+    "redistribute",
+    "redistribute_grid",
+    "redistribute_rows",
+]
 
 MPI_INT_MAX = 2**31 - 1
 """Largest count or displacement an MPI-3 call takes (a C ``int``); Open MPI 4.1 is MPI-3.1."""
@@ -786,3 +794,415 @@ def _mpi_element_type(dt: np.dtype) -> tuple[MPI.Datatype, int, bool]:
 def _as_bytes(array: np.ndarray) -> np.ndarray:
     """Return a flat ``uint8`` view of a C-contiguous array (no copy)."""
     return array.reshape(-1).view(np.uint8)
+
+
+# ----------------------------------------------------------------------------------------------
+# Two-dimensional distributions (process grids) and the runtime's entry point
+
+_GRID_API = ("redistribute_grid", "global_shape, dtype, src, dst")
+_MAX_SELF_SLICES = 256
+"""Up to this many (row piece x column piece) tiles that stay on a rank are copied by NumPy
+slice assignments; more go through MPI's datatype engine (one call, no Python loop)."""
+
+
+def redistribute_grid(
+    comm: MPI.Intracomm,
+    local: np.ndarray | None,
+    global_shape: Sequence[int],
+    dtype: DTypeLike,
+    src: Grid2D | RowDistribution | int,
+    dst: Grid2D | RowDistribution | int,
+    *,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    """Redistribute an array between 2-D process grids, or between a grid and rows.
+
+    Collective over ``comm``, with the same arguments on every rank (this is checked). The
+    global array has shape ``(M, N, *trailing)``. A :class:`~.distribution.Grid2D` ``g`` gives
+    rank ``r = p * Q + q`` the elements ``g.rows.indices(p) x g.cols.indices(q)``, a local
+    array of shape ``(*g.local_shape(r), *trailing)``, as ScaLAPACK does (ScaLAPACK Users'
+    Guide, section 4.3, "The Two-dimensional Block Cyclic Distribution"); a row distribution
+    (:class:`~.distribution.RowDistribution`, or an int ``p`` for ``BlockRows(M, p)``) is the
+    grid ``p x 1``, local shape ``(count(r), N, *trailing)``. Any pair works: grid to grid of
+    another shape (``2 x 2`` to ``2 x 3``, ``2 x 2`` to ``1 x 3``), other block sizes, grid to
+    rows and back (a checkpoint file holds block rows). Two row distributions go to
+    :func:`redistribute`.
+
+    Parameters
+    ----------
+    comm
+        An intracommunicator with ``comm.size >= max(src.parts, dst.parts)``.
+    local
+        On rank ``r < src.parts``: its part, shape as above, dtype ``dtype`` (a non-contiguous
+        array is copied first). On other ranks ``None`` or an empty array. Only read.
+    global_shape
+        ``(M, N, *trailing)``, at least 2-D when either side is a grid; entries ``>= 0``.
+    dtype
+        NumPy dtype (not object); see :func:`redistribute_rows` for how each kind travels.
+    src, dst
+        The distributions before and after; a grid must cover ``(M, N)``, rows ``M``.
+    out
+        Optional preallocated result on ranks ``r < dst.parts``: writeable, C-contiguous, the
+        destination local shape, not overlapping ``local``.
+
+    Returns
+    -------
+    numpy.ndarray
+        This rank's part of ``dst`` (``out`` if given, else new; C-contiguous); on ranks
+        ``r >= dst.parts`` an array with no elements.
+
+    Raises
+    ------
+    ValueError
+        On all ranks, before any data moves, if any rank finds a problem (shapes, dtypes,
+        distributions that do not cover the array, too few ranks, arguments that differ
+        between ranks); the message names every culprit rank.
+    MemoryError
+        On all ranks, before any data moves, if a rank cannot allocate its result.
+    TypeError
+        If ``comm`` is an intercommunicator.
+
+    Notes
+    -----
+    Algorithm: every rank computes, without communication, the *pieces* of each axis
+    (:func:`~.distribution.axis_pieces`: maximal runs of indices with one source and one
+    destination process row, or column, contiguous in both local arrays). What part ``s``
+    sends to part ``d`` is the product of the row pieces ``s -> d`` and the column pieces
+    ``s -> d``; it is described by one MPI derived datatype on each side (rows as an
+    ``hindexed`` type of a resized ``hindexed`` type of columns; whole local rows when the
+    columns do not split), so one ``MPI_Alltoallw`` moves everything straight from ``local``
+    into the result, with no packing in Python. Tiles that stay on the rank are copied by NumPy
+    slice assignment, outside MPI. Cost: ``O(r log r)`` for the plan (``r`` owner runs of both
+    axes), one datatype pair per peer, the bytes that change rank moved once by MPI (packed and
+    unpacked by its datatype engine where the transport needs it).
+    """
+    if comm.Is_inter():
+        raise TypeError("redistribute_grid needs an intracommunicator, got an intercommunicator")
+    if not isinstance(src, Grid2D) and not isinstance(dst, Grid2D):
+        return redistribute(comm, local, global_shape, dtype, src, dst, out=out)  # type: ignore[arg-type]
+    rank, size = comm.Get_rank(), comm.Get_size()
+    problem: tuple[type[Exception], str] | None = None
+    signature: tuple[object, ...] = (
+        repr(global_shape),
+        repr(dtype),
+        _describe(src),
+        _describe(dst),
+    )
+    plan: _GridPlan | None = None
+    result: np.ndarray | None = None
+    try:
+        shape, dt = _normalise_layout(global_shape, dtype)
+        signature = (shape, str(dt), _describe(src), _describe(dst))
+        s_axes = _grid_axes(src, shape, "src")
+        d_axes = _grid_axes(dst, shape, "dst")
+        parts = max(_parts(s_axes), _parts(d_axes))
+        if size < parts:
+            raise ValueError(
+                f"the communicator has {size} ranks but the distributions need {parts}; grow "
+                "(spawn and merge) the communicator before growing the data"
+            )
+        send = _check_grid_local(local, rank, shape, dt, s_axes, src)
+        result = _check_grid_out(out, local, rank, shape, dt, d_axes, dst)
+        plan = _grid_plan(send, result, shape, dt, s_axes, d_axes, rank, size)
+    except Exception as exc:  # every local failure must reach the other ranks
+        problem = _problem_of(exc)
+    busy = plan is not None and plan.busy
+    verdicts = _raise_if_any_rank_failed(comm, problem, signature, api=_GRID_API, payload=busy)
+    assert plan is not None and result is not None
+    try:
+        plan.run(comm, any(verdicts))
+    finally:
+        plan.free()
+    return result
+
+
+def move_array(
+    comm: MPI.Intracomm,
+    local: np.ndarray | None,
+    meta: dict[str, object],
+    src_parts: int,
+    dst_parts: int,
+    src_dist: object | None = None,
+    dst_dist: object | None = None,
+) -> np.ndarray:
+    """Redistribute one registered array over ``comm`` (collective), for a resize or a restart.
+
+    The contract of the runtime's ``move_rows``, for every distribution of
+    :mod:`~elastic_slurm.mpi_runtime.data`: rows (:class:`~.data.Block`,
+    :class:`~.data.BlockCyclic`) and 2-D grids (:class:`~.data.Block2D`,
+    :class:`~.data.BlockCyclic2D`), including grid to rows and back (checkpoint files hold
+    block rows).
+
+    Parameters
+    ----------
+    comm
+        The intracommunicator that holds both distributions (``size >= max(src_parts,
+        dst_parts)``).
+    local
+        This rank's part under ``src_dist`` over ``src_parts`` ranks (``None`` beyond them).
+    meta
+        :meth:`~.data.DistArray.meta`: ``global_shape``, ``dtype`` and ``dist``.
+    src_parts, dst_parts
+        Ranks holding the array before and after.
+    src_dist, dst_dist
+        Distributions (:mod:`~.data` objects) before and after; each defaults to
+        ``meta["dist"]``.
+
+    Returns
+    -------
+    numpy.ndarray
+        This rank's new part (newly allocated).
+
+    Raises
+    ------
+    ValueError
+        On all ranks, before any data moves (see :func:`redistribute_grid`), or locally for a
+        ``meta`` that names no known distribution.
+    """
+    from elastic_slurm.mpi_runtime.data import distribution_from_json
+
+    shape = tuple(int(n) for n in meta["global_shape"])  # type: ignore[attr-defined]
+    dtype = np.dtype(meta["dtype"])  # type: ignore[call-overload]
+    dist = distribution_from_json(meta["dist"])  # type: ignore[arg-type]
+    src = (src_dist or dist).layout_of(shape, src_parts)  # type: ignore[attr-defined]
+    dst = (dst_dist or dist).layout_of(shape, dst_parts)  # type: ignore[attr-defined]
+    if type(src) is BlockRows and type(dst) is BlockRows:
+        return redistribute_rows(comm, local, shape, dtype, src_parts, dst_parts)
+    return redistribute_grid(comm, local, shape, dtype, src, dst)
+
+
+def _grid_axes(
+    dist: Grid2D | RowDistribution | int, shape: tuple[int, ...], name: str
+) -> tuple[RowDistribution, RowDistribution]:
+    """Return ``(rows, cols)``: the distributions of axes 0 and 1 (rows: ``cols`` over 1)."""
+    if isinstance(dist, Grid2D):
+        if len(shape) < 2:
+            raise ValueError(f"{name} is a 2-D grid but global_shape {shape} has one axis")
+        if dist.global_shape != shape[:2]:
+            raise ValueError(
+                f"{name} distributes a {dist.global_shape[0]} x {dist.global_shape[1]} "
+                f"array but global_shape is {shape}"
+            )
+        return dist.rows, dist.cols
+    rows = _as_distribution(dist, shape[0], name)
+    if len(shape) < 2:
+        raise ValueError(f"a grid needs an array of at least 2 axes, got global_shape {shape}")
+    return rows, BlockRows(shape[1], 1)
+
+
+def _parts(axes: tuple[RowDistribution, RowDistribution]) -> int:
+    return axes[0].parts * axes[1].parts
+
+
+def _grid_local_shape(
+    axes: tuple[RowDistribution, RowDistribution], rank: int, shape: tuple[int, ...]
+) -> tuple[int, ...]:
+    rows, cols = axes
+    if rank >= _parts(axes):
+        return (0, *shape[1:])
+    p, q = divmod(rank, cols.parts)
+    return (rows.count(p), cols.count(q), *shape[2:])
+
+
+def _check_grid_local(
+    local: np.ndarray | None,
+    rank: int,
+    shape: tuple[int, ...],
+    dt: np.dtype,
+    axes: tuple[RowDistribution, RowDistribution],
+    dist: object,
+) -> np.ndarray:
+    """Check this rank's part; return it C-contiguous (an empty array beyond ``src``)."""
+    if rank >= _parts(axes):
+        if local is not None and np.size(local) != 0:
+            raise ValueError(
+                f"this rank holds no part of {dist!r} and must pass None or an empty array, "
+                f"got an array of shape {np.shape(local)}"
+            )
+        return np.empty(_grid_local_shape(axes, rank, shape), dtype=dt)
+    expected = _grid_local_shape(axes, rank, shape)
+    if not isinstance(local, np.ndarray):
+        raise ValueError(
+            f"this rank owns part {rank} (shape {expected}) of {dist!r} but passed "
+            f"{type(local).__name__}, not an ndarray"
+        )
+    if local.shape != expected:
+        raise ValueError(
+            f"local part has shape {local.shape}, expected {expected} for part {rank} of {dist!r}"
+        )
+    if local.dtype != dt:
+        raise ValueError(
+            f"local part has dtype {local.dtype}, expected {dt} "
+            "(convert it with .astype() first; nothing is cast implicitly)"
+        )
+    return np.ascontiguousarray(local)
+
+
+def _check_grid_out(
+    out: np.ndarray | None,
+    local: np.ndarray | None,
+    rank: int,
+    shape: tuple[int, ...],
+    dt: np.dtype,
+    axes: tuple[RowDistribution, RowDistribution],
+    dist: object,
+) -> np.ndarray:
+    """Return the array to receive into: ``out`` after checking it, or a new one."""
+    expected = _grid_local_shape(axes, rank, shape)
+    if out is None:
+        return np.empty(expected, dtype=dt)
+    if not isinstance(out, np.ndarray):
+        raise ValueError(f"out must be None or an ndarray, got {type(out).__name__}")
+    if out.shape != expected or out.dtype != dt:
+        raise ValueError(
+            f"out has shape {out.shape} and dtype {out.dtype}, expected {expected} and {dt} "
+            f"for part {rank} of {dist!r}"
+        )
+    if not (out.flags.c_contiguous and out.flags.writeable):
+        raise ValueError("out must be C-contiguous and writeable")
+    if local is not None and np.may_share_memory(out, local):
+        raise ValueError("out overlaps local; redistribution cannot work in place")
+    return out
+
+
+@dataclasses.dataclass
+class _GridPlan:
+    """One rank's ``Alltoallw`` (a datatype per peer and side) and its local tile copies."""
+
+    send: np.ndarray
+    recv: np.ndarray
+    send_types: list[MPI.Datatype]
+    recv_types: list[MPI.Datatype]
+    send_counts: list[int]
+    recv_counts: list[int]
+    local_copies: list[tuple[tuple[slice, slice], tuple[slice, slice]]]
+    owned: list[MPI.Datatype]
+
+    @property
+    def busy(self) -> bool:
+        """Whether this rank sends or receives anything through MPI."""
+        return any(self.send_counts) or any(self.recv_counts)
+
+    def run(self, comm: MPI.Intracomm, collective: bool) -> None:
+        """Copy the tiles that stay, then (if any rank is busy) the rest with ``Alltoallw``."""
+        for (rs, cs), (rd, cd) in self.local_copies:
+            self.recv[rd, cd] = self.send[rs, cs]
+        if collective:  # the same on every rank: they all call it, busy or not
+            zeros = [0] * len(self.send_counts)
+            comm.Alltoallw(
+                [_as_bytes(self.send), (self.send_counts, zeros), self.send_types],
+                [_as_bytes(self.recv), (self.recv_counts, zeros), self.recv_types],
+            )
+
+    def free(self) -> None:
+        """Free the derived datatypes."""
+        for t in self.owned:
+            t.Free()
+        self.owned.clear()
+
+
+def _group(pieces: np.ndarray, me: int, by_src: bool) -> dict[int, np.ndarray]:
+    """The pieces of ``me`` (as source when ``by_src``, else as destination), by peer."""
+    mine = pieces[pieces[:, 0 if by_src else 1] == me]
+    peer_col = 1 if by_src else 0
+    return {
+        int(peer): mine[mine[:, peer_col] == peer] for peer in np.unique(mine[:, peer_col]).tolist()
+    }
+
+
+def _grid_plan(
+    send: np.ndarray,
+    recv: np.ndarray,
+    shape: tuple[int, ...],
+    dt: np.dtype,
+    s_axes: tuple[RowDistribution, RowDistribution],
+    d_axes: tuple[RowDistribution, RowDistribution],
+    rank: int,
+    size: int,
+) -> _GridPlan:
+    """Build this rank's datatypes and local copies (no communication)."""
+    from mpi4py import MPI
+
+    element, per_element, element_owned = _mpi_element_type(dt)
+    cell = math.prod(shape[2:]) * per_element  # MPI elements per (i, j)
+    cell_bytes = math.prod(shape[2:]) * dt.itemsize
+    owned: list[MPI.Datatype] = [element] if element_owned else []
+    plan = _GridPlan(
+        send, recv, [MPI.BYTE] * size, [MPI.BYTE] * size, [0] * size, [0] * size, [], owned
+    )
+    if cell == 0 or math.prod(shape) == 0:
+        return plan
+    row_pieces = axis_pieces(s_axes[0], d_axes[0])
+    col_pieces = axis_pieces(s_axes[1], d_axes[1])
+    s_q, d_q = s_axes[1].parts, d_axes[1].parts
+    sends: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    if rank < _parts(s_axes):
+        ps, qs = divmod(rank, s_q)
+        rows_by, cols_by = _group(row_pieces, ps, True), _group(col_pieces, qs, True)
+        for pd, rr in rows_by.items():
+            for qd, cc in cols_by.items():
+                sends[pd * d_q + qd] = (rr[:, [2, 4]], cc[:, [2, 4]])
+    recvs: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    if rank < _parts(d_axes):
+        pd, qd = divmod(rank, d_q)
+        rows_by, cols_by = _group(row_pieces, pd, False), _group(col_pieces, qd, False)
+        for ps, rr in rows_by.items():
+            for qs, cc in cols_by.items():
+                recvs[ps * s_q + qs] = (rr[:, [3, 4]], cc[:, [3, 4]])
+    if rank in sends and rank in recvs:
+        (srows, scols), (drows, dcols) = sends[rank], recvs[rank]
+        if len(srows) * len(scols) <= _MAX_SELF_SLICES:
+            del sends[rank], recvs[rank]
+            send2 = send.reshape(send.shape[0], send.shape[1], -1)
+            recv2 = recv.reshape(recv.shape[0], recv.shape[1], -1)
+            plan.send, plan.recv = send2, recv2
+            for (sr, n), (dr, _) in zip(srows.tolist(), drows.tolist(), strict=True):
+                for (sc, m), (dc, _) in zip(scols.tolist(), dcols.tolist(), strict=True):
+                    plan.local_copies.append(
+                        (
+                            (slice(sr, sr + n), slice(sc, sc + m)),
+                            (slice(dr, dr + n), slice(dc, dc + m)),
+                        )
+                    )
+    s_cols = send.shape[1] if send.ndim >= 2 else 0
+    d_cols = recv.shape[1] if recv.ndim >= 2 else 0
+    for peers, types, counts, local_cols in (
+        (sends, plan.send_types, plan.send_counts, s_cols),
+        (recvs, plan.recv_types, plan.recv_counts, d_cols),
+    ):
+        for peer, (rows, cols) in peers.items():
+            t = _tile_type(element, cell, cell_bytes, rows, cols, local_cols)
+            owned.append(t)
+            types[peer], counts[peer] = t, 1
+    return plan
+
+
+def _tile_type(
+    element: MPI.Datatype,
+    cell: int,
+    cell_bytes: int,
+    rows: np.ndarray,
+    cols: np.ndarray,
+    local_cols: int,
+) -> MPI.Datatype:
+    """The committed datatype of the tiles ``rows x cols`` (``[start, length]`` local runs).
+
+    Elements are visited row by row, columns in order, which is increasing global order on
+    both the sending and the receiving side.
+    """
+    row_bytes = local_cols * cell_bytes
+    if len(cols) == 1 and cols[0, 0] == 0 and cols[0, 1] == local_cols:
+        lengths = (rows[:, 1] * (local_cols * cell)).tolist()
+        if max(lengths) > MPI_INT_MAX:
+            raise ValueError("a run of rows exceeds the MPI count limit; use fewer, longer rows")
+        t = element.Create_hindexed(lengths, (rows[:, 0] * row_bytes).tolist())
+    else:
+        col_type = element.Create_hindexed(
+            (cols[:, 1] * cell).tolist(), (cols[:, 0] * cell_bytes).tolist()
+        )
+        row_type = col_type.Create_resized(0, row_bytes)
+        col_type.Free()
+        t = row_type.Create_hindexed(rows[:, 1].tolist(), (rows[:, 0] * row_bytes).tolist())
+        row_type.Free()
+    t.Commit()
+    return t
