@@ -44,15 +44,16 @@ def dists_for(parts: int) -> list[dict[str, Any]]:
 
 
 def grid_cases(nprocs: int, dtypes: tuple[str, ...]) -> list[dict[str, Any]]:
-    """Cases with max(src parts, dst parts) == nprocs, at least one side a grid."""
+    """Cases with max(src parts, dst parts) == nprocs (rows to rows included)."""
     cases = []
     salt = 0
     for k in range(1, nprocs + 1):
         for m in {nprocs, k} if k == nprocs else {nprocs}:
             for src, dst in itertools.product(dists_for(k), dists_for(m)):
+                shapes = SHAPES[salt % 2 :: 2] if k + m > 6 else SHAPES
                 if src["kind"].startswith("rows") and dst["kind"].startswith("rows"):
-                    continue
-                for shape in SHAPES[salt % 2 :: 2] if k + m > 6 else SHAPES:
+                    shapes = [[11], [6, 3, 2], [2, 5]]  # 1-D arrays too
+                for shape in shapes:
                     salt += 1
                     dtype = dtypes[salt % len(dtypes)]
                     cases.append(
@@ -61,10 +62,14 @@ def grid_cases(nprocs: int, dtypes: tuple[str, ...]) -> list[dict[str, Any]]:
     return cases
 
 
-@pytest.mark.parametrize("nprocs", [1, 2, 3, 4, 6])
+@pytest.mark.parametrize(
+    ("nprocs", "direct"), [(1, "1"), (2, "1"), (3, "1"), (4, "1"), (6, "1"), (3, "0"), (4, "0")]
+)
 def test_grid_redistribution_matches_global_array(
-    mpirun, mpi_data, tmp_path: Path, nprocs: int
+    mpirun, mpi_data, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, nprocs: int, direct: str
 ) -> None:
+    # direct "1": tiles copied between processes with process_vm_readv/writev; "0": messages
+    monkeypatch.setenv("ELASTIC_SLURM_DIRECT_COPY", direct)
     cases = grid_cases(nprocs, mpi_data.dtypes)
     spec = tmp_path / "cases.json"
     spec.write_text(json.dumps(cases))

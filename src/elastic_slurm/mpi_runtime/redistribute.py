@@ -31,7 +31,9 @@ from __future__ import annotations
 import dataclasses
 import math
 import operator
+import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -878,8 +880,6 @@ def redistribute_grid(
     """
     if comm.Is_inter():
         raise TypeError("redistribute_grid needs an intracommunicator, got an intercommunicator")
-    if not isinstance(src, Grid2D) and not isinstance(dst, Grid2D):
-        return redistribute(comm, local, global_shape, dtype, src, dst, out=out)  # type: ignore[arg-type]
     rank, size = comm.Get_rank(), comm.Get_size()
     problem: tuple[type[Exception], str] | None = None
     signature: tuple[object, ...] = (
@@ -893,8 +893,9 @@ def redistribute_grid(
     try:
         shape, dt = _normalise_layout(global_shape, dtype)
         signature = (shape, str(dt), _describe(src), _describe(dst))
-        s_axes = _grid_axes(src, shape, "src")
-        d_axes = _grid_axes(dst, shape, "dst")
+        both_rows = not isinstance(src, Grid2D) and not isinstance(dst, Grid2D)
+        s_axes = _grid_axes(src, shape, "src", both_rows)
+        d_axes = _grid_axes(dst, shape, "dst", both_rows)
         parts = max(_parts(s_axes), _parts(d_axes))
         if size < parts:
             raise ValueError(
@@ -903,16 +904,15 @@ def redistribute_grid(
             )
         send = _check_grid_local(local, rank, shape, dt, s_axes, src)
         result = _check_grid_out(out, local, rank, shape, dt, d_axes, dst)
-        plan = _grid_plan(send, result, shape, dt, s_axes, d_axes, rank, size)
+        trailing = shape[1:] if both_rows else shape[2:]
+        cell_bytes = math.prod(trailing) * dt.itemsize
+        plan = _grid_plan(send, result, cell_bytes, s_axes, d_axes, rank)
     except Exception as exc:  # every local failure must reach the other ranks
         problem = _problem_of(exc)
-    busy = plan is not None and plan.busy
-    verdicts = _raise_if_any_rank_failed(comm, problem, signature, api=_GRID_API, payload=busy)
+    me = plan.whoami() if plan is not None else None
+    peers = _raise_if_any_rank_failed(comm, problem, signature, api=_GRID_API, payload=me)
     assert plan is not None and result is not None
-    try:
-        plan.run(comm, any(verdicts))
-    finally:
-        plan.free()
+    plan.run(comm, peers)  # type: ignore[arg-type]
     return result
 
 
@@ -972,7 +972,7 @@ def move_array(
 
 
 def _grid_axes(
-    dist: Grid2D | RowDistribution | int, shape: tuple[int, ...], name: str
+    dist: Grid2D | RowDistribution | int, shape: tuple[int, ...], name: str, whole_rows: bool
 ) -> tuple[RowDistribution, RowDistribution]:
     """Return ``(rows, cols)``: the distributions of axes 0 and 1 (rows: ``cols`` over 1)."""
     if isinstance(dist, Grid2D):
@@ -985,8 +985,8 @@ def _grid_axes(
             )
         return dist.rows, dist.cols
     rows = _as_distribution(dist, shape[0], name)
-    if len(shape) < 2:
-        raise ValueError(f"a grid needs an array of at least 2 axes, got global_shape {shape}")
+    if whole_rows or len(shape) < 2:
+        return rows, BlockRows(1, 1)  # rows to rows: a whole row is one "element"
     return rows, BlockRows(shape[1], 1)
 
 
@@ -997,10 +997,13 @@ def _parts(axes: tuple[RowDistribution, RowDistribution]) -> int:
 def _grid_local_shape(
     axes: tuple[RowDistribution, RowDistribution], rank: int, shape: tuple[int, ...]
 ) -> tuple[int, ...]:
+    """The local shape of part ``rank``: ``(rows, cols, *shape[2:])`` on a grid, else rows."""
     rows, cols = axes
     if rank >= _parts(axes):
         return (0, *shape[1:])
     p, q = divmod(rank, cols.parts)
+    if len(shape) < 2 or (cols.parts == 1 and cols.global_rows != shape[1]):
+        return (rows.count(p), *shape[1:])  # whole rows (the "column" axis is the row)
     return (rows.count(p), cols.count(q), *shape[2:])
 
 
@@ -1065,40 +1068,367 @@ def _check_grid_out(
     return out
 
 
+_MAX_SLICES = 1024
+"""A tile made of up to this many (row run x column run) rectangles is packed, unpacked or
+copied with one NumPy slice assignment per rectangle; more use one fancy-indexed copy."""
+
+
 @dataclasses.dataclass
 class _GridPlan:
-    """One rank's ``Alltoallw`` (a datatype per peer and side) and its local tile copies."""
+    """One rank's side of a grid redistribution: what it sends to and receives from each peer.
+
+    ``send``/``recv`` are the local arrays as ``uint8`` of shape ``(rows, row bytes)``.
+    ``sends``/``recvs`` map a peer to the tile that goes there (comes from there): ``(row
+    pieces, column pieces, the peer's row bytes)``, pieces ``[src start, dst start, length]``
+    in local rows and in bytes. The tile that stays on the rank is copied by NumPy; with a
+    peer on the same machine the tile is copied straight between the two processes' arrays
+    (:func:`_direct_copy`); every other tile travels as one contiguous MPI message: a view of
+    the local array when it is whole local rows, else a packed buffer (unpacked likewise).
+    """
 
     send: np.ndarray
     recv: np.ndarray
-    send_types: list[MPI.Datatype]
-    recv_types: list[MPI.Datatype]
-    send_counts: list[int]
-    recv_counts: list[int]
-    local_copies: list[tuple[tuple[slice, slice], tuple[slice, slice]]]
-    owned: list[MPI.Datatype]
+    cell_bytes: int
+    pull: bool
+    sends: dict[int, tuple[np.ndarray, np.ndarray, int]]
+    recvs: dict[int, tuple[np.ndarray, np.ndarray, int]]
 
-    @property
-    def busy(self) -> bool:
-        """Whether this rank sends or receives anything through MPI."""
-        return any(self.send_counts) or any(self.recv_counts)
+    def whoami(self) -> tuple[object, ...]:
+        """What the peers need to copy directly: machine, pid, buffer addresses, busy."""
+        return (
+            _machine(),
+            os.getpid(),
+            self.send.ctypes.data if self.send.size else 0,
+            self.recv.ctypes.data if self.recv.size else 0,
+            bool(self.sends) or bool(self.recvs),
+        )
 
-    def run(self, comm: MPI.Intracomm, collective: bool) -> None:
-        """Copy the tiles that stay, then (if any rank is busy) the rest with ``Alltoallw``."""
-        for (rs, cs), (rd, cd) in self.local_copies:
-            self.recv[rd, cd] = self.send[rs, cs]
-        if collective:  # the same on every rank: they all call it, busy or not
-            zeros = [0] * len(self.send_counts)
-            comm.Alltoallw(
-                [_as_bytes(self.send), (self.send_counts, zeros), self.send_types],
-                [_as_bytes(self.recv), (self.recv_counts, zeros), self.recv_types],
+    def run(self, comm: MPI.Intracomm, peers: list[tuple[object, ...]]) -> None:
+        """Move every tile; direct copies where possible, MPI messages for the rest."""
+        rank = comm.Get_rank()
+        own = self.sends.pop(rank, None)
+        self.recvs.pop(rank, None)  # the same tile, seen from the receiving side
+        if own is not None:
+            _copy_tile(self.send, own, self.recv)
+        if not any(p[4] for p in peers):
+            return  # no rank moves anything through MPI: no collective needed
+        mine = peers[rank]
+        direct = _DIRECT and mine[0] is not None
+        near = {r for r, p in enumerate(peers) if direct and p[0] == mine[0] and r != rank}
+        failed = ""
+        if near:
+            # Pull: this rank reads its tiles from near senders; push: writes to near receivers.
+            jobs = self.recvs if self.pull else self.sends
+            try:
+                for peer in sorted(set(jobs) & near, key=lambda r: (r - rank) % len(peers)):
+                    _direct_copy(self, peer, peers[peer], jobs[peer], read=self.pull)
+            except OSError as exc:
+                failed = f"rank {rank}: {exc}"
+        # Everyone learns whether every direct copy worked; if one failed, all go by MPI.
+        failures = [f for f in comm.allgather(failed) if f]
+        if failures:
+            _warn_direct(failures[0])
+            near = set()
+        self._messages(
+            comm, {r for r in self.sends if r not in near}, {r for r in self.recvs if r not in near}
+        )
+
+    def _messages(self, comm: MPI.Intracomm, to: set[int], frm: set[int]) -> None:
+        """Move the given tiles as MPI messages (receives posted first)."""
+        from mpi4py import MPI
+
+        rank, size = comm.Get_rank(), comm.Get_size()
+        private = comm.Dup()  # no message of ours can match the caller's
+        cell = MPI.BYTE.Create_contiguous(self.cell_bytes)
+        cell.Commit()
+        try:
+            staged: list[tuple[np.ndarray, tuple[np.ndarray, np.ndarray, int]] | None] = []
+            requests = []
+            for peer in sorted(frm, key=lambda r: (r - rank) % size):
+                tile = self.recvs[peer]
+                view = _whole_rows(self.recv, tile, 1)
+                buf = view if view is not None else _tile_buffer(tile)
+                staged.append(None if view is not None else (buf, tile))
+                requests.append(private.Irecv([buf, _cells(buf, self.cell_bytes), cell], peer, 7))
+            n_recv = len(requests)
+            for peer in sorted(to, key=lambda r: (r - rank) % size):
+                tile = self.sends[peer]
+                buf = _whole_rows(self.send, tile, 0)
+                if buf is None:
+                    buf = _gather(self.send, tile, 0)
+                requests.append(private.Isend([buf, _cells(buf, self.cell_bytes), cell], peer, 7))
+            for _ in range(n_recv):
+                index = MPI.Request.Waitany(requests[:n_recv])
+                done = staged[index]
+                if done is not None:
+                    _scatter(self.recv, done[1], done[0], 1)
+                    staged[index] = None
+            MPI.Request.Waitall(requests[n_recv:])
+        finally:
+            cell.Free()
+            private.Free()
+
+
+_DIRECT = os.environ.get("ELASTIC_SLURM_DIRECT_COPY", "1") != "0"
+"""Copy between processes of one machine with ``process_vm_readv``/``process_vm_writev``
+(Linux cross-memory attach, the mechanism Open MPI's shared-memory transport uses for large
+messages); ``ELASTIC_SLURM_DIRECT_COPY=0`` turns it off (everything goes by MPI messages)."""
+
+_IOV_MAX = 1024  # Linux's limit on iovecs per process_vm_* call
+_IOVEC = np.dtype([("base", np.uint64), ("len", np.uint64)])
+_warned: list[str] = []
+
+
+def _machine() -> tuple[str, int, int] | None:
+    """Return the machine and namespaces: equal exactly for processes that can share CMA.
+
+    ``(boot id, pid namespace, mount namespace)``; None where there is no ``/proc`` (no
+    direct copies then).
+    """
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        return boot, os.stat("/proc/self/ns/pid").st_ino, os.stat("/proc/self/ns/mnt").st_ino
+    except OSError:
+        return None
+
+
+def _warn_direct(reason: str) -> None:
+    import logging
+
+    if not _warned:
+        _warned.append(reason)
+        logging.getLogger(__name__).warning(
+            "direct copies between processes failed (%s); moving data by MPI messages", reason
+        )
+
+
+def _libc() -> object:
+    import ctypes
+
+    lib = ctypes.CDLL(None, use_errno=True)
+    for name in ("process_vm_readv", "process_vm_writev"):
+        fn = getattr(lib, name)
+        fn.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_void_p]
+        fn.argtypes += [ctypes.c_ulong, ctypes.c_ulong]
+        fn.restype = ctypes.c_ssize_t
+    return lib
+
+
+def _segments(
+    tile: tuple[np.ndarray, np.ndarray, int], here: int, there: int, row_here: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Byte offsets (here, there) and lengths of the contiguous runs of a tile, merged.
+
+    ``here``/``there`` pick the piece column (0 source, 1 destination) of this process and of
+    the peer; ``row_here`` is this process's row bytes, ``tile[2]`` the peer's.
+    """
+    rows, cols, row_there = tile
+    r_here = _flat_index(rows[:, [here, 2]])
+    r_there = _flat_index(rows[:, [there, 2]])
+    c_here, c_there, c_len = cols[:, here], cols[:, there], cols[:, 2]
+    off_here = (r_here[:, None] * row_here + c_here[None, :]).reshape(-1)
+    off_there = (r_there[:, None] * row_there + c_there[None, :]).reshape(-1)
+    lengths = np.broadcast_to(c_len, (len(r_here), len(c_len))).reshape(-1)
+    if len(lengths) > 1:
+        joins = (off_here[1:] == off_here[:-1] + lengths[:-1]) & (
+            off_there[1:] == off_there[:-1] + lengths[:-1]
+        )
+        first = np.flatnonzero(np.concatenate([[True], ~joins]))
+        return off_here[first], off_there[first], np.add.reduceat(lengths, first)
+    return off_here, off_there, lengths
+
+
+def _direct_copy(
+    plan: _GridPlan,
+    peer: int,
+    info: tuple[object, ...],
+    tile: tuple[np.ndarray, np.ndarray, int],
+    *,
+    read: bool,
+) -> None:
+    """Copy one tile between this process and ``peer`` with one system call per 1024 runs.
+
+    ``read``: this rank receives and reads the peer's source array (``process_vm_readv``);
+    else it sends and writes into the peer's result (``process_vm_writev``).
+
+    Raises
+    ------
+    OSError
+        If the kernel refuses (no permission, no such process) or copies less than asked.
+    """
+    import ctypes
+
+    global _LIBC
+    if _LIBC is None:
+        _LIBC = _libc()
+    pid = int(info[1])  # type: ignore[call-overload]
+    if read:
+        mine, base_here, base_there = 1, plan.recv, int(info[2])  # type: ignore[call-overload]
+        row_here = plan.recv.shape[1]
+        call = _LIBC.process_vm_readv  # type: ignore[attr-defined]
+    else:
+        mine, base_here, base_there = 0, plan.send, int(info[3])  # type: ignore[call-overload]
+        row_here = plan.send.shape[1]
+        call = _LIBC.process_vm_writev  # type: ignore[attr-defined]
+    off_here, off_there, lengths = _segments(tile, mine, 1 - mine, row_here)
+    local = np.empty(len(lengths), dtype=_IOVEC)
+    remote = np.empty(len(lengths), dtype=_IOVEC)
+    local["base"] = base_here.ctypes.data + off_here
+    remote["base"] = base_there + off_there
+    local["len"] = remote["len"] = lengths
+    for start in range(0, len(lengths), _IOV_MAX):
+        n = min(_IOV_MAX, len(lengths) - start)
+        want = int(lengths[start : start + n].sum())
+        done = call(
+            pid,
+            local.ctypes.data + start * _IOVEC.itemsize,
+            n,
+            remote.ctypes.data + start * _IOVEC.itemsize,
+            n,
+            0,
+        )
+        if done != want:
+            err = ctypes.get_errno()
+            raise OSError(
+                err,
+                f"process_vm_{'readv' if read else 'writev'} with pid {pid} "
+                f"moved {done} of {want} bytes: {os.strerror(err)}",
             )
 
-    def free(self) -> None:
-        """Free the derived datatypes."""
-        for t in self.owned:
-            t.Free()
-        self.owned.clear()
+
+_LIBC: object = None
+
+
+def _cells(buf: np.ndarray, cell_bytes: int) -> int:
+    cells = buf.nbytes // cell_bytes
+    if cells > MPI_INT_MAX:  # pragma: no cover (above 2**31 cells in one message)
+        raise ValueError(f"a message of {cells} elements exceeds the MPI count limit")
+    return cells
+
+
+def _slices(runs: np.ndarray) -> list[tuple[int, int]]:
+    return [(int(a), int(b)) for a, b in runs.tolist()]
+
+
+def _flat_index(runs: np.ndarray) -> np.ndarray:
+    """The positions covered by ``[start, length]`` runs, in order (int64)."""
+    if len(runs) == 1:
+        return np.arange(runs[0, 0], runs[0, 0] + runs[0, 1], dtype=np.int64)
+    lengths = runs[:, 1]
+    offsets = np.repeat(runs[:, 0] - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths)
+    return np.arange(int(lengths.sum()), dtype=np.int64) + offsets
+
+
+Tile = tuple[np.ndarray, np.ndarray, int]
+
+
+def _side(tile: Tile, side: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``[start, length]`` row and column runs of a tile on one side (0 src, 1 dst)."""
+    return tile[0][:, [side, 2]], tile[1][:, [side, 2]]
+
+
+def _whole_rows(a: np.ndarray, tile: Tile, side: int) -> np.ndarray | None:
+    """A flat view of ``a`` holding exactly the tile, if the tile is one run of whole rows."""
+    rows, cols = _side(tile, side)
+    if len(rows) == 1 and len(cols) == 1 and cols[0, 0] == 0 and cols[0, 1] == a.shape[1]:
+        start, n = int(rows[0, 0]), int(rows[0, 1])
+        return a[start : start + n].reshape(-1)
+    return None
+
+
+def _tile_buffer(tile: Tile) -> np.ndarray:
+    rows, cols = tile[0], tile[1]
+    return np.empty((int(rows[:, 2].sum()), int(cols[:, 2].sum())), dtype=np.uint8)
+
+
+def _rectangles(tile: Tile, side: int) -> list[tuple[slice, slice, slice, slice]]:
+    """``(rows in a, cols in a, rows in packed, cols in packed)`` for each rectangle."""
+    out = []
+    r_off = 0
+    rows, cols = _side(tile, side)
+    for r0, n in _slices(rows):
+        c_off = 0
+        for c0, m in _slices(cols):
+            out.append(
+                (
+                    slice(r0, r0 + n),
+                    slice(c0, c0 + m),
+                    slice(r_off, r_off + n),
+                    slice(c_off, c_off + m),
+                )
+            )
+            c_off += m
+        r_off += n
+    return out
+
+
+def _gather(a: np.ndarray, tile: Tile, side: int) -> np.ndarray:
+    """Pack the tile of ``a`` (``uint8``, 2-D) into a new contiguous array."""
+    rows, cols = _side(tile, side)
+    if len(rows) * len(cols) > _MAX_SLICES:
+        return a[np.ix_(_flat_index(rows), _flat_index(cols))]
+    buf = _tile_buffer(tile)
+    for ra, ca, rb, cb in _rectangles(tile, side):
+        buf[rb, cb] = a[ra, ca]
+    return buf
+
+
+def _scatter(a: np.ndarray, tile: Tile, buf: np.ndarray, side: int) -> None:
+    """Unpack ``buf`` (a packed tile) into the tile of ``a``."""
+    rows, cols = _side(tile, side)
+    if len(rows) * len(cols) > _MAX_SLICES:
+        a[np.ix_(_flat_index(rows), _flat_index(cols))] = buf
+        return
+    for ra, ca, rb, cb in _rectangles(tile, side):
+        a[ra, ca] = buf[rb, cb]
+
+
+def _copy_tile(src: np.ndarray, tile: Tile, dst: np.ndarray) -> None:
+    """Copy the tile that stays on the rank from its place in ``src`` to its place in ``dst``."""
+    if len(tile[0]) * len(tile[1]) > _MAX_SLICES:
+        _scatter(dst, tile, _gather(src, tile, 0), 1)
+        return
+    pairs = zip(_rectangles(tile, 0), _rectangles(tile, 1), strict=True)
+    for (ra, ca, _, _), (rb, cb, _, _) in pairs:
+        dst[rb, cb] = src[ra, ca]
+
+
+def _grid_plan(
+    send: np.ndarray,
+    recv: np.ndarray,
+    cell_bytes: int,
+    s_axes: tuple[RowDistribution, RowDistribution],
+    d_axes: tuple[RowDistribution, RowDistribution],
+    rank: int,
+) -> _GridPlan:
+    """Build this rank's tiles (no communication); ``cell_bytes`` per element ``(i, j)``."""
+    as2d = [
+        _as_bytes(a).reshape(a.shape[0], -1) if a.size else np.empty((0, 0), np.uint8)
+        for a in (send, recv)
+    ]
+    pull = _parts(d_axes) >= _parts(s_axes)  # the side with more ranks does the copying
+    plan = _GridPlan(as2d[0], as2d[1], max(cell_bytes, 1), pull, {}, {})
+    if cell_bytes == 0 or s_axes[0].global_rows * s_axes[1].global_rows == 0:
+        return plan
+    row_pieces = axis_pieces(s_axes[0], d_axes[0])
+    col_pieces = axis_pieces(s_axes[1], d_axes[1])
+    col_pieces[:, 2:] *= cell_bytes
+    s_q, d_q = s_axes[1].parts, d_axes[1].parts
+    if rank < _parts(s_axes):
+        ps, qs = divmod(rank, s_q)
+        rows_by, cols_by = _group(row_pieces, ps, True), _group(col_pieces, qs, True)
+        for pd, rr in rows_by.items():
+            for qd, cc in cols_by.items():
+                row_there = d_axes[1].count(qd) * cell_bytes
+                plan.sends[pd * d_q + qd] = (rr[:, 2:], cc[:, 2:], row_there)
+    if rank < _parts(d_axes):
+        pd, qd = divmod(rank, d_q)
+        rows_by, cols_by = _group(row_pieces, pd, False), _group(col_pieces, qd, False)
+        for ps, rr in rows_by.items():
+            for qs, cc in cols_by.items():
+                row_there = s_axes[1].count(qs) * cell_bytes
+                plan.recvs[ps * s_q + qs] = (rr[:, 2:], cc[:, 2:], row_there)
+    return plan
 
 
 def _group(pieces: np.ndarray, me: int, by_src: bool) -> dict[int, np.ndarray]:
@@ -1108,101 +1438,3 @@ def _group(pieces: np.ndarray, me: int, by_src: bool) -> dict[int, np.ndarray]:
     return {
         int(peer): mine[mine[:, peer_col] == peer] for peer in np.unique(mine[:, peer_col]).tolist()
     }
-
-
-def _grid_plan(
-    send: np.ndarray,
-    recv: np.ndarray,
-    shape: tuple[int, ...],
-    dt: np.dtype,
-    s_axes: tuple[RowDistribution, RowDistribution],
-    d_axes: tuple[RowDistribution, RowDistribution],
-    rank: int,
-    size: int,
-) -> _GridPlan:
-    """Build this rank's datatypes and local copies (no communication)."""
-    from mpi4py import MPI
-
-    element, per_element, element_owned = _mpi_element_type(dt)
-    cell = math.prod(shape[2:]) * per_element  # MPI elements per (i, j)
-    cell_bytes = math.prod(shape[2:]) * dt.itemsize
-    owned: list[MPI.Datatype] = [element] if element_owned else []
-    plan = _GridPlan(
-        send, recv, [MPI.BYTE] * size, [MPI.BYTE] * size, [0] * size, [0] * size, [], owned
-    )
-    if cell == 0 or math.prod(shape) == 0:
-        return plan
-    row_pieces = axis_pieces(s_axes[0], d_axes[0])
-    col_pieces = axis_pieces(s_axes[1], d_axes[1])
-    s_q, d_q = s_axes[1].parts, d_axes[1].parts
-    sends: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-    if rank < _parts(s_axes):
-        ps, qs = divmod(rank, s_q)
-        rows_by, cols_by = _group(row_pieces, ps, True), _group(col_pieces, qs, True)
-        for pd, rr in rows_by.items():
-            for qd, cc in cols_by.items():
-                sends[pd * d_q + qd] = (rr[:, [2, 4]], cc[:, [2, 4]])
-    recvs: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-    if rank < _parts(d_axes):
-        pd, qd = divmod(rank, d_q)
-        rows_by, cols_by = _group(row_pieces, pd, False), _group(col_pieces, qd, False)
-        for ps, rr in rows_by.items():
-            for qs, cc in cols_by.items():
-                recvs[ps * s_q + qs] = (rr[:, [3, 4]], cc[:, [3, 4]])
-    if rank in sends and rank in recvs:
-        (srows, scols), (drows, dcols) = sends[rank], recvs[rank]
-        if len(srows) * len(scols) <= _MAX_SELF_SLICES:
-            del sends[rank], recvs[rank]
-            send2 = send.reshape(send.shape[0], send.shape[1], -1)
-            recv2 = recv.reshape(recv.shape[0], recv.shape[1], -1)
-            plan.send, plan.recv = send2, recv2
-            for (sr, n), (dr, _) in zip(srows.tolist(), drows.tolist(), strict=True):
-                for (sc, m), (dc, _) in zip(scols.tolist(), dcols.tolist(), strict=True):
-                    plan.local_copies.append(
-                        (
-                            (slice(sr, sr + n), slice(sc, sc + m)),
-                            (slice(dr, dr + n), slice(dc, dc + m)),
-                        )
-                    )
-    s_cols = send.shape[1] if send.ndim >= 2 else 0
-    d_cols = recv.shape[1] if recv.ndim >= 2 else 0
-    for peers, types, counts, local_cols in (
-        (sends, plan.send_types, plan.send_counts, s_cols),
-        (recvs, plan.recv_types, plan.recv_counts, d_cols),
-    ):
-        for peer, (rows, cols) in peers.items():
-            t = _tile_type(element, cell, cell_bytes, rows, cols, local_cols)
-            owned.append(t)
-            types[peer], counts[peer] = t, 1
-    return plan
-
-
-def _tile_type(
-    element: MPI.Datatype,
-    cell: int,
-    cell_bytes: int,
-    rows: np.ndarray,
-    cols: np.ndarray,
-    local_cols: int,
-) -> MPI.Datatype:
-    """The committed datatype of the tiles ``rows x cols`` (``[start, length]`` local runs).
-
-    Elements are visited row by row, columns in order, which is increasing global order on
-    both the sending and the receiving side.
-    """
-    row_bytes = local_cols * cell_bytes
-    if len(cols) == 1 and cols[0, 0] == 0 and cols[0, 1] == local_cols:
-        lengths = (rows[:, 1] * (local_cols * cell)).tolist()
-        if max(lengths) > MPI_INT_MAX:
-            raise ValueError("a run of rows exceeds the MPI count limit; use fewer, longer rows")
-        t = element.Create_hindexed(lengths, (rows[:, 0] * row_bytes).tolist())
-    else:
-        col_type = element.Create_hindexed(
-            (cols[:, 1] * cell).tolist(), (cols[:, 0] * cell_bytes).tolist()
-        )
-        row_type = col_type.Create_resized(0, row_bytes)
-        col_type.Free()
-        t = row_type.Create_hindexed(rows[:, 1].tolist(), (rows[:, 0] * row_bytes).tolist())
-        row_type.Free()
-    t.Commit()
-    return t
