@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ import numpy as np
 import pytest
 
 WORKER = str(Path(__file__).resolve())
-DEBUG = bool(__import__("os").environ.get("GRID_DEBUG"))
+DEBUG = bool(os.environ.get("GRID_DEBUG"))
 
 SHAPES = ([7, 9], [12, 10, 2], [3, 8], [5, 1], [0, 4], [16, 16])
 
@@ -63,13 +64,23 @@ def grid_cases(nprocs: int, dtypes: tuple[str, ...]) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize(
-    ("nprocs", "direct"), [(1, "1"), (2, "1"), (3, "1"), (4, "1"), (6, "1"), (3, "0"), (4, "0")]
+    ("nprocs", "direct", "min_run"),
+    [(1, "1", 0), (2, "1", 0), (3, "1", 0), (4, "1", 0), (6, "1", 0), (3, "0", 0), (4, "0", 0)]
+    + [(5, "1", 64)],
 )
 def test_grid_redistribution_matches_global_array(
-    mpirun, mpi_data, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, nprocs: int, direct: str
+    mpirun,
+    mpi_data,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    nprocs: int,
+    direct: str,
+    min_run: int,
 ) -> None:
-    # direct "1": tiles copied between processes with process_vm_readv/writev; "0": messages
+    # direct "1": tiles copied between processes with process_vm_readv/writev (every tile when
+    # min_run is 0, those of long runs only with 64), "0": all by MPI messages
     monkeypatch.setenv("ELASTIC_SLURM_DIRECT_COPY", direct)
+    monkeypatch.setenv("ELASTIC_SLURM_DIRECT_MIN_RUN", str(min_run))
     cases = grid_cases(nprocs, mpi_data.dtypes)
     spec = tmp_path / "cases.json"
     spec.write_text(json.dumps(cases))
@@ -185,6 +196,10 @@ def _worker_cases(spec: str) -> int:
         errors += _check_case(comm, case, use_out=bool(i % 2))
         if DEBUG and comm.Get_rank() == 0:
             print("done", i, flush=True)
+    from elastic_slurm.mpi_runtime import redistribute
+
+    if redistribute._warned and os.environ.get("ELASTIC_SLURM_DIRECT_COPY") == "1":
+        errors.append(f"rank {comm.Get_rank()}: direct copies fell back: {redistribute._warned}")
     for line in errors[:10]:
         print("MISMATCH", line, flush=True)
     total = comm.allreduce(len(errors))

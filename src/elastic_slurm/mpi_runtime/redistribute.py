@@ -1089,6 +1089,7 @@ class _GridPlan:
     send: np.ndarray
     recv: np.ndarray
     cell_bytes: int
+    rank: int
     pull: bool
     sends: dict[int, tuple[np.ndarray, np.ndarray, int]]
     recvs: dict[int, tuple[np.ndarray, np.ndarray, int]]
@@ -1100,7 +1101,7 @@ class _GridPlan:
             os.getpid(),
             self.send.ctypes.data if self.send.size else 0,
             self.recv.ctypes.data if self.recv.size else 0,
-            bool(self.sends) or bool(self.recvs),
+            bool(set(self.sends) - {self.rank}) or bool(set(self.recvs) - {self.rank}),
         )
 
     def run(self, comm: MPI.Intracomm, peers: list[tuple[object, ...]]) -> None:
@@ -1108,30 +1109,39 @@ class _GridPlan:
         rank = comm.Get_rank()
         own = self.sends.pop(rank, None)
         self.recvs.pop(rank, None)  # the same tile, seen from the receiving side
-        if own is not None:
-            _copy_tile(self.send, own, self.recv)
         if not any(p[4] for p in peers):
-            return  # no rank moves anything through MPI: no collective needed
+            if own is not None:
+                _copy_tile(self.send, own, self.recv)
+            return  # nothing crosses ranks: no collective needed
         mine = peers[rank]
         direct = _DIRECT and mine[0] is not None
         near = {r for r, p in enumerate(peers) if direct and p[0] == mine[0] and r != rank}
+        # Both sides of a pair decide alike (same tile, same machine): direct only for tiles
+        # made of long runs, where one system call per 1024 runs is faster than packing.
+        row_bytes = (self.send.shape[1], self.recv.shape[1])
+        direct_to = {r for r in near & set(self.sends) if _long_runs(self.sends[r], row_bytes[0])}
+        direct_from = {r for r in near & set(self.recvs) if _long_runs(self.recvs[r], row_bytes[1])}
         failed = ""
-        if near:
-            # Pull: this rank reads its tiles from near senders; push: writes to near receivers.
-            jobs = self.recvs if self.pull else self.sends
-            try:
-                for peer in sorted(set(jobs) & near, key=lambda r: (r - rank) % len(peers)):
-                    _direct_copy(self, peer, peers[peer], jobs[peer], read=self.pull)
-            except OSError as exc:
-                failed = f"rank {rank}: {exc}"
-        # Everyone learns whether every direct copy worked; if one failed, all go by MPI.
-        failures = [f for f in comm.allgather(failed) if f]
+        try:
+            # Pull: this rank reads its tiles from the senders; push: writes to the receivers.
+            jobs = (self.recvs, direct_from) if self.pull else (self.sends, direct_to)
+            for peer in sorted(jobs[1], key=lambda r: (r - rank) % len(peers)):
+                _direct_copy(self, peer, peers[peer], jobs[0][peer], read=self.pull)
+        except Exception as exc:  # noqa: BLE001 (any failure: fall back to messages)
+            failed = f"rank {rank}: {type(exc).__name__}: {exc}"
+        if own is not None:
+            _copy_tile(self.send, own, self.recv)
+        to, frm = set(self.sends) - direct_to, set(self.recvs) - direct_from
+        # Everyone learns whether every direct copy worked (this is also the barrier that keeps
+        # every array alive until the copies are done); if one failed, all go by messages.
+        reports = comm.allgather((failed, bool(to or frm)))
+        failures = [f for f, _ in reports if f]
         if failures:
             _warn_direct(failures[0])
-            near = set()
-        self._messages(
-            comm, {r for r in self.sends if r not in near}, {r for r in self.recvs if r not in near}
-        )
+            to, frm = set(self.sends), set(self.recvs)
+        elif not any(busy for _, busy in reports):
+            return
+        self._messages(comm, to, frm)
 
     def _messages(self, comm: MPI.Intracomm, to: set[int], frm: set[int]) -> None:
         """Move the given tiles as MPI messages (receives posted first)."""
@@ -1299,6 +1309,21 @@ def _direct_copy(
 _LIBC: object = None
 
 
+_MIN_DIRECT_RUN = int(os.environ.get("ELASTIC_SLURM_DIRECT_MIN_RUN", 16 * 1024))
+"""A tile is copied directly between processes only if its contiguous runs average at least
+this many bytes (``ELASTIC_SLURM_DIRECT_MIN_RUN`` overrides it; the tests set 0) (``process_vm_readv`` costs about a page pin per run: 512-byte runs go at a
+tenth of the speed of 32 KiB ones here); otherwise it is packed and sent as one message."""
+
+
+def _long_runs(tile: Tile, row_here: int) -> bool:
+    """Whether the tile's runs average ``_MIN_DIRECT_RUN`` bytes (the same on both sides)."""
+    rows, cols, row_there = tile
+    nbytes = int(rows[:, 2].sum()) * int(cols[:, 2].sum())
+    whole = len(cols) == 1 and cols[0, 0] == cols[0, 1] == 0 and cols[0, 2] == row_here
+    runs = len(rows) if whole and row_here == row_there else int(rows[:, 2].sum()) * len(cols)
+    return nbytes >= _MIN_DIRECT_RUN * max(runs, 1)
+
+
 def _cells(buf: np.ndarray, cell_bytes: int) -> int:
     cells = buf.nbytes // cell_bytes
     if cells > MPI_INT_MAX:  # pragma: no cover (above 2**31 cells in one message)
@@ -1407,7 +1432,7 @@ def _grid_plan(
         for a in (send, recv)
     ]
     pull = _parts(d_axes) >= _parts(s_axes)  # the side with more ranks does the copying
-    plan = _GridPlan(as2d[0], as2d[1], max(cell_bytes, 1), pull, {}, {})
+    plan = _GridPlan(as2d[0], as2d[1], max(cell_bytes, 1), rank, pull, {}, {})
     if cell_bytes == 0 or s_axes[0].global_rows * s_axes[1].global_rows == 0:
         return plan
     row_pieces = axis_pieces(s_axes[0], d_axes[0])
