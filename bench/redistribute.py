@@ -3,23 +3,26 @@
 For each rank pair ``k:m`` this starts one ``mpirun -n max(k, m)`` (oversubscribed, no
 binding: all ranks share this machine's cores) that, for every size and target distribution:
 
-1. builds the source part of a ``(rows, row_elems)`` float64 array, ``BlockRows(rows, k)``;
+1. builds the source part of a ``(rows, row_elems)`` float64 array (element ``(i, j)`` holds
+   ``i * row_elems + j``) under the source distribution of the kind (below);
 2. measures, on rank 0 only while the other ranks sleep, ``np.copyto`` of a buffer of the same
    size as the *global* array into another preallocated one (the baseline: a plain NumPy copy
    of the same bytes, one process, measured in the same run, interleaved with 3.), and
    ``a.copy()``, the same copy into a new array (which pays for the new pages);
-3. measures :func:`~elastic_slurm.mpi_runtime.redistribute.redistribute` to ``BlockRows(rows,
-   m)`` or ``BlockCyclicRows(rows, m, block)`` (from a barrier to the last rank's return), in
-   two ways: ``new``, the result allocated inside each call as in a real resize (its pages are
+3. measures :func:`~elastic_slurm.mpi_runtime.redistribute.redistribute_grid` (the engine
+   behind ``move_array``, which moves the data at a resize) to the target distribution (from a
+   barrier to the last rank's return), in two ways: ``new``, the result allocated inside each call as in a real resize (its pages are
    zeroed by the kernel on first touch: about one extra copy's worth of memory traffic), and
    ``out=``, into a preallocated, already touched result, like the ``np.copyto`` baseline.
-   One untimed warm-up call of each is checked row by row first.
+   One untimed warm-up call of each is checked element by element first.
 
 It prints one line per case: median time of ``--reps`` repetitions with the spread [min-max]
 and throughput (global bytes / median time) for both ways and for ``np.copyto``; ``ratio`` is
-the redistribution throughput over the ``np.copyto`` throughput (the issue's target: >= 0.5),
-and for ``new`` also over ``a.copy()`` (like for like: both allocate). Throughputs are in GB/s
-(10**9 bytes per second); sizes in MiB.
+the redistribution throughput over the ``np.copyto`` throughput (issue 15's target: >= 0.8 in
+the worst case), and for ``new`` also over ``a.copy()`` (like for like: both allocate). The
+``best`` columns are the same two ratios from the fastest repetition of each side, which are
+less exposed to other load on a shared machine. Throughputs are in GB/s (10**9 bytes per
+second); sizes in MiB.
 
 Usage::
 
@@ -27,8 +30,11 @@ Usage::
     .venv/bin/python bench/redistribute.py --sizes 64 --reps 3   # quick
     .venv/bin/python bench/redistribute.py --pairs 2:3,5:2 --kinds block,cyclic1 --row-elems 1
 
-``--kinds``: ``block`` (block to block), ``cyclicB`` (block to block-cyclic with ``B`` rows per
-block). ``--row-elems 1`` makes the array 1-D (one element per row, the worst case for the
+``--kinds``: ``block`` (block rows to block rows), ``cyclicB`` (block rows to block-cyclic rows
+with ``B`` rows per block), ``grid`` (2-D block over the grid :func:`grid_shape` of ``k`` ranks
+to that of ``m``: ``4:6`` is ``2 x 2 -> 2 x 3``, ``4:3`` is ``2 x 2 -> 1 x 3``), ``gridcycB``
+(ScaLAPACK 2-D block-cyclic, ``B x B`` blocks, between the same grids), ``grid2rows`` and
+``rows2grid`` (2-D block grid to block rows and back: the restart path). ``--row-elems 1`` makes the array 1-D (one element per row, the worst case for the
 index plan). Needs ``mpirun`` (Open MPI) and mpi4py; it runs as root like the tests do.
 """
 
@@ -95,7 +101,7 @@ def driver(args: argparse.Namespace) -> int:
     header = (
         f"{'k->m':>5} {'to':>9} {'MiB':>5} | {'new result: s':>24} {'GB/s':>6} {'ratio':>5} "
         f"{'/copy':>5} | {'out=: s':>24} {'GB/s':>6} {'ratio':>5} | "
-        f"{'np.copyto: s':>24} {'GB/s':>6} | {'a.copy() s':>10}"
+        f"{'np.copyto: s':>24} {'GB/s':>6} | {'a.copy() s':>10} | {'best: out=':>10} {'/copy':>5}"
     )
     print(header)
     worst: dict[str, float] = {}
@@ -150,6 +156,12 @@ def driver(args: argparse.Namespace) -> int:
                 cols.append(col)
             cols.append(f"{_spread(r['copy']):>24} {r['bytes'] / copy_s / 1e9:6.2f}")
             cols.append(f"{copy_new_s:10.3f}")
+            # the same ratios from the fastest repetition of each (less exposed to other load)
+            best_out = min(r["copy"]) / min(r["out"])
+            best_new = min(r["copy_new"]) / min(r["new"])
+            worst["best out"] = min(worst.get("best out", best_out), best_out)
+            worst["best new"] = min(worst.get("best new", best_new), best_new)
+            cols.append(f"{best_out:10.2f} {best_new:5.2f}")
             print(f"{k:>2}->{m:<2} {r['kind']:>9} {r['mib']:>5} | " + " | ".join(cols), flush=True)
         err = proc.stderr.read() if proc.stderr else ""
         if proc.wait() != 0:
@@ -157,9 +169,11 @@ def driver(args: argparse.Namespace) -> int:
             return 1
     if worst:
         print(
-            f"# worst ratio to np.copyto: new result {worst['new']:.2f}, out= "
-            f"{worst['out']:.2f} (target >= 0.5); new result to a.copy(): "
-            f"{worst['new/copy']:.2f}; load average at end {os.getloadavg()[0]:.2f}"
+            f"# worst ratio (medians) to np.copyto: new result {worst['new']:.2f}, out= "
+            f"{worst['out']:.2f} (target >= 0.8); new result to a.copy(): "
+            f"{worst['new/copy']:.2f}; fastest repetitions: out= {worst['best out']:.2f}, "
+            f"new result to a.copy() {worst['best new']:.2f}; "
+            f"load average at end {os.getloadavg()[0]:.2f}"
         )
     return 0
 
@@ -302,7 +316,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="64,256,1024", help="global sizes in MiB")
     parser.add_argument("--pairs", default="2:3,3:2,4:1,1:4", help="k:m rank pairs")
-    parser.add_argument("--kinds", default="block,cyclic64", help="block, cyclicB, ...")
+    parser.add_argument(
+        "--kinds",
+        default="block,cyclic64",
+        help="block, cyclicB, grid, gridcycB, grid2rows, rows2grid",
+    )
     parser.add_argument("--reps", type=int, default=5, help="timed repetitions per case")
     parser.add_argument("--row-elems", type=int, default=1024, help="float64 per row (1: 1-D)")
     parser.add_argument(
