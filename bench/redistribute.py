@@ -11,8 +11,9 @@ binding: all ranks share this machine's cores) that, for every size and target d
    ``a.copy()``, the same copy into a new array (which pays for the new pages);
 3. measures :func:`~elastic_slurm.mpi_runtime.redistribute.redistribute_grid` (the engine
    behind ``move_array``, which moves the data at a resize) to the target distribution (from a
-   barrier to the last rank's return), in two ways: ``new``, the result allocated inside each call as in a real resize (its pages are
-   zeroed by the kernel on first touch: about one extra copy's worth of memory traffic), and
+   barrier to the last rank's return), in two ways: ``new``, the result allocated inside each
+   call as in a real resize (its pages are zeroed by the kernel on first touch: about one
+   extra copy's worth of memory traffic), and
    ``out=``, into a preallocated, already touched result, like the ``np.copyto`` baseline.
    One untimed warm-up call of each is checked element by element first.
 
@@ -34,8 +35,9 @@ Usage::
 with ``B`` rows per block), ``grid`` (2-D block over the grid :func:`grid_shape` of ``k`` ranks
 to that of ``m``: ``4:6`` is ``2 x 2 -> 2 x 3``, ``4:3`` is ``2 x 2 -> 1 x 3``), ``gridcycB``
 (ScaLAPACK 2-D block-cyclic, ``B x B`` blocks, between the same grids), ``grid2rows`` and
-``rows2grid`` (2-D block grid to block rows and back: the restart path). ``--row-elems 1`` makes the array 1-D (one element per row, the worst case for the
-index plan). Needs ``mpirun`` (Open MPI) and mpi4py; it runs as root like the tests do.
+``rows2grid`` (2-D block grid to block rows and back: the restart path). ``--row-elems 1``
+makes the array 1-D (one element per row; row kinds only). Needs ``mpirun`` (Open MPI) and
+mpi4py; it runs as root like the tests do.
 """
 
 from __future__ import annotations
