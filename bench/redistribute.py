@@ -126,6 +126,7 @@ def driver(args: argparse.Namespace) -> int:
                     "kinds": args.kinds.split(","),
                     "reps": args.reps,
                     "row_elems": args.row_elems,
+                    "mpi_path": args.mpi_path,
                 }
             ),
         ]
@@ -164,6 +165,9 @@ def driver(args: argparse.Namespace) -> int:
             worst["best out"] = min(worst.get("best out", best_out), best_out)
             worst["best new"] = min(worst.get("best new", best_new), best_new)
             cols.append(f"{best_out:10.2f} {best_new:5.2f}")
+            if "mpi_out" in r:
+                mpi_ratio = copy_s / statistics.median(r["mpi_out"])
+                cols.append(f"{_spread(r['mpi_out']):>24} {mpi_ratio:5.2f}")
             print(f"{k:>2}->{m:<2} {r['kind']:>9} {r['mib']:>5} | " + " | ".join(cols), flush=True)
         err = proc.stderr.read() if proc.stderr else ""
         if proc.wait() != 0:
@@ -189,7 +193,10 @@ def worker(spec: dict[str, Any]) -> int:
     import numpy as np
     from mpi4py import MPI
 
-    from elastic_slurm.mpi_runtime.redistribute import redistribute_grid
+    from elastic_slurm.mpi_runtime import redistribute as engine
+    from elastic_slurm.mpi_runtime.redistribute import redistribute, redistribute_grid
+
+    direct = engine._DIRECT
 
     comm = MPI.COMM_WORLD
     rank = comm.Get_rank()
@@ -237,13 +244,19 @@ def worker(spec: dict[str, Any]) -> int:
                 else:
                     comm.Barrier()
                     idle_wait()
-                for way, kw in (("new", {}), ("out", {"out": ours})):
+                ways = [("new", {}, redistribute_grid), ("out", {"out": ours}, redistribute_grid)]
+                if spec["mpi_path"]:
+                    rows_only = not kind.startswith(("grid", "rows2"))
+                    ways.append(("mpi_out", {"out": ours}, redistribute if rows_only else None))
+                for way, kw, fn in ways:
+                    engine._DIRECT = fn is not None  # None: the same engine, messages only
                     comm.Barrier()
                     t0 = time.perf_counter()
-                    out = redistribute_grid(comm, local, shape, np.float64, src, dst, **kw)
+                    out = (fn or redistribute_grid)(comm, local, shape, np.float64, src, dst, **kw)
                     elapsed = time.perf_counter() - t0
                     del out
-                    times[way].append(comm.allreduce(elapsed, op=MPI.MAX))
+                    engine._DIRECT = direct
+                    times.setdefault(way, []).append(comm.allreduce(elapsed, op=MPI.MAX))
             if rank == 0:
                 print(json.dumps({"kind": kind, "mib": mib, "bytes": rows * width * 8, **times}))
             del ours, local
@@ -330,6 +343,12 @@ def main() -> int:
         default="default",
         choices=["default", "cma", "none"],
         help="Open MPI vader single-copy mechanism (default: Open MPI picks)",
+    )
+    parser.add_argument(
+        "--mpi-path",
+        action="store_true",
+        help="also time into out= the MPI-only path: redistribute() (Alltoallv) for row kinds, "
+        "redistribute_grid without direct copies (messages only) for the others",
     )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
