@@ -1,4 +1,4 @@
-"""Distributions of axis 0 (rows) of a global array, and the plans for moving rows between them.
+"""Distributions of a global array over ranks (rows, or 2-D process grids) and move plans.
 
 A global array of shape ``(global_rows, *trailing)`` is split along axis 0 (its rows) over
 ``parts`` owners; owner ``p`` is the MPI rank ``p`` of the communicator that holds the data.
@@ -16,6 +16,15 @@ small :class:`RowDistribution` protocol; two implementations are provided:
 The three layouts the runtime registers map onto these: a *1-D block* or *1-D block-cyclic*
 array is the case ``trailing == ()`` (one row per element); a *2-D row-block* array of shape
 ``(n, m)`` is ``BlockRows(n, parts)`` (whole rows of ``m`` elements per owner).
+
+Two-dimensional process grids (:class:`Grid2D`) distribute axes 0 *and* 1 as ScaLAPACK does
+(ScaLAPACK Users' Guide, Blackford et al., SIAM 1997, section 4.3, "The Two-dimensional Block
+Cyclic Distribution"): the ranks form a ``P x Q`` grid, row-major, and each axis is spread by
+its own 1-D distribution over the process rows or columns (:func:`block_2d`,
+:func:`block_cyclic_2d`; :func:`grid_shape` picks the grid for a rank count).
+:func:`axis_pieces` gives, for one axis, the runs of indices that move between two
+distributions, contiguous in both local arrays; the product of a row and a column piece is a
+rectangle that travels in one piece.
 
 How it degrades: this module needs neither MPI nor I/O. The integer methods (``counts``,
 ``rows_of`` ...) and :func:`transfer_plan` use plain Python integers and work without NumPy;

@@ -1,4 +1,4 @@
-"""Move a row-distributed NumPy array from one distribution to another over MPI.
+"""Move a distributed NumPy array from one distribution to another over MPI.
 
 At a resize point the data of an elastic job is split along axis 0 (its rows) over one set of
 parts and must end up split over another: ``src_parts`` block-distributed ranks to
@@ -10,6 +10,11 @@ block is a single ``MPI_Alltoallv`` of slices of the local block. Other pairs ei
 each run of rows that has one source and one destination as its own message, straight into
 the result (when the runs are large), or pack the rows each destination needs with one NumPy
 gather, send them with one ``MPI_Alltoallv``, and place the received rows with one scatter.
+
+Arrays on 2-D process grids (:class:`~elastic_slurm.mpi_runtime.distribution.Grid2D`, the
+ScaLAPACK block and block-cyclic layouts) move with :func:`redistribute_grid`, between grids
+of any shape and between a grid and rows; :func:`move_array` is the runtime's entry point for
+a registered array (:mod:`~elastic_slurm.mpi_runtime.data`), whatever its distribution.
 
 How it degrades:
 
