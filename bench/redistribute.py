@@ -165,9 +165,10 @@ def driver(args: argparse.Namespace) -> int:
             worst["best out"] = min(worst.get("best out", best_out), best_out)
             worst["best new"] = min(worst.get("best new", best_new), best_new)
             cols.append(f"{best_out:10.2f} {best_new:5.2f}")
-            if "mpi_out" in r:
-                mpi_ratio = copy_s / statistics.median(r["mpi_out"])
-                cols.append(f"{_spread(r['mpi_out']):>24} {mpi_ratio:5.2f}")
+            for extra in ("mpi_out", "direct_out"):
+                if extra in r:
+                    extra_ratio = copy_s / statistics.median(r[extra])
+                    cols.append(f"{_spread(r[extra]):>24} {extra_ratio:5.2f}")
             print(f"{k:>2}->{m:<2} {r['kind']:>9} {r['mib']:>5} | " + " | ".join(cols), flush=True)
         err = proc.stderr.read() if proc.stderr else ""
         if proc.wait() != 0:
@@ -197,6 +198,14 @@ def worker(spec: dict[str, Any]) -> int:
     from elastic_slurm.mpi_runtime.redistribute import redistribute, redistribute_grid
 
     direct = engine._DIRECT
+
+    def _direct_rows(*args: Any, **kwargs: Any) -> Any:
+        """Rows to rows through the grid engine (direct copies) instead of Alltoallv."""
+        engine._ROWS_BY_ALLTOALLV = False
+        try:
+            return redistribute_grid(*args, **kwargs)
+        finally:
+            engine._ROWS_BY_ALLTOALLV = True
 
     comm = MPI.COMM_WORLD
     rank = comm.Get_rank()
@@ -245,9 +254,11 @@ def worker(spec: dict[str, Any]) -> int:
                     comm.Barrier()
                     idle_wait()
                 ways = [("new", {}, redistribute_grid), ("out", {"out": ours}, redistribute_grid)]
+                rows_only = not kind.startswith(("grid", "rows2"))
                 if spec["mpi_path"]:
-                    rows_only = not kind.startswith(("grid", "rows2"))
                     ways.append(("mpi_out", {"out": ours}, redistribute if rows_only else None))
+                if spec["mpi_path"] and rows_only:
+                    ways.append(("direct_out", {"out": ours}, _direct_rows))
                 for way, kw, fn in ways:
                     engine._DIRECT = fn is not None  # None: the same engine, messages only
                     comm.Barrier()
@@ -348,7 +359,8 @@ def main() -> int:
         "--mpi-path",
         action="store_true",
         help="also time into out= the MPI-only path: redistribute() (Alltoallv) for row kinds, "
-        "redistribute_grid without direct copies (messages only) for the others",
+        "redistribute_grid without direct copies (messages only) for the others; and for row "
+        "kinds the grid engine with direct copies",
     )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -807,6 +807,9 @@ def _as_bytes(array: np.ndarray) -> np.ndarray:
 # Two-dimensional distributions (process grids) and the runtime's entry point
 
 _GRID_API = ("redistribute_grid", "global_shape, dtype, src, dst")
+_ROWS_BY_ALLTOALLV = True
+"""Rows to rows through :func:`redistribute`; False sends them through the grid engine (the
+benchmark compares both)."""
 _MAX_SELF_SLICES = 256
 """Up to this many (row piece x column piece) tiles that stay on a rank are copied by NumPy
 slice assignments; more go through MPI's datatype engine (one call, no Python loop)."""
@@ -897,9 +900,9 @@ def redistribute_grid(
     """
     if comm.Is_inter():
         raise TypeError("redistribute_grid needs an intracommunicator, got an intercommunicator")
-    if not isinstance(src, Grid2D) and not isinstance(dst, Grid2D):
+    if _ROWS_BY_ALLTOALLV and not isinstance(src, Grid2D) and not isinstance(dst, Grid2D):
         # rows to rows: one MPI_Alltoallv (single copy through CMA on one machine), which
-        # measured as fast as or faster than direct copies here
+        # measured about as fast as direct copies here (bench/redistribute.py --mpi-path)
         return redistribute(comm, local, global_shape, dtype, src, dst, out=out)
     rank, size = comm.Get_rank(), comm.Get_size()
     problem: tuple[type[Exception], str] | None = None
@@ -1142,6 +1145,10 @@ class _GridPlan:
         row_bytes = (self.send.shape[1], self.recv.shape[1])
         direct_to = {r for r in near & set(self.sends) if _long_runs(self.sends[r], row_bytes[0])}
         direct_from = {r for r in near & set(self.recvs) if _long_runs(self.recvs[r], row_bytes[1])}
+        to, frm = set(self.sends) - direct_to, set(self.recvs) - direct_from
+        private = _private(comm)  # no message of ours can match the caller's
+        # The messages go first, so that they travel while this rank copies directly.
+        pending = self._post(private, to, frm)
         failed = ""
         try:
             # Pull: this rank reads its tiles from the senders; push: writes to the receivers.
@@ -1152,42 +1159,50 @@ class _GridPlan:
             failed = f"rank {rank}: {type(exc).__name__}: {exc}"
         if own is not None:
             _copy_tile(self.send, own, self.recv)
-        to, frm = set(self.sends) - direct_to, set(self.recvs) - direct_from
+        self._finish(*pending)
         # Everyone learns whether every direct copy worked (this is also the barrier that keeps
         # every array alive until the copies are done); if one failed, all go by messages.
-        reports = comm.allgather((failed, bool(to or frm)))
-        failures = [f for f, _ in reports if f]
+        failures = [f for f in comm.allgather(failed) if f]
         if failures:
             _warn_direct(failures[0])
-            to, frm = set(self.sends), set(self.recvs)
-        elif not any(busy for _, busy in reports):
-            return
-        self._messages(comm, to, frm)
+            self._finish(*self._post(private, direct_to, direct_from))
 
-    def _messages(self, comm: MPI.Intracomm, to: set[int], frm: set[int]) -> None:
-        """Move the given tiles as MPI messages (receives posted first)."""
+    def _post(
+        self, private: MPI.Intracomm, to: set[int], frm: set[int]
+    ) -> tuple[list[MPI.Request], list[tuple[np.ndarray, Tile] | None], MPI.Datatype]:
+        """Start the messages of the given tiles (receives first, each send packed just before)."""
         from mpi4py import MPI
 
-        rank, size = comm.Get_rank(), comm.Get_size()
-        private = comm.Dup()  # no message of ours can match the caller's
+        rank, size = private.Get_rank(), private.Get_size()
         cell = MPI.BYTE.Create_contiguous(self.cell_bytes)
         cell.Commit()
+        staged: list[tuple[np.ndarray, Tile] | None] = []
+        requests = []
+        for peer in sorted(frm, key=lambda r: (r - rank) % size):
+            tile = self.recvs[peer]
+            view = _whole_rows(self.recv, tile, 1)
+            buf = view if view is not None else _tile_buffer(tile)
+            staged.append(None if view is not None else (buf, tile))
+            requests.append(private.Irecv([buf, _cells(buf, self.cell_bytes), cell], peer, 7))
+        for peer in sorted(to, key=lambda r: (r - rank) % size):
+            tile = self.sends[peer]
+            buf = _whole_rows(self.send, tile, 0)
+            if buf is None:
+                buf = _gather(self.send, tile, 0)
+            requests.append(private.Isend([buf, _cells(buf, self.cell_bytes), cell], peer, 7))
+        return requests, staged, cell
+
+    def _finish(
+        self,
+        requests: list[MPI.Request],
+        staged: list[tuple[np.ndarray, Tile] | None],
+        cell: MPI.Datatype,
+    ) -> None:
+        """Wait for the messages; unpack each received tile as it arrives."""
+        from mpi4py import MPI
+
         try:
-            staged: list[tuple[np.ndarray, tuple[np.ndarray, np.ndarray, int]] | None] = []
-            requests = []
-            for peer in sorted(frm, key=lambda r: (r - rank) % size):
-                tile = self.recvs[peer]
-                view = _whole_rows(self.recv, tile, 1)
-                buf = view if view is not None else _tile_buffer(tile)
-                staged.append(None if view is not None else (buf, tile))
-                requests.append(private.Irecv([buf, _cells(buf, self.cell_bytes), cell], peer, 7))
-            n_recv = len(requests)
-            for peer in sorted(to, key=lambda r: (r - rank) % size):
-                tile = self.sends[peer]
-                buf = _whole_rows(self.send, tile, 0)
-                if buf is None:
-                    buf = _gather(self.send, tile, 0)
-                requests.append(private.Isend([buf, _cells(buf, self.cell_bytes), cell], peer, 7))
+            n_recv = len(staged)
             for _ in range(n_recv):
                 index = MPI.Request.Waitany(requests[:n_recv])
                 done = staged[index]
@@ -1197,7 +1212,36 @@ class _GridPlan:
             MPI.Request.Waitall(requests[n_recv:])
         finally:
             cell.Free()
-            private.Free()
+
+
+_KEYVAL: list[int] = []
+
+
+def _free_private(_comm: object, _keyval: int, dup: MPI.Intracomm) -> None:
+    """Free the cached duplicate with its communicator (an attribute delete callback)."""
+    from mpi4py import MPI
+
+    try:
+        if dup != MPI.COMM_NULL:
+            dup.Free()
+    except MPI.Exception:  # at MPI_Finalize: nothing left to free
+        pass
+
+
+def _private(comm: MPI.Intracomm) -> MPI.Intracomm:
+    """A duplicate of ``comm`` for our messages, made once and cached on ``comm`` (collective).
+
+    The duplicate is an attribute of ``comm``: freeing ``comm`` frees it.
+    """
+    from mpi4py import MPI
+
+    if not _KEYVAL:
+        _KEYVAL.append(MPI.Comm.Create_keyval(delete_fn=_free_private))
+    dup = comm.Get_attr(_KEYVAL[0])
+    if dup is None:
+        dup = comm.Dup()
+        comm.Set_attr(_KEYVAL[0], dup)
+    return dup
 
 
 _DIRECT = os.environ.get("ELASTIC_SLURM_DIRECT_COPY", "1") != "0"
