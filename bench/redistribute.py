@@ -126,7 +126,7 @@ def driver(args: argparse.Namespace) -> int:
                     "kinds": args.kinds.split(","),
                     "reps": args.reps,
                     "row_elems": args.row_elems,
-                    "mpi_path": args.mpi_path,
+                    "compare_direct": args.compare_direct,
                 }
             ),
         ]
@@ -165,10 +165,9 @@ def driver(args: argparse.Namespace) -> int:
             worst["best out"] = min(worst.get("best out", best_out), best_out)
             worst["best new"] = min(worst.get("best new", best_new), best_new)
             cols.append(f"{best_out:10.2f} {best_new:5.2f}")
-            for extra in ("mpi_out", "direct_out"):
-                if extra in r:
-                    extra_ratio = copy_s / statistics.median(r[extra])
-                    cols.append(f"{_spread(r[extra]):>24} {extra_ratio:5.2f}")
+            if "direct_out" in r:
+                extra_ratio = copy_s / statistics.median(r["direct_out"])
+                cols.append(f"{_spread(r['direct_out']):>24} {extra_ratio:5.2f}")
             print(f"{k:>2}->{m:<2} {r['kind']:>9} {r['mib']:>5} | " + " | ".join(cols), flush=True)
         err = proc.stderr.read() if proc.stderr else ""
         if proc.wait() != 0:
@@ -195,17 +194,16 @@ def worker(spec: dict[str, Any]) -> int:
     from mpi4py import MPI
 
     from elastic_slurm.mpi_runtime import redistribute as engine
-    from elastic_slurm.mpi_runtime.redistribute import redistribute, redistribute_grid
+    from elastic_slurm.mpi_runtime.redistribute import redistribute_grid
 
-    direct = engine._DIRECT
-
-    def _direct_rows(*args: Any, **kwargs: Any) -> Any:
-        """Rows to rows through the grid engine (direct copies) instead of Alltoallv."""
-        engine._ROWS_BY_ALLTOALLV = False
+    def _direct(*args: Any, **kwargs: Any) -> Any:
+        """The grid engine with direct copies between processes, for rows too."""
+        saved = engine._DIRECT, engine._ROWS_BY_ALLTOALLV
+        engine._DIRECT, engine._ROWS_BY_ALLTOALLV = True, False
         try:
             return redistribute_grid(*args, **kwargs)
         finally:
-            engine._ROWS_BY_ALLTOALLV = True
+            engine._DIRECT, engine._ROWS_BY_ALLTOALLV = saved
 
     comm = MPI.COMM_WORLD
     rank = comm.Get_rank()
@@ -254,19 +252,14 @@ def worker(spec: dict[str, Any]) -> int:
                     comm.Barrier()
                     idle_wait()
                 ways = [("new", {}, redistribute_grid), ("out", {"out": ours}, redistribute_grid)]
-                rows_only = not kind.startswith(("grid", "rows2"))
-                if spec["mpi_path"]:
-                    ways.append(("mpi_out", {"out": ours}, redistribute if rows_only else None))
-                if spec["mpi_path"] and rows_only:
-                    ways.append(("direct_out", {"out": ours}, _direct_rows))
+                if spec["compare_direct"]:
+                    ways.append(("direct_out", {"out": ours}, _direct))
                 for way, kw, fn in ways:
-                    engine._DIRECT = fn is not None  # None: the same engine, messages only
                     comm.Barrier()
                     t0 = time.perf_counter()
-                    out = (fn or redistribute_grid)(comm, local, shape, np.float64, src, dst, **kw)
+                    out = fn(comm, local, shape, np.float64, src, dst, **kw)
                     elapsed = time.perf_counter() - t0
                     del out
-                    engine._DIRECT = direct
                     times.setdefault(way, []).append(comm.allreduce(elapsed, op=MPI.MAX))
             if rank == 0:
                 print(json.dumps({"kind": kind, "mib": mib, "bytes": rows * width * 8, **times}))
@@ -356,11 +349,10 @@ def main() -> int:
         help="Open MPI vader single-copy mechanism (default: Open MPI picks)",
     )
     parser.add_argument(
-        "--mpi-path",
+        "--compare-direct",
         action="store_true",
-        help="also time into out= the MPI-only path: redistribute() (Alltoallv) for row kinds, "
-        "redistribute_grid without direct copies (messages only) for the others; and for row "
-        "kinds the grid engine with direct copies",
+        help="also time into out= the engine with direct copies between processes "
+        "(process_vm_readv/writev; ELASTIC_SLURM_DIRECT_COPY=1), rows included",
     )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -78,7 +78,7 @@ def test_grid_redistribution_matches_global_array(
     min_run: int,
 ) -> None:
     # direct "1": tiles copied between processes with process_vm_readv/writev (every tile when
-    # min_run is 0, those of long runs only with 64), "0": all by MPI messages
+    # min_run is 0, those of long runs only with 64), "0" (the default): all by MPI messages
     monkeypatch.setenv("ELASTIC_SLURM_DIRECT_COPY", direct)
     monkeypatch.setenv("ELASTIC_SLURM_DIRECT_MIN_RUN", str(min_run))
     cases = grid_cases(nprocs, mpi_data.dtypes)

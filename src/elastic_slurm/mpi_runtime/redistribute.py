@@ -878,25 +878,29 @@ def redistribute_grid(
     (:func:`~.distribution.axis_pieces`: maximal runs of indices with one source and one
     destination process row, or column, contiguous in both local arrays). What part ``s``
     sends to part ``d`` is a *tile*, the product of the row pieces ``s -> d`` and the column
-    pieces ``s -> d``. The tile that stays on a rank is copied with NumPy slice assignments.
-    The verdict exchange also tells every rank where its peers run (boot id, PID and mount
-    namespaces, process id, buffer addresses). A tile between two processes of one machine
-    whose contiguous runs average at least 2 KiB is copied in one step straight from the
-    source array into the result with ``process_vm_readv`` (the receiver pulls, when the
-    array grows to at least as many ranks) or ``process_vm_writev`` (the sender pushes, when
-    it shrinks), so the ranks that outnumber the others share the work; that is Linux's
-    cross-memory attach, which Open MPI's shared-memory transport uses for large messages.
-    Every other tile travels as one MPI message on a private duplicate of ``comm``: straight
-    from (into) the local array when the tile is one run of whole local rows, else packed
-    (unpacked) with NumPy. An ``allgather`` after the direct copies keeps every buffer alive
-    until they are done and makes every rank fall back to messages if any direct copy failed
-    (no permission to attach, another PID namespace: logged once as a warning).
-    ``ELASTIC_SLURM_DIRECT_COPY=0`` turns direct copies off.
+    pieces ``s -> d``. The tile that stays on a rank is copied with NumPy slice assignments;
+    every other tile travels as one MPI message on a duplicate of ``comm`` (made at the first
+    call, cached on ``comm`` and freed with it): straight from (into) the local array when the
+    tile is one run of whole local rows, else packed (unpacked) with NumPy, each received tile
+    unpacked as soon as it arrives.
+
+    With ``ELASTIC_SLURM_DIRECT_COPY=1``, the verdict exchange also tells every rank where its
+    peers run (boot id, PID and mount namespaces, process id, buffer addresses), and a tile
+    between two processes of one machine whose contiguous runs average at least 2 KiB is
+    copied in one step from the source array into the result with ``process_vm_readv`` (the
+    receiver pulls, when the array grows to at least as many ranks) or ``process_vm_writev``
+    (the sender pushes, when it shrinks): Linux's cross-memory attach, which Open MPI's
+    shared-memory transport uses for large messages. The messages are started first and
+    travel meanwhile. An ``allgather`` at the end keeps every buffer alive until the copies
+    are done and sends every tile of a failed direct copy by message on all ranks (no
+    permission to attach, another PID namespace: logged once as a warning). It is off by
+    default: on the shared 2-core test machine it measured no faster than the messages.
 
     Cost on a rank: ``O(r log r)`` for the plan (``r`` owner runs of both axes), then each
-    byte that changes rank is copied once (direct) or three times at most (pack, transfer,
-    unpack; once when both sides are whole rows); two small collectives (three plus a
-    ``Comm.Dup`` when messages are needed). Extra memory: the packed tiles of the messages.
+    byte that changes rank is copied three times at most (pack, transfer, unpack; once when both
+    sides are whole rows, or with a direct copy); one small collective (two with direct
+    copies; plus a ``Comm.Dup`` at the first call on a communicator). Extra memory: the
+    packed tiles of the messages.
     """
     if comm.Is_inter():
         raise TypeError("redistribute_grid needs an intracommunicator, got an intercommunicator")
@@ -1119,13 +1123,14 @@ class _GridPlan:
     recvs: dict[int, tuple[np.ndarray, np.ndarray, int]]
 
     def whoami(self) -> tuple[object, ...]:
-        """What the peers need to copy directly: machine, pid, buffer addresses, busy."""
+        """What the peers need to copy directly: machine, pid, addresses, busy, direct on."""
         return (
             _machine(),
             os.getpid(),
             self.send.ctypes.data if self.send.size else 0,
             self.recv.ctypes.data if self.recv.size else 0,
             bool(set(self.sends) - {self.rank}) or bool(set(self.recvs) - {self.rank}),
+            _DIRECT,
         )
 
     def run(self, comm: MPI.Intracomm, peers: list[tuple[object, ...]]) -> None:
@@ -1138,7 +1143,8 @@ class _GridPlan:
                 _copy_tile(self.send, own, self.recv)
             return  # nothing crosses ranks: no collective needed
         mine = peers[rank]
-        direct = _DIRECT and mine[0] is not None
+        agreed = all(p[5] for p in peers)  # the same on every rank, whatever each one's setting
+        direct = agreed and mine[0] is not None
         near = {r for r, p in enumerate(peers) if direct and p[0] == mine[0] and r != rank}
         # Both sides of a pair decide alike (same tile, same machine): direct only for tiles
         # made of long runs, where one system call per 1024 runs is faster than packing.
@@ -1160,6 +1166,8 @@ class _GridPlan:
         if own is not None:
             _copy_tile(self.send, own, self.recv)
         self._finish(*pending)
+        if not agreed:
+            return
         # Everyone learns whether every direct copy worked (this is also the barrier that keeps
         # every array alive until the copies are done); if one failed, all go by messages.
         failures = [f for f in comm.allgather(failed) if f]
@@ -1244,10 +1252,11 @@ def _private(comm: MPI.Intracomm) -> MPI.Intracomm:
     return dup
 
 
-_DIRECT = os.environ.get("ELASTIC_SLURM_DIRECT_COPY", "1") != "0"
+_DIRECT = os.environ.get("ELASTIC_SLURM_DIRECT_COPY", "0") == "1"
 """Copy between processes of one machine with ``process_vm_readv``/``process_vm_writev``
 (Linux cross-memory attach, the mechanism Open MPI's shared-memory transport uses for large
-messages); ``ELASTIC_SLURM_DIRECT_COPY=0`` turns it off (everything goes by MPI messages)."""
+messages) when ``ELASTIC_SLURM_DIRECT_COPY=1``. Off by default: on the 2-core test machine
+under load it was not faster than the messages (``bench/redistribute.py --compare-direct``)."""
 
 _IOV_MAX = 1024  # Linux's limit on iovecs per process_vm_* call
 _IOVEC = np.dtype([("base", np.uint64), ("len", np.uint64)])
