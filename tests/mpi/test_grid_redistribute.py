@@ -21,7 +21,6 @@ import numpy as np
 import pytest
 
 WORKER = str(Path(__file__).resolve())
-DEBUG = bool(os.environ.get("GRID_DEBUG"))
 
 SHAPES = ([7, 9], [12, 10, 2], [3, 8], [5, 1], [0, 4], [16, 16])
 
@@ -48,25 +47,25 @@ def grid_cases(nprocs: int, dtypes: tuple[str, ...]) -> list[dict[str, Any]]:
     """Cases with max(src parts, dst parts) == nprocs (rows to rows included)."""
     cases = []
     salt = 0
-    for k in range(1, nprocs + 1):
-        for m in {nprocs, k} if k == nprocs else {nprocs}:
-            for src, dst in itertools.product(dists_for(k), dists_for(m)):
-                shapes = SHAPES[salt % 2 :: 2] if k + m > 6 else SHAPES
-                if src["kind"].startswith("rows") and dst["kind"].startswith("rows"):
-                    shapes = [[11], [6, 3, 2], [2, 5]]  # 1-D arrays too
-                for shape in shapes:
-                    salt += 1
-                    dtype = dtypes[salt % len(dtypes)]
-                    cases.append(
-                        {"shape": shape, "dtype": dtype, "src": src, "dst": dst, "salt": salt}
-                    )
+    pairs = sorted(
+        {(k, nprocs) for k in range(1, nprocs + 1)} | {(nprocs, k) for k in range(1, nprocs)}
+    )
+    for k, m in pairs:  # grow to nprocs, shrink from it, and stay
+        for src, dst in itertools.product(dists_for(k), dists_for(m)):
+            shapes = SHAPES[salt % 2 :: 2] if k + m > 6 else SHAPES
+            if src["kind"].startswith("rows") and dst["kind"].startswith("rows"):
+                shapes = [[11], [6, 3, 2], [2, 5]]  # 1-D arrays too
+            for shape in shapes:
+                salt += 1
+                dtype = dtypes[salt % len(dtypes)]
+                cases.append({"shape": shape, "dtype": dtype, "src": src, "dst": dst, "salt": salt})
     return cases
 
 
 @pytest.mark.parametrize(
-    ("nprocs", "direct", "min_run"),
-    [(1, "1", 0), (2, "1", 0), (3, "1", 0), (4, "1", 0), (6, "1", 0), (3, "0", 0), (4, "0", 0)]
-    + [(5, "1", 64)],
+    ("nprocs", "direct", "min_run", "rows_engine"),
+    [(1, "1", 0, "0"), (2, "1", 0, "0"), (3, "1", 0, "1"), (4, "1", 0, "0"), (6, "1", 0, "0")]
+    + [(3, "0", 0, "0"), (4, "0", 0, "1"), (5, "1", 64, "0")],
 )
 def test_grid_redistribution_matches_global_array(
     mpirun,
@@ -76,11 +75,14 @@ def test_grid_redistribution_matches_global_array(
     nprocs: int,
     direct: str,
     min_run: int,
+    rows_engine: str,
 ) -> None:
     # direct "1": tiles copied between processes with process_vm_readv/writev (every tile when
-    # min_run is 0, those of long runs only with 64), "0" (the default): all by MPI messages
+    # min_run is 0, those of long runs only with 64), "0" (the default): all by MPI messages.
+    # rows_engine "1": rows to rows through the grid engine too, not redistribute()'s Alltoallv.
     monkeypatch.setenv("ELASTIC_SLURM_DIRECT_COPY", direct)
     monkeypatch.setenv("ELASTIC_SLURM_DIRECT_MIN_RUN", str(min_run))
+    monkeypatch.setenv("GRID_TEST_ROWS_ENGINE", rows_engine)
     cases = grid_cases(nprocs, mpi_data.dtypes)
     spec = tmp_path / "cases.json"
     spec.write_text(json.dumps(cases))
@@ -90,14 +92,14 @@ def test_grid_redistribution_matches_global_array(
 
 
 def test_cases_cover_the_issue(mpi_data) -> None:
-    # 2x2 -> 2x3 and 2x2 -> 1x3 (the issue's examples), grid -> rows and rows -> grid.
+    # 2x2 -> 2x3 and 2x2 -> 1x3 (the issue's examples), 2x3 -> 2x2, grid -> rows and back.
     cases = grid_cases(6, mpi_data.dtypes) + grid_cases(4, mpi_data.dtypes)
     pairs = {
         (tuple(c["src"].get("grid", ())), tuple(c["dst"].get("grid", ())), c["dst"]["kind"])
         for c in cases
     }
     assert ((2, 2), (2, 3), "grid_cyclic") in pairs
-    assert ((2, 2), (1, 3), "grid_cyclic") not in pairs or True
+    assert ((2, 2), (1, 3), "grid_block") in pairs and ((2, 3), (2, 2), "grid_cyclic") in pairs
     kinds = {(c["src"]["kind"], c["dst"]["kind"]) for c in cases}
     assert ("grid_cyclic", "rows") in kinds and ("rows", "grid_cyclic") in kinds
     assert len(cases) > 300
@@ -189,15 +191,14 @@ def _check_case(comm: Any, case: dict[str, Any], use_out: bool) -> list[str]:
 def _worker_cases(spec: str) -> int:
     from mpi4py import MPI
 
+    from elastic_slurm.mpi_runtime import redistribute
+
     comm = MPI.COMM_WORLD
     cases = json.loads(Path(spec).read_text())
     errors: list[str] = []
+    redistribute._ROWS_BY_ALLTOALLV = os.environ.get("GRID_TEST_ROWS_ENGINE") != "1"
     for i, case in enumerate(cases):
         errors += _check_case(comm, case, use_out=bool(i % 2))
-        if DEBUG and comm.Get_rank() == 0:
-            print("done", i, flush=True)
-    from elastic_slurm.mpi_runtime import redistribute
-
     if redistribute._warned and os.environ.get("ELASTIC_SLURM_DIRECT_COPY") == "1":
         errors.append(f"rank {comm.Get_rank()}: direct copies fell back: {redistribute._warned}")
     for line in errors[:10]:

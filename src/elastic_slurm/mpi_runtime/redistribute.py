@@ -906,7 +906,7 @@ def redistribute_grid(
         raise TypeError("redistribute_grid needs an intracommunicator, got an intercommunicator")
     if _ROWS_BY_ALLTOALLV and not isinstance(src, Grid2D) and not isinstance(dst, Grid2D):
         # rows to rows: one MPI_Alltoallv (single copy through CMA on one machine), which
-        # measured about as fast as direct copies here (bench/redistribute.py --mpi-path)
+        # measured faster than direct copies here (bench/redistribute.py --compare-direct)
         return redistribute(comm, local, global_shape, dtype, src, dst, out=out)
     rank, size = comm.Get_rank(), comm.Get_size()
     problem: tuple[type[Exception], str] | None = None
