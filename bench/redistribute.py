@@ -3,23 +3,27 @@
 For each rank pair ``k:m`` this starts one ``mpirun -n max(k, m)`` (oversubscribed, no
 binding: all ranks share this machine's cores) that, for every size and target distribution:
 
-1. builds the source part of a ``(rows, row_elems)`` float64 array, ``BlockRows(rows, k)``;
+1. builds the source part of a ``(rows, row_elems)`` float64 array (element ``(i, j)`` holds
+   ``i * row_elems + j``) under the source distribution of the kind (below);
 2. measures, on rank 0 only while the other ranks sleep, ``np.copyto`` of a buffer of the same
    size as the *global* array into another preallocated one (the baseline: a plain NumPy copy
    of the same bytes, one process, measured in the same run, interleaved with 3.), and
    ``a.copy()``, the same copy into a new array (which pays for the new pages);
-3. measures :func:`~elastic_slurm.mpi_runtime.redistribute.redistribute` to ``BlockRows(rows,
-   m)`` or ``BlockCyclicRows(rows, m, block)`` (from a barrier to the last rank's return), in
-   two ways: ``new``, the result allocated inside each call as in a real resize (its pages are
-   zeroed by the kernel on first touch: about one extra copy's worth of memory traffic), and
+3. measures :func:`~elastic_slurm.mpi_runtime.redistribute.redistribute_grid` (the engine
+   behind ``move_array``, which moves the data at a resize) to the target distribution (from a
+   barrier to the last rank's return), in two ways: ``new``, the result allocated inside each
+   call as in a real resize (its pages are zeroed by the kernel on first touch: about one
+   extra copy's worth of memory traffic), and
    ``out=``, into a preallocated, already touched result, like the ``np.copyto`` baseline.
-   One untimed warm-up call of each is checked row by row first.
+   One untimed warm-up call of each is checked element by element first.
 
 It prints one line per case: median time of ``--reps`` repetitions with the spread [min-max]
 and throughput (global bytes / median time) for both ways and for ``np.copyto``; ``ratio`` is
-the redistribution throughput over the ``np.copyto`` throughput (the issue's target: >= 0.5),
-and for ``new`` also over ``a.copy()`` (like for like: both allocate). Throughputs are in GB/s
-(10**9 bytes per second); sizes in MiB.
+the redistribution throughput over the ``np.copyto`` throughput (issue 15's target: >= 0.8 in
+the worst case), and for ``new`` also over ``a.copy()`` (like for like: both allocate). The
+``best`` columns are the same two ratios from the fastest repetition of each side, which are
+less exposed to other load on a shared machine. Throughputs are in GB/s (10**9 bytes per
+second); sizes in MiB.
 
 Usage::
 
@@ -27,9 +31,13 @@ Usage::
     .venv/bin/python bench/redistribute.py --sizes 64 --reps 3   # quick
     .venv/bin/python bench/redistribute.py --pairs 2:3,5:2 --kinds block,cyclic1 --row-elems 1
 
-``--kinds``: ``block`` (block to block), ``cyclicB`` (block to block-cyclic with ``B`` rows per
-block). ``--row-elems 1`` makes the array 1-D (one element per row, the worst case for the
-index plan). Needs ``mpirun`` (Open MPI) and mpi4py; it runs as root like the tests do.
+``--kinds``: ``block`` (block rows to block rows), ``cyclicB`` (block rows to block-cyclic rows
+with ``B`` rows per block), ``grid`` (2-D block over the grid :func:`grid_shape` of ``k`` ranks
+to that of ``m``: ``4:6`` is ``2 x 2 -> 2 x 3``, ``4:3`` is ``2 x 2 -> 1 x 3``), ``gridcycB``
+(ScaLAPACK 2-D block-cyclic, ``B x B`` blocks, between the same grids), ``grid2rows`` and
+``rows2grid`` (2-D block grid to block rows and back: the restart path). ``--row-elems 1``
+makes the array 1-D (one element per row; row kinds only). Needs ``mpirun`` (Open MPI) and
+mpi4py; it runs as root like the tests do.
 """
 
 from __future__ import annotations
@@ -95,7 +103,7 @@ def driver(args: argparse.Namespace) -> int:
     header = (
         f"{'k->m':>5} {'to':>9} {'MiB':>5} | {'new result: s':>24} {'GB/s':>6} {'ratio':>5} "
         f"{'/copy':>5} | {'out=: s':>24} {'GB/s':>6} {'ratio':>5} | "
-        f"{'np.copyto: s':>24} {'GB/s':>6} | {'a.copy() s':>10}"
+        f"{'np.copyto: s':>24} {'GB/s':>6} | {'a.copy() s':>10} | {'best: out=':>10} {'/copy':>5}"
     )
     print(header)
     worst: dict[str, float] = {}
@@ -118,6 +126,7 @@ def driver(args: argparse.Namespace) -> int:
                     "kinds": args.kinds.split(","),
                     "reps": args.reps,
                     "row_elems": args.row_elems,
+                    "compare_direct": args.compare_direct,
                 }
             ),
         ]
@@ -150,6 +159,15 @@ def driver(args: argparse.Namespace) -> int:
                 cols.append(col)
             cols.append(f"{_spread(r['copy']):>24} {r['bytes'] / copy_s / 1e9:6.2f}")
             cols.append(f"{copy_new_s:10.3f}")
+            # the same ratios from the fastest repetition of each (less exposed to other load)
+            best_out = min(r["copy"]) / min(r["out"])
+            best_new = min(r["copy_new"]) / min(r["new"])
+            worst["best out"] = min(worst.get("best out", best_out), best_out)
+            worst["best new"] = min(worst.get("best new", best_new), best_new)
+            cols.append(f"{best_out:10.2f} {best_new:5.2f}")
+            if "direct_out" in r:
+                extra_ratio = copy_s / statistics.median(r["direct_out"])
+                cols.append(f"{_spread(r['direct_out']):>24} {extra_ratio:5.2f}")
             print(f"{k:>2}->{m:<2} {r['kind']:>9} {r['mib']:>5} | " + " | ".join(cols), flush=True)
         err = proc.stderr.read() if proc.stderr else ""
         if proc.wait() != 0:
@@ -157,9 +175,11 @@ def driver(args: argparse.Namespace) -> int:
             return 1
     if worst:
         print(
-            f"# worst ratio to np.copyto: new result {worst['new']:.2f}, out= "
-            f"{worst['out']:.2f} (target >= 0.5); new result to a.copy(): "
-            f"{worst['new/copy']:.2f}; load average at end {os.getloadavg()[0]:.2f}"
+            f"# worst ratio (medians) to np.copyto: new result {worst['new']:.2f}, out= "
+            f"{worst['out']:.2f} (target >= 0.8); new result to a.copy(): "
+            f"{worst['new/copy']:.2f}; fastest repetitions: out= {worst['best out']:.2f}, "
+            f"new result to a.copy() {worst['best new']:.2f}; "
+            f"load average at end {os.getloadavg()[0]:.2f}"
         )
     return 0
 
@@ -173,8 +193,17 @@ def worker(spec: dict[str, Any]) -> int:
     import numpy as np
     from mpi4py import MPI
 
-    from elastic_slurm.mpi_runtime.distribution import BlockCyclicRows, BlockRows
-    from elastic_slurm.mpi_runtime.redistribute import redistribute
+    from elastic_slurm.mpi_runtime import redistribute as engine
+    from elastic_slurm.mpi_runtime.redistribute import redistribute_grid
+
+    def _direct(*args: Any, **kwargs: Any) -> Any:
+        """The grid engine with direct copies between processes, for rows too."""
+        saved = engine._DIRECT, engine._ROWS_BY_ALLTOALLV
+        engine._DIRECT, engine._ROWS_BY_ALLTOALLV = True, False
+        try:
+            return redistribute_grid(*args, **kwargs)
+        finally:
+            engine._DIRECT, engine._ROWS_BY_ALLTOALLV = saved
 
     comm = MPI.COMM_WORLD
     rank = comm.Get_rank()
@@ -190,35 +219,23 @@ def worker(spec: dict[str, Any]) -> int:
         nbytes = mib * MIB
         rows = nbytes // (8 * width)
         shape = (rows, width) if width > 1 else (rows,)
-        src = BlockRows(rows, k)
-        local = None
-        if rank < k:
-            idx = src.indices(rank)
-            local = np.empty((len(idx), width), dtype=np.float64)
-            local[...] = idx[:, None]  # every element holds its global row number
-            local = local.reshape((len(idx), *shape[1:]))
         a = b = None
         if rank == 0:
             a = np.full(rows * width, 1.0)
             b = np.zeros_like(a)  # touched: the baseline copies into mapped pages
         for kind in spec["kinds"]:
-            if kind == "block":
-                dst: Any = BlockRows(rows, m)
-            else:
-                dst = BlockCyclicRows(rows, m, int(kind.removeprefix("cyclic")))
-            ours = np.zeros((dst.count(rank) if rank < m else 0, *shape[1:]))  # touched
+            src, dst = _dists(kind, shape, k, m)
+            local = _part(np, src, rank, width, shape)
+            ours = np.zeros(_part_shape(dst, rank, shape))  # touched
+            want = _part(np, dst, rank, width, shape)
             for kw in ({}, {"out": ours}):  # warm-up, checked
-                out = redistribute(comm, local, shape, np.float64, src, dst, **kw)
-                if rank < m:
-                    want = dst.indices(rank).astype(np.float64)
-                    flat = out.reshape(len(out), -1)
-                    ok = np.array_equal(flat[:, 0], want) and np.array_equal(flat[:, -1], want)
-                else:
-                    ok = out.size == 0
+                out = redistribute_grid(comm, local, shape, np.float64, src, dst, **kw)
+                ok = np.array_equal(out, want) if want is not None else out.size == 0
                 del out
                 if not comm.allreduce(ok, op=MPI.LAND):
                     print(f"WRONG RESULT {k}->{m} {kind} {mib} MiB {kw and 'out='}", flush=True)
                     return 1
+            del want
             times: dict[str, list[float]] = {"new": [], "out": [], "copy": [], "copy_new": []}
             for _ in range(spec["reps"]):
                 if rank == 0:
@@ -234,18 +251,83 @@ def worker(spec: dict[str, Any]) -> int:
                 else:
                     comm.Barrier()
                     idle_wait()
-                for way, kw in (("new", {}), ("out", {"out": ours})):
+                ways = [("new", {}, redistribute_grid), ("out", {"out": ours}, redistribute_grid)]
+                if spec["compare_direct"]:
+                    ways.append(("direct_out", {"out": ours}, _direct))
+                for way, kw, fn in ways:
                     comm.Barrier()
                     t0 = time.perf_counter()
-                    out = redistribute(comm, local, shape, np.float64, src, dst, **kw)
+                    out = fn(comm, local, shape, np.float64, src, dst, **kw)
                     elapsed = time.perf_counter() - t0
                     del out
-                    times[way].append(comm.allreduce(elapsed, op=MPI.MAX))
+                    times.setdefault(way, []).append(comm.allreduce(elapsed, op=MPI.MAX))
             if rank == 0:
                 print(json.dumps({"kind": kind, "mib": mib, "bytes": rows * width * 8, **times}))
-            del ours
-        del local, a, b
+            del ours, local
+        del a, b
     return 0
+
+
+def _dists(kind: str, shape: tuple[int, ...], k: int, m: int) -> tuple[Any, Any]:
+    """The source and target distributions of one ``--kinds`` entry."""
+    from elastic_slurm.mpi_runtime.distribution import (
+        BlockCyclicRows,
+        BlockRows,
+        block_2d,
+        block_cyclic_2d,
+        grid_shape,
+    )
+
+    rows = shape[0]
+    if kind == "block":
+        return BlockRows(rows, k), BlockRows(rows, m)
+    if kind.startswith("cyclic"):
+        return BlockRows(rows, k), BlockCyclicRows(rows, m, int(kind.removeprefix("cyclic")))
+    matrix = (shape[0], shape[1])
+    if kind == "grid":
+        return block_2d(matrix, grid_shape(k)), block_2d(matrix, grid_shape(m))
+    if kind.startswith("gridcyc"):
+        nb = int(kind.removeprefix("gridcyc"))
+        return (
+            block_cyclic_2d(matrix, grid_shape(k), (nb, nb)),
+            block_cyclic_2d(matrix, grid_shape(m), (nb, nb)),
+        )
+    if kind == "grid2rows":
+        return block_2d(matrix, grid_shape(k)), BlockRows(rows, m)
+    if kind == "rows2grid":
+        return BlockRows(rows, k), block_2d(matrix, grid_shape(m))
+    raise SystemExit(f"unknown kind {kind!r}")
+
+
+def _indices(dist: Any, rank: int, shape: tuple[int, ...]) -> tuple[Any, Any] | None:
+    """Global rows and columns of ``rank``'s part (None beyond the distribution)."""
+    import numpy as np
+
+    from elastic_slurm.mpi_runtime.distribution import Grid2D
+
+    if rank >= dist.parts:
+        return None
+    if isinstance(dist, Grid2D):
+        p, q = dist.coords(rank)
+        return dist.rows.indices(p), dist.cols.indices(q)
+    width = shape[1] if len(shape) > 1 else 1
+    return dist.indices(rank), np.arange(width)
+
+
+def _part_shape(dist: Any, rank: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    idx = _indices(dist, rank, shape)
+    if idx is None:
+        return (0, *shape[1:])
+    return (len(idx[0]), len(idx[1])) if len(shape) > 1 else (len(idx[0]),)
+
+
+def _part(np: Any, dist: Any, rank: int, width: int, shape: tuple[int, ...]) -> Any:
+    """``rank``'s part of the global array whose element ``(i, j)`` is ``i * width + j``."""
+    idx = _indices(dist, rank, shape)
+    if idx is None:
+        return None
+    part = (idx[0][:, None] * width + idx[1][None, :]).astype(np.float64)
+    return part.reshape(_part_shape(dist, rank, shape))
 
 
 def main() -> int:
@@ -253,7 +335,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="64,256,1024", help="global sizes in MiB")
     parser.add_argument("--pairs", default="2:3,3:2,4:1,1:4", help="k:m rank pairs")
-    parser.add_argument("--kinds", default="block,cyclic64", help="block, cyclicB, ...")
+    parser.add_argument(
+        "--kinds",
+        default="block,cyclic64",
+        help="block, cyclicB, grid, gridcycB, grid2rows, rows2grid",
+    )
     parser.add_argument("--reps", type=int, default=5, help="timed repetitions per case")
     parser.add_argument("--row-elems", type=int, default=1024, help="float64 per row (1: 1-D)")
     parser.add_argument(
@@ -261,6 +347,12 @@ def main() -> int:
         default="default",
         choices=["default", "cma", "none"],
         help="Open MPI vader single-copy mechanism (default: Open MPI picks)",
+    )
+    parser.add_argument(
+        "--compare-direct",
+        action="store_true",
+        help="also time into out= the engine with direct copies between processes "
+        "(process_vm_readv/writev; ELASTIC_SLURM_DIRECT_COPY=1), rows included",
     )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -1,4 +1,4 @@
-"""Distributions of axis 0 (rows) of a global array, and the plans for moving rows between them.
+"""Distributions of a global array over ranks (rows, or 2-D process grids) and move plans.
 
 A global array of shape ``(global_rows, *trailing)`` is split along axis 0 (its rows) over
 ``parts`` owners; owner ``p`` is the MPI rank ``p`` of the communicator that holds the data.
@@ -16,6 +16,15 @@ small :class:`RowDistribution` protocol; two implementations are provided:
 The three layouts the runtime registers map onto these: a *1-D block* or *1-D block-cyclic*
 array is the case ``trailing == ()`` (one row per element); a *2-D row-block* array of shape
 ``(n, m)`` is ``BlockRows(n, parts)`` (whole rows of ``m`` elements per owner).
+
+Two-dimensional process grids (:class:`Grid2D`) distribute axes 0 *and* 1 as ScaLAPACK does
+(ScaLAPACK Users' Guide, Blackford et al., SIAM 1997, section 4.3, "The Two-dimensional Block
+Cyclic Distribution"): the ranks form a ``P x Q`` grid, row-major, and each axis is spread by
+its own 1-D distribution over the process rows or columns (:func:`block_2d`,
+:func:`block_cyclic_2d`; :func:`grid_shape` picks the grid for a rank count).
+:func:`axis_pieces` gives, for one axis, the runs of indices that move between two
+distributions, contiguous in both local arrays; the product of a row and a column piece is a
+rectangle that travels in one piece.
 
 How it degrades: this module needs neither MPI nor I/O. The integer methods (``counts``,
 ``rows_of`` ...) and :func:`transfer_plan` use plain Python integers and work without NumPy;
@@ -46,12 +55,18 @@ if TYPE_CHECKING:
     import numpy as np
 
 __all__ = [
+    "AxisDistribution",
     "BlockCyclicRows",
     "BlockRows",
     "ExchangePlan",
+    "Grid2D",
     "RowDistribution",
     "Transfer",
+    "axis_pieces",
+    "block_2d",
+    "block_cyclic_2d",
     "exchange_plan",
+    "grid_shape",
     "transfer_plan",
 ]
 
@@ -791,3 +806,268 @@ def _coarse(d: RowDistribution, grain: int) -> RowDistribution:
         # ceil keeps "one block holds everything" when grain does not divide block (one run)
         return BlockCyclicRows(d.global_rows // grain, d.parts, -(-d.block // grain))
     raise AssertionError(f"cannot coarsen {d!r}")  # pragma: no cover (_grain gives 1)
+
+
+# ----------------------------------------------------------------------------------------------
+# Two-dimensional process grids
+
+
+def grid_shape(parts: int) -> tuple[int, int]:
+    """Return the process grid ``(P, Q)`` used for ``parts`` ranks: as square as possible.
+
+    ``P`` is the largest divisor of ``parts`` with ``P <= sqrt(parts)`` and ``Q = parts // P``,
+    so ``P <= Q`` (ScaLAPACK's advice for most drivers is a grid "as square as possible, with
+    ``Q`` slightly larger than ``P``"). A prime ``parts`` gives ``1 x parts``.
+
+    Raises
+    ------
+    ValueError
+        If ``parts < 1``.
+    TypeError
+        If ``parts`` is not an integer.
+
+    Examples
+    --------
+    >>> [grid_shape(n) for n in (1, 2, 3, 4, 6, 8, 9, 12)]
+    [(1, 1), (1, 2), (1, 3), (2, 2), (2, 3), (2, 4), (3, 3), (3, 4)]
+    """
+    n = _as_int(parts, "parts")
+    if n < 1:
+        raise ValueError(f"parts must be >= 1, got {n} (a grid needs a process)")
+    p = math.isqrt(n)
+    while n % p:
+        p -= 1
+    return p, n // p
+
+
+AxisDistribution = BlockRows | BlockCyclicRows
+"""The 1-D distributions a :class:`Grid2D` combines, one per axis."""
+
+
+@dataclass(frozen=True)
+class Grid2D:
+    """A 2-D distribution of axes 0 and 1 of a global array over a ``P x Q`` process grid.
+
+    The ScaLAPACK model (ScaLAPACK Users' Guide, Blackford et al., SIAM 1997, section 4.3,
+    "The Two-dimensional Block Cyclic Distribution"): the processes form a ``P x Q`` grid,
+    process ``(p, q)`` is part (rank) ``p * Q + q`` (row-major, BLACS' default ``"Row"``
+    order), and the global element ``(i, j)`` lives on process ``(rows.owners(i),
+    cols.owners(j))``: each axis is distributed on its own, ``rows`` over the ``P`` process
+    rows and ``cols`` over the ``Q`` process columns. With
+    ``rows = BlockCyclicRows(M, P, MB)`` and ``cols = BlockCyclicRows(N, Q, NB)`` this is
+    exactly ScaLAPACK's block-cyclic distribution of an ``M x N`` matrix in ``MB x NB``
+    blocks with the first block on process ``(0, 0)`` (``RSRC = CSRC = 0``); with
+    :class:`BlockRows` on an axis it is a block distribution of that axis (the sizes differ by
+    at most one, where ScaLAPACK's block distribution would use blocks of ``ceil(M / P)``).
+
+    Part ``(p, q)`` holds the elements ``rows.indices(p) x cols.indices(q)`` in increasing
+    global order along both axes: a local array of shape ``(rows.count(p), cols.count(q),
+    *trailing)`` for a global shape ``(M, N, *trailing)`` (C order; ScaLAPACK stores the same
+    local matrix in Fortran order).
+
+    Parameters
+    ----------
+    rows
+        Distribution of axis 0 (``M = rows.global_rows`` rows) over ``P = rows.parts`` process
+        rows: :class:`BlockRows` or :class:`BlockCyclicRows`.
+    cols
+        Distribution of axis 1 (``N = cols.global_rows`` columns) over ``Q = cols.parts``
+        process columns.
+
+    Raises
+    ------
+    TypeError
+        If ``rows`` or ``cols`` is not a :class:`BlockRows` or :class:`BlockCyclicRows`.
+
+    Examples
+    --------
+    A 5 x 4 matrix in 2 x 2 blocks over a 2 x 2 grid:
+
+    >>> g = block_cyclic_2d((5, 4), grid=(2, 2), block=(2, 2))
+    >>> g.grid, g.parts, g.coords(1), g.local_shape(1), g.local_shape(3)
+    ((2, 2), 4, (0, 1), (3, 2), (2, 2))
+    >>> g.rows.indices(0).tolist(), g.cols.indices(1).tolist()
+    ([0, 1, 4], [2, 3])
+    """
+
+    rows: AxisDistribution
+    cols: AxisDistribution
+
+    def __post_init__(self) -> None:
+        for name in ("rows", "cols"):
+            value = getattr(self, name)
+            if type(value) not in (BlockRows, BlockCyclicRows):
+                raise TypeError(
+                    f"Grid2D.{name} must be a BlockRows or BlockCyclicRows, got "
+                    f"{type(value).__name__} {value!r}"
+                )
+
+    @property
+    def global_shape(self) -> tuple[int, int]:
+        """``(M, N)``: the lengths of axes 0 and 1 of the global array."""
+        return self.rows.global_rows, self.cols.global_rows
+
+    @property
+    def grid(self) -> tuple[int, int]:
+        """``(P, Q)``: process rows and process columns."""
+        return self.rows.parts, self.cols.parts
+
+    @property
+    def parts(self) -> int:
+        """Number of parts (ranks), ``P * Q``."""
+        return self.rows.parts * self.cols.parts
+
+    def coords(self, part: int) -> tuple[int, int]:
+        """Return the grid coordinates ``(p, q)`` of ``part``: ``divmod(part, Q)``.
+
+        Raises
+        ------
+        ValueError
+            If ``part`` is outside ``0 .. parts - 1``.
+        """
+        p = _check_part(part, self.parts)
+        return divmod(p, self.cols.parts)
+
+    def local_shape(self, part: int) -> tuple[int, int]:
+        """Return ``(rows.count(p), cols.count(q))``, the local matrix of ``part = (p, q)``.
+
+        Raises
+        ------
+        ValueError
+            If ``part`` is outside ``0 .. parts - 1``.
+        """
+        p, q = self.coords(part)
+        return self.rows.count(p), self.cols.count(q)
+
+    def count(self, part: int) -> int:
+        """Return the number of elements ``(i, j)`` that ``part`` owns."""
+        r, c = self.local_shape(part)
+        return r * c
+
+    def counts(self) -> tuple[int, ...]:
+        """Return the number of elements of each part, in part order (sums to ``M * N``)."""
+        rc, cc = self.rows.counts(), self.cols.counts()
+        return tuple(r * c for r in rc for c in cc)
+
+    def with_parts(self, parts: int) -> Grid2D:
+        """Return the same distribution over ``parts`` ranks, on the grid :func:`grid_shape`."""
+        p, q = grid_shape(parts)
+        return Grid2D(self.rows.with_parts(p), self.cols.with_parts(q))
+
+
+def block_2d(shape: tuple[int, int], grid: tuple[int, int]) -> Grid2D:
+    """Return the 2-D block distribution of an ``M x N`` array over a ``P x Q`` grid.
+
+    Both axes use :class:`BlockRows` (the first ``M % P`` process rows get one extra row, and
+    likewise for columns).
+
+    Raises
+    ------
+    ValueError, TypeError
+        As :class:`BlockRows` for a negative length, a grid side ``< 1`` or a non-integer.
+
+    Examples
+    --------
+    >>> block_2d((5, 7), (2, 3)).local_shape(5)
+    (2, 2)
+    """
+    (m, n), (p, q) = shape, grid
+    return Grid2D(BlockRows(m, p), BlockRows(n, q))
+
+
+def block_cyclic_2d(
+    shape: tuple[int, int], grid: tuple[int, int], block: tuple[int, int]
+) -> Grid2D:
+    """Return ScaLAPACK's 2-D block-cyclic distribution: ``MB x NB`` blocks on a ``P x Q`` grid.
+
+    Block ``(I, J)`` (rows ``I * MB ..``, columns ``J * NB ..``; the last ones may be short)
+    goes to process ``(I % P, J % Q)`` (ScaLAPACK Users' Guide, section 4.3.2, with
+    ``RSRC = CSRC = 0``).
+
+    Raises
+    ------
+    ValueError, TypeError
+        As :class:`BlockCyclicRows` for a negative length, a grid side or block ``< 1``, or a
+        non-integer.
+
+    Examples
+    --------
+    >>> block_cyclic_2d((9, 9), (2, 3), (2, 2)).local_shape(0)  # rows 0,1,4,5,8; cols 0,1,6,7
+    (5, 4)
+    """
+    (m, n), (p, q), (mb, nb) = shape, grid, block
+    return Grid2D(BlockCyclicRows(m, p, mb), BlockCyclicRows(n, q, nb))
+
+
+def axis_pieces(src: RowDistribution, dst: RowDistribution) -> np.ndarray:
+    """Return how the indices of one axis move from ``src`` to ``dst``, as local runs.
+
+    A *piece* is a maximal run of indices with one source part and one destination part that is
+    contiguous in both local arrays (merged across owner boundaries when the local positions
+    continue, for example between blocks of an unchanged block-cyclic axis).
+
+    Parameters
+    ----------
+    src, dst
+        Distributions of the same axis (same ``global_rows``).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``int64``, shape ``(n, 5)``: ``[src part, dst part, src local start, dst local start,
+        length]``, sorted by source part, destination part and local position (both local
+        positions increase within a pair). ``O(r log r)`` for ``r`` owner runs of both.
+
+    Raises
+    ------
+    ValueError
+        If the lengths differ.
+
+    Examples
+    --------
+    >>> axis_pieces(BlockRows(6, 2), BlockRows(6, 3)).tolist()
+    [[0, 0, 0, 0, 2], [0, 1, 2, 0, 1], [1, 1, 0, 1, 1], [1, 2, 1, 0, 2]]
+    >>> axis_pieces(BlockCyclicRows(8, 2, 2), BlockCyclicRows(8, 2, 2)).tolist()
+    [[0, 0, 0, 0, 4], [1, 1, 0, 0, 4]]
+    """
+    np = _numpy()
+    n = src.global_rows
+    if dst.global_rows != n:
+        raise ValueError(f"the axis has {n} indices in src but {dst.global_rows} in dst")
+    if n == 0:
+        return np.zeros((0, 5), dtype=np.int64)
+    edges = [np.array([0, n], dtype=np.int64)]
+    for d in (src, dst):
+        edges += [np.asarray(d.runs(p), dtype=np.int64).reshape(-1) for p in range(d.parts)]
+    starts = np.unique(np.concatenate(edges))
+    starts = starts[starts < n]
+    lengths = np.diff(np.append(starts, n))
+    s_own = np.asarray(src.owners(starts), dtype=np.int64)
+    d_own = np.asarray(dst.owners(starts), dtype=np.int64)
+    s_loc = _local_positions(np, src, starts, s_own)
+    d_loc = _local_positions(np, dst, starts, d_own)
+    order = np.lexsort((s_loc, d_own, s_own))
+    s_own, d_own, s_loc, d_loc, lengths = (a[order] for a in (s_own, d_own, s_loc, d_loc, lengths))
+    joins = (
+        (s_own[1:] == s_own[:-1])
+        & (d_own[1:] == d_own[:-1])
+        & (s_loc[1:] == s_loc[:-1] + lengths[:-1])
+        & (d_loc[1:] == d_loc[:-1] + lengths[:-1])
+    )
+    first = np.flatnonzero(np.concatenate([[True], ~joins]))
+    merged = np.add.reduceat(lengths, first)
+    return np.stack([s_own[first], d_own[first], s_loc[first], d_loc[first], merged], axis=1)
+
+
+def _local_positions(np: Any, d: RowDistribution, rows: np.ndarray, owner: np.ndarray) -> Any:
+    """Position of each global ``rows[i]`` in its owner's local array (``owner[i]``)."""
+    if type(d) is BlockRows:
+        base, extra = divmod(d.global_rows, d.parts)
+        return rows - (owner * base + np.minimum(owner, extra))
+    if type(d) is BlockCyclicRows:
+        return (rows // (d.block * d.parts)) * d.block + rows % d.block
+    out = np.empty_like(rows)
+    for p in np.unique(owner).tolist():
+        mask = owner == p
+        out[mask] = np.searchsorted(np.asarray(d.indices(p), dtype=np.int64), rows[mask])
+    return out
