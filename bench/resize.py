@@ -12,6 +12,12 @@ Prints, per kind of resize, the median and the spread (min-max) of each phase in
 ``restore`` (the application), ``release`` (Slurm's shrink) and the total as the user sees it.
 
 Usage: ``.venv/bin/python bench/resize.py [--reps 5] [--n 1024]`` (the cluster must be up).
+
+``--micro`` measures instead what one ``resize_point()`` with no order pending costs (no
+cluster needed: ``mpirun`` on this machine, a real protocol server in this process): without a
+job directory (a fixed-size run), and with a controller through the overlapped path (the
+watcher thread and the pre-posted vote) and through the sequential path (an HTTP request per
+call, ``ELASTIC_SLURM_RESIZE_PATH=sequential``).
 """
 
 from __future__ import annotations
@@ -102,12 +108,124 @@ def run_case(
         )
 
 
+def micro_worker(calls: int) -> None:
+    """In each rank of ``--micro``: time ``calls`` resize points; rank 0 prints microseconds.
+
+    Each iteration first does a little work, as an application would (a halo exchange with
+    the neighbours and 1 ms of computing), and only the ``resize_point()`` call is timed.
+    """
+    import json
+
+    import numpy as np
+    from mpi4py import MPI
+
+    from elastic_slurm.mpi_runtime import init
+
+    ec = init()
+    comm = ec.comm
+    halo, got = np.ones(1024), np.empty(1024)
+    right, left = (comm.rank + 1) % comm.size, (comm.rank - 1) % comm.size
+    spent = np.empty(calls)
+    for i in range(calls + 20):  # the first 20: warming up (the vote, the watcher's start)
+        comm.Sendrecv(halo, dest=right, recvbuf=got, source=left)
+        t_work = time.perf_counter() + 0.001
+        while time.perf_counter() < t_work:
+            pass
+        t0 = time.perf_counter()
+        ec.resize_point()
+        if i >= 20:
+            spent[i - 20] = time.perf_counter() - t0
+    mean = comm.reduce(float(spent.mean() * 1e6), op=MPI.MAX, root=0)
+    median = comm.reduce(float(np.median(spent) * 1e6), op=MPI.MAX, root=0)
+    if ec.rank == 0:
+        print(json.dumps({"mean_us": mean, "median_us": median}), flush=True)
+
+
+def micro(calls: int, ranks: int) -> int:
+    """Print the cost of a resize point with no order pending, per path (microseconds)."""
+    import json
+    import os
+    import subprocess
+
+    from elastic_slurm.protocol.gateway import Gateway, JobRecord
+    from elastic_slurm.protocol.identity import IdentityError
+    from elastic_slurm.protocol.server import ProtocolServer
+
+    def refuse(credential: str, socket: str | None):  # noqa: ANN202 - registration refused
+        raise IdentityError("the benchmark registers no job")
+
+    with tempfile.TemporaryDirectory(prefix="bench-micro-") as tmp:
+        job = 4242
+        record = JobRecord(job, "root", tmp, True)
+        gateway = Gateway(lambda j: record if j == job else None, verify=refuse)
+        server = ProtocolServer(gateway, "127.0.0.1:0").start()
+        jobdir = JobDir.for_job(tmp, job)
+        jobdir.create()
+        jobdir.write_secret("bench-secret")
+        base = {
+            **os.environ,
+            "OMPI_ALLOW_RUN_AS_ROOT": "1",
+            "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+        }
+        with_controller = {
+            "ELASTIC_SLURM_JOB_DIR": str(jobdir.path),
+            "ELASTIC_SLURM_CONTROLLER": server.url,
+            "ELASTIC_SLURM_JOB_SECRET": "bench-secret",
+            "ELASTIC_SLURM_JOB_ID": str(job),
+        }
+        cases = {
+            "no job directory (fixed size)": {},
+            "controller, overlapped path": with_controller,
+            "controller, sequential path": {
+                **with_controller,
+                "ELASTIC_SLURM_RESIZE_PATH": "sequential",
+            },
+        }
+        results = {}
+        try:
+            for name, extra in cases.items():
+                argv = ["mpirun", "-n", str(ranks), "--oversubscribe", "--bind-to", "none"]
+                argv += [sys.executable, __file__, "--micro-worker", "--calls", str(calls)]
+                env = {k: v for k, v in base.items() if not k.startswith("ELASTIC_SLURM_")}
+                out = subprocess.run(
+                    argv, env={**env, **extra}, capture_output=True, text=True, check=False
+                )
+                lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
+                if out.returncode != 0 or not lines:
+                    raise SystemExit(f"{name}: mpirun failed: {out.stderr[-500:]}")
+                results[name] = json.loads(lines[-1])
+        finally:
+            server.stop()
+    print(
+        f"resize_point() with no order pending, {ranks} ranks, {calls} calls "
+        "(slowest rank; microseconds per call)"
+    )
+    print(f"{'':<34} {'mean':>10} {'median':>10}")
+    for name, r in results.items():
+        print(f"{name:<34} {r['mean_us']:10.1f} {r['median_us']:10.1f}")
+    seq, ovl = results["controller, sequential path"], results["controller, overlapped path"]
+    print(
+        f"{'sequential / overlapped':<34} {seq['mean_us'] / ovl['mean_us']:9.0f}x "
+        f"{seq['median_us'] / ovl['median_us']:9.0f}x"
+    )
+    return 0
+
+
 def main() -> int:
     """Run both cases and print the table."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--n", type=int, default=1024, help="heat2d grid size (n x n doubles)")
+    p.add_argument("--micro", action="store_true", help="the cost of an idle resize point")
+    p.add_argument("--micro-worker", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--calls", type=int, default=1000, help="resize points timed (--micro)")
+    p.add_argument("--ranks", type=int, default=2, help="ranks (--micro)")
     args = p.parse_args()
+    if args.micro_worker:
+        micro_worker(args.calls)
+        return 0
+    if args.micro:
+        return micro(args.calls, args.ranks)
     site = load_site()
     slurm = slurm_for(site)
     path = cached_probe(slurm.transport, site.name, preference=site.grow_path).grow_path

@@ -62,6 +62,13 @@ from elastic_slurm.mpi_runtime.data import (
 )
 from elastic_slurm.mpi_runtime.distribution import BlockRows
 from elastic_slurm.mpi_runtime.layout import Layout, current_layout
+from elastic_slurm.mpi_runtime.orders import (
+    ORDER_READY,
+    SEQUENTIAL,
+    OrderWatcher,
+    Vote,
+    resize_path,
+)
 from elastic_slurm.mpi_runtime.probe import SPAWN, choose_join, spawn_info
 from elastic_slurm.mpi_runtime.redistribute import redistribute_rows
 from elastic_slurm.protocol.client import RefusedError
@@ -174,6 +181,11 @@ class ElasticComm:
         self._packed: list[Any] | None = None
         self._intercomms: list[MPI.Intercomm] = []
         self._layout: Layout | None = None
+        self._path = resize_path()
+        self._vote: Vote | None = None
+        self._watcher: OrderWatcher | None = None
+        self._known_hosts: list[str] = []
+        self._paused_at = 0.0
 
     # ------------------------------------------------------------------ basics
     @property
@@ -376,11 +388,15 @@ class ElasticComm:
             answer = Answer(
                 number=offer.number, answer=AnswerKind.REJECT, reason="countered a final offer"
             )
-        try:
-            self.channel.answer(answer)
-        except RefusedError as exc:  # withdrawn or superseded meanwhile: nothing to do
-            log.info("offer %d: %s", offer.number, exc)
-            return
+        channel = self.channel
+
+        def send() -> None:
+            try:
+                channel.answer(answer)
+            except RefusedError as exc:  # withdrawn or superseded meanwhile: nothing to do
+                log.info("offer %d: %s", offer.number, exc)
+
+        self._send(send)
         if self.jobdir is not None:
             self.jobdir.log_event(
                 "offer",
@@ -410,22 +426,20 @@ class ElasticComm:
         """
         if self.jobdir is None or self.channel is None:
             return False
-        order_json = None
-        if self.rank == 0:
-            got = self.channel.next(self.next_seq)
-            if isinstance(got, Offer):
-                self._answer(got)
-            elif got is not None:
-                order_json = got.to_json()
-        order_json = self.comm.bcast(order_json, root=0)
+        paused_at = time.time()  # the end of the last iteration before a resize
+        if self._path == SEQUENTIAL:
+            order_json = self._order_now()
+        else:
+            order_json = self._order_agreed()
         if order_json is None:
             return False
+        self._paused_at = paused_at
         order = ResizeOrder.from_json(order_json)
         hosts = self.hosts()
         if set(hosts) == set(order.nodes):
             # the launcher started this step on the order's nodes already (Slurm resized the
             # job before the application first started): nothing to move
-            self.next_seq = order.seq + 1
+            self._done_with(order.seq)
             self._acknowledge(order.seq, "none", "already running on these nodes", {})
             return False
         choice = choose_join(
@@ -445,7 +459,11 @@ class ElasticComm:
                 strategy=choice.strategy,
                 reason=choice.reason,
             )
-        if order.action.value == "expand" and not self._added_nodes_work(order, hosts):
+        if (
+            self._path == SEQUENTIAL
+            and order.action.value == "expand"
+            and not self._added_nodes_work(order, hosts)
+        ):
             return False
         packed = self._pack()
         if choice.strategy == SPAWN:
@@ -454,42 +472,129 @@ class ElasticComm:
         self._checkpoint_and_exit(order, packed, choice.reason)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _added_nodes_work(self, order: ResizeOrder, hosts: list[str]) -> bool:
-        """Check the added nodes before using them (collective); refuse the order if one fails.
+    def _order_now(self) -> dict[str, Any] | None:
+        """The sequential path: rank 0 asks the channel now; the answer is broadcast."""
+        assert self.channel is not None
+        order_json = None
+        if self.rank == 0:
+            got = self.channel.next(self.next_seq)
+            if isinstance(got, Offer):
+                self._answer(got)
+            elif got is not None:
+                order_json = got.to_json()
+        return self.comm.bcast(order_json, root=0)
+
+    def _order_agreed(self) -> dict[str, Any] | None:
+        """The overlapped path: the order rank 0's watcher made ready, once every rank voted.
+
+        No I/O and no blocking collective unless an order is ready: rank 0 reads what its
+        :class:`~.orders.OrderWatcher` thread found, and the ranks complete the
+        :class:`~.orders.Vote` posted at the previous resize point and post the next.
+        """
+        if self._vote is None:
+            self._vote = Vote(self.comm)
+            self._known_hosts = self.hosts()
+            if self.rank == 0 and self._watcher is None:
+                self._watcher = OrderWatcher(
+                    self.channel,
+                    self.next_seq,
+                    interval_s=envvars.get_float("ORDER_POLL_S", 0.1),
+                    check=self._preflight,
+                )
+                atexit.register(self._close_watcher)
+        flag = 0
+        if self.rank == 0:
+            assert self._watcher is not None
+            for offer in self._watcher.take_offers():
+                self._answer(offer)
+            for order, why in self._watcher.take_refused():
+                _say(self.comm, f"order {order.seq}: refused, added node(s) cannot run: {why}")
+                self._refuse(order, self._known_hosts, why)
+            if self._watcher.ready() is not None:
+                flag = ORDER_READY
+        if not self._vote.exchange(flag):
+            return None
+        order_json = None
+        if self.rank == 0:
+            assert self._watcher is not None
+            ready = self._watcher.ready()
+            order_json = ready.to_json() if ready is not None else None
+        return self.comm.bcast(order_json, root=0)
+
+    def _close_watcher(self) -> None:
+        if self._watcher is not None:
+            self._watcher.close()
+            self._watcher = None
+
+    def _new_comm(self, comm: MPI.Intracomm) -> None:
+        """The world changed: vote on the new communicator from the next resize point on."""
+        if self._vote is not None:
+            self._vote.close()
+            self._vote = None
+        self.comm = comm
+
+    def _done_with(self, seq: int) -> None:
+        self.next_seq = seq + 1
+        if self._watcher is not None:
+            self._watcher.done_with(seq)
+
+    def _send(self, message: Callable[[], None]) -> None:
+        """Send a message to the controller: through rank 0's watcher thread if there is one.
+
+        Then the ranks do not wait for the network; without a watcher it goes now.
+        """
+        if self._watcher is not None:
+            self._watcher.send(message)
+        else:
+            message()
+
+    def _preflight(self, order: ResizeOrder) -> str | None:
+        """Why the nodes ``order`` adds cannot run the job, or ``None`` (rank 0; no MPI).
 
         A node that died after Slurm granted it would take the whole job down once ranks are
-        started there; instead the order is acknowledged as failed, the job goes on at its
-        size, and the controller gives the grant back (:mod:`.preflight`).
+        started there; instead the order is refused: acknowledged as failed, the job goes on at
+        its size, and the controller gives the grant back (:mod:`.preflight`).
         """
-        assert self.jobdir is not None
-        bad: dict[str, str] = {}
-        if self.rank == 0:
-            from elastic_slurm.mpi_runtime.preflight import check_hosts
+        if order.action.value != "expand":
+            return None
+        from elastic_slurm.mpi_runtime.preflight import check_hosts
 
-            added = [n for n in order.nodes if n not in set(hosts)]
-            job_id = envvars.get_int("JOB_ID", 0) or int(os.environ.get("SLURM_JOB_ID", "0"))
-            timeout = envvars.get_float("PREFLIGHT_TIMEOUT_S", 20.0)
-            bad = check_hosts(added, job_id, timeout) if job_id else {}
-        bad = self.comm.bcast(bad, root=0)
+        added = [n for n in order.nodes if n not in set(self._known_hosts)]
+        job_id = envvars.get_int("JOB_ID", 0) or int(os.environ.get("SLURM_JOB_ID", "0"))
+        timeout = envvars.get_float("PREFLIGHT_TIMEOUT_S", 20.0)
+        bad = check_hosts(added, job_id, timeout) if job_id and added else {}
         if not bad:
+            return None
+        return "; ".join(f"{h}: {why}" for h, why in sorted(bad.items()))
+
+    def _added_nodes_work(self, order: ResizeOrder, hosts: list[str]) -> bool:
+        """The sequential path: check the added nodes now (collective); refuse if one fails."""
+        self._known_hosts = hosts
+        why = self._preflight(order) if self.rank == 0 else None
+        why = self.comm.bcast(why, root=0)
+        if not why:
             return True
-        reason = "; ".join(f"{h}: {why}" for h, why in sorted(bad.items()))
-        _say(self.comm, f"order {order.seq}: refused, added node(s) cannot run the job: {reason}")
+        _say(self.comm, f"order {order.seq}: refused, added node(s) cannot run the job: {why}")
         if self.rank == 0:
-            assert self.channel is not None
-            self.channel.ack(
-                ResizeAck(
-                    order.seq,
-                    AckStatus.FAILED,
-                    tuple(dict.fromkeys(hosts)),
-                    time.time(),
-                    reason=f"added nodes unusable: {reason}",
-                    ranks=self.size,
-                )
-            )
-            self.jobdir.log_event("failed", seq=order.seq, reason=reason)
+            self._refuse(order, hosts, why)
         self.next_seq = order.seq + 1
         return False
+
+    def _refuse(self, order: ResizeOrder, hosts: list[str], why: str) -> None:
+        """Rank 0: acknowledge ``order`` as failed (its added nodes are unusable)."""
+        assert self.jobdir is not None and self.channel is not None
+        channel = self.channel
+        ack = ResizeAck(
+            order.seq,
+            AckStatus.FAILED,
+            tuple(dict.fromkeys(hosts)),
+            time.time(),
+            reason=f"added nodes unusable: {why}",
+            ranks=self.size,
+        )
+        self._send(lambda: channel.ack(ack))
+        self.jobdir.log_event("failed", seq=order.seq, reason=why)
+        self.next_seq = order.seq + 1
 
     def _pack(self) -> list[Any] | None:
         """What every rank's ``pack`` returned, on rank 0 (``None`` elsewhere or no hooks)."""
@@ -541,11 +646,15 @@ class ElasticComm:
             arr._rank, arr._size = merged.rank, merged.size
         t3 = time.monotonic()
         self._after_spawn(inter)
-        self.comm = merged
+        self._new_comm(merged)
         self.state = dict(meta["state"] or {})
         self.generation += 1
-        self.next_seq = order.seq + 1
-        self.last_resize_s = {**meta["phases_s"], "redistribute": t3 - t2}
+        self._done_with(order.seq)
+        self.last_resize_s = {
+            **meta["phases_s"],
+            "redistribute": t3 - t2,
+            "pause": time.time() - self._paused_at,
+        }
         self._acknowledge(order.seq, "spawn", reason, self.last_resize_s)
         self._arrival(meta["packed"])
 
@@ -558,7 +667,7 @@ class ElasticComm:
             local = move_rows(merged, None, info, int(meta["src_parts"]), merged.size)
             self._restored[info["name"]] = (info, local)
         self._after_spawn(parent)
-        self.comm = merged
+        self._new_comm(merged)
         self.state = dict(meta["state"] or {})
         self.generation = int(meta["generation"]) + 1
         self.next_seq = int(meta["seq"]) + 1
@@ -602,6 +711,7 @@ class ElasticComm:
                     "phases_s": order.phases_s,
                     "checkpoint_s": checkpoint_s,
                     "requested_at": time.time(),
+                    "paused_at": self._paused_at,
                 },
             )
             self.jobdir.request_restart(
@@ -614,6 +724,7 @@ class ElasticComm:
             )
         _say(self.comm, f"order {order.seq}: checkpointed in {checkpoint_s:.2f} s; restarting")
         self._disconnect()
+        self._close_watcher()  # what it still has to send goes before the process ends
         raise ResizeExit()
 
     def finalize(self) -> None:
@@ -634,6 +745,9 @@ class ElasticComm:
 
     def _disconnect(self) -> None:
         """Leave the merged communicator and disconnect from spawned or parent ranks."""
+        if self._vote is not None:
+            self._vote.close()
+            self._vote = None
         self.comm.Barrier()
         if self._intercomms:
             self.comm.Free()
@@ -669,6 +783,8 @@ class ElasticComm:
             "relaunch": max(0.0, time.time() - float(manifest["requested_at"]) - restore_s),
             "restore": restore_s,
         }
+        if manifest.get("paused_at"):
+            self.last_resize_s["pause"] = max(0.0, time.time() - float(manifest["paused_at"]))
         failed = self.rank == 0 and self.jobdir.read_ack(seq, AckStatus.FAILED) is not None
         if not self.comm.bcast(failed, root=0):
             self._acknowledge(seq, "restart", str(manifest.get("reason", "")), self.last_resize_s)
@@ -680,19 +796,19 @@ class ElasticComm:
         hosts = self.hosts()
         if self.rank == 0:
             nodes = tuple(dict.fromkeys(hosts))
-            assert self.channel is not None
-            self.channel.ack(
-                ResizeAck(
-                    seq,
-                    AckStatus.DONE,
-                    nodes,
-                    time.time(),
-                    strategy=strategy,
-                    reason=reason,
-                    ranks=self.size,
-                    phases_s=phases,
-                )
+            channel = self.channel
+            assert channel is not None
+            ack = ResizeAck(
+                seq,
+                AckStatus.DONE,
+                nodes,
+                time.time(),
+                strategy=strategy,
+                reason=reason,
+                ranks=self.size,
+                phases_s=phases,
             )
+            self._send(lambda: channel.ack(ack))
             self.jobdir.log_event(
                 "resized",
                 seq=seq,
