@@ -58,9 +58,13 @@ def run_case(
     top: int,
     reps: int,
     n: int,
-    samples: dict[str, list[dict[str, float]]],
+    samples: dict[tuple[str, str], list[dict[str, float]]],
+    resize_path: str,
 ) -> None:
-    """Resize heat2d between ``start`` and ``top`` nodes ``reps`` times; record the phases."""
+    """Resize heat2d between ``start`` and ``top`` nodes ``reps`` times; record the phases.
+
+    ``resize_path``: ``overlap`` (the runtime's default) or ``sequential`` (the old path).
+    """
     req = ElasticRequest(
         program=(
             str(example("heat2d.py")),
@@ -79,6 +83,7 @@ def run_case(
         nodes_start=start,
         walltime=timedelta(minutes=30),
         job_name="bench-resize",
+        extra_env=(("ELASTIC_SLURM_RESIZE_PATH", resize_path),),
     )
     job = api.submit(req, slurm, workdir=workdir, output=str(workdir / "bench-%j.out"))
     jobdir = JobDir.for_job(workdir, job)
@@ -91,11 +96,13 @@ def run_case(
                 if not out.ok:
                     raise SystemExit(f"resize {kind} failed: {out.message}")
                 strategy = out.strategy
-                samples.setdefault(f"{kind} ({strategy})", []).append(
+                samples.setdefault((f"{kind} ({strategy})", resize_path), []).append(
                     {**out.phases_s, "total": out.seconds}
                 )
+                pause = out.phases_s.get("pause", float("nan"))
                 print(
-                    f"  rep {i + 1}: {kind} via {strategy} in {out.seconds:.2f} s",
+                    f"  {resize_path} rep {i + 1}: {kind} via {strategy} in {out.seconds:.2f} s"
+                    f", pause {pause:.2f} s",
                     file=sys.stderr,
                     flush=True,
                 )
@@ -217,6 +224,11 @@ def main() -> int:
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--n", type=int, default=1024, help="heat2d grid size (n x n doubles)")
     p.add_argument("--micro", action="store_true", help="the cost of an idle resize point")
+    p.add_argument(
+        "--paths",
+        default="overlap,sequential",
+        help="resize paths to compare: overlap (new), sequential (old), or both",
+    )
     p.add_argument("--micro-worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--calls", type=int, default=1000, help="resize points timed (--micro)")
     p.add_argument("--ranks", type=int, default=2, help="ranks (--micro)")
@@ -229,23 +241,49 @@ def main() -> int:
     site = load_site()
     slurm = slurm_for(site)
     path = cached_probe(slurm.transport, site.name, preference=site.grow_path).grow_path
-    samples: dict[str, list[dict[str, float]]] = {}
+    samples: dict[tuple[str, str], list[dict[str, float]]] = {}
+    paths = [p.strip() for p in args.paths.split(",") if p.strip()]
     with tempfile.TemporaryDirectory(prefix="bench-resize-", dir="/var/tmp") as tmp:
         workdir = Path(tmp)
         workdir.chmod(0o755)
-        run_case(slurm, path, workdir, 1, 3, args.reps, args.n, samples)
-        run_case(slurm, path, workdir, 2, 4, args.reps, args.n, samples)
+        for resize_path in paths:
+            run_case(slurm, path, workdir, 1, 3, args.reps, args.n, samples, resize_path)
+            run_case(slurm, path, workdir, 2, 4, args.reps, args.n, samples, resize_path)
     print(
         f"heat2d {args.n}x{args.n} doubles ({args.n * args.n * 8 / 2**20:.0f} MiB), "
         f"grow path {path}, {args.reps} repetitions; seconds: median [min-max]"
     )
-    for kind, rows in samples.items():
-        phases = sorted({k for r in rows for k in r}, key=lambda k: (k == "total", k))
-        cells = []
-        for ph in phases:
-            vals = [r[ph] for r in rows if ph in r]
-            cells.append(f"{ph} {statistics.median(vals):.2f} [{min(vals):.2f}-{max(vals):.2f}]")
-        print(f"{kind:<28} " + "; ".join(cells))
+
+    def cell(rows: list[dict[str, float]], ph: str) -> str:
+        vals = [r[ph] for r in rows if ph in r]
+        if not vals:
+            return "-"
+        return f"{statistics.median(vals):.2f} [{min(vals):.2f}-{max(vals):.2f}]"
+
+    print(f"{'resize':<24} {'path':<11} {'pause':<18} {'total':<18} phases (medians)")
+    for (kind, resize_path), rows in sorted(samples.items()):
+        phases = sorted({k for r in rows for k in r} - {"total", "pause"})
+        detail = ", ".join(
+            f"{ph} {statistics.median(r[ph] for r in rows if ph in r):.2f}" for ph in phases
+        )
+        print(
+            f"{kind:<24} {resize_path:<11} {cell(rows, 'pause'):<18} {cell(rows, 'total'):<18} "
+            f"{detail}"
+        )
+    if {"overlap", "sequential"} <= set(paths):
+        print("sequential / overlap (medians):")
+        kinds = sorted({k for k, _p in samples})
+        for kind in kinds:
+            new, old = samples.get((kind, "overlap")), samples.get((kind, "sequential"))
+            if not new or not old:
+                continue
+            ratios = []
+            for ph in ("pause", "total"):
+                a = [r[ph] for r in old if ph in r]
+                b = [r[ph] for r in new if ph in r]
+                if a and b and statistics.median(b) > 0:
+                    ratios.append(f"{ph} {statistics.median(a) / statistics.median(b):.1f}x")
+            print(f"  {kind:<24} " + ", ".join(ratios))
     return 0
 
 

@@ -51,6 +51,7 @@ from mpi4py import MPI
 from elastic_slurm import envvars
 from elastic_slurm.model.offer import Answer, AnswerKind, Offer
 from elastic_slurm.model.resize_order import AckStatus, ResizeAck, ResizeOrder
+from elastic_slurm.mpi_runtime import handover
 from elastic_slurm.mpi_runtime.channel import FileChannel, channel_for
 from elastic_slurm.mpi_runtime.checkpoint import load_rows, load_state, save_rows, save_state
 from elastic_slurm.mpi_runtime.data import (
@@ -69,7 +70,7 @@ from elastic_slurm.mpi_runtime.orders import (
     Vote,
     resize_path,
 )
-from elastic_slurm.mpi_runtime.probe import SPAWN, choose_join, spawn_info
+from elastic_slurm.mpi_runtime.probe import RESTART, SPAWN, choose_join, spawn_info
 from elastic_slurm.mpi_runtime.redistribute import redistribute_rows
 from elastic_slurm.protocol.client import RefusedError
 from elastic_slurm.protocol.jobdir import JobDir, write_json_atomic
@@ -186,6 +187,8 @@ class ElasticComm:
         self._watcher: OrderWatcher | None = None
         self._known_hosts: list[str] = []
         self._paused_at = 0.0
+        self._vendor: tuple[str, tuple[int, ...]] = ("", ())
+        self._successor_s: float | None = None
 
     # ------------------------------------------------------------------ basics
     @property
@@ -469,7 +472,7 @@ class ElasticComm:
         if choice.strategy == SPAWN:
             self._expand_by_spawn(order, hosts, packed, choice.reason)
             return True
-        self._checkpoint_and_exit(order, packed, choice.reason)
+        self._checkpoint_and_exit(order, packed, choice.reason, successor=self._path != SEQUENTIAL)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _order_now(self) -> dict[str, Any] | None:
@@ -494,12 +497,13 @@ class ElasticComm:
         if self._vote is None:
             self._vote = Vote(self.comm)
             self._known_hosts = self.hosts()
+            self._vendor = MPI.get_vendor()
             if self.rank == 0 and self._watcher is None:
                 self._watcher = OrderWatcher(
                     self.channel,
                     self.next_seq,
                     interval_s=envvars.get_float("ORDER_POLL_S", 0.1),
-                    check=self._preflight,
+                    check=self._prepare,
                 )
                 atexit.register(self._close_watcher)
         flag = 0
@@ -508,7 +512,7 @@ class ElasticComm:
             for offer in self._watcher.take_offers():
                 self._answer(offer)
             for order, why in self._watcher.take_refused():
-                _say(self.comm, f"order {order.seq}: refused, added node(s) cannot run: {why}")
+                _say(self.comm, f"order {order.seq}: not followed: {why}")
                 self._refuse(order, self._known_hosts, why)
             if self._watcher.ready() is not None:
                 flag = ORDER_READY
@@ -567,6 +571,38 @@ class ElasticComm:
             return None
         return "; ".join(f"{h}: {why}" for h, why in sorted(bad.items()))
 
+    def _prepare(self, order: ResizeOrder) -> str | None:
+        """Rank 0's watcher thread: get ready to follow ``order``; why not, or ``None``.
+
+        Checks the nodes an expansion adds (:meth:`_preflight`); when the order will be
+        followed by a restart, has the launcher start the next generation and waits until it
+        is ready (:mod:`.handover`), while the ranks go on computing.
+        """
+        why = self._preflight(order)
+        if why:
+            return f"added nodes unusable: {why}"
+        hosts = self._known_hosts
+        if set(hosts) == set(order.nodes):
+            return None
+        choice = choose_join(order.action.value, hosts, self.launch_host, self._vendor, self.join)
+        if choice.strategy != RESTART:
+            return None
+        jobdir = self.jobdir
+        assert jobdir is not None
+        t0 = time.monotonic()
+        handover.request_successor(
+            jobdir, order.seq, order.action.value, list(order.nodes), self.launch
+        )
+        timeout = envvars.get_float("SUCCESSOR_TIMEOUT_S", 120.0)
+        why = handover.wait_ready(
+            jobdir,
+            order.seq,
+            timeout,
+            failed=lambda: jobdir.read_ack(order.seq, AckStatus.FAILED) is not None,
+        )
+        self._successor_s = time.monotonic() - t0
+        return why
+
     def _added_nodes_work(self, order: ResizeOrder, hosts: list[str]) -> bool:
         """The sequential path: check the added nodes now (collective); refuse if one fails."""
         self._known_hosts = hosts
@@ -576,12 +612,12 @@ class ElasticComm:
             return True
         _say(self.comm, f"order {order.seq}: refused, added node(s) cannot run the job: {why}")
         if self.rank == 0:
-            self._refuse(order, hosts, why)
+            self._refuse(order, hosts, f"added nodes unusable: {why}")
         self.next_seq = order.seq + 1
         return False
 
     def _refuse(self, order: ResizeOrder, hosts: list[str], why: str) -> None:
-        """Rank 0: acknowledge ``order`` as failed (its added nodes are unusable)."""
+        """Rank 0: acknowledge ``order`` as failed (unless the launcher did), with ``why``."""
         assert self.jobdir is not None and self.channel is not None
         channel = self.channel
         ack = ResizeAck(
@@ -589,10 +625,11 @@ class ElasticComm:
             AckStatus.FAILED,
             tuple(dict.fromkeys(hosts)),
             time.time(),
-            reason=f"added nodes unusable: {why}",
+            reason=why,
             ranks=self.size,
         )
-        self._send(lambda: channel.ack(ack))
+        if self.jobdir.read_ack(order.seq, AckStatus.FAILED) is None:
+            self._send(lambda: channel.ack(ack))
         self.jobdir.log_event("failed", seq=order.seq, reason=why)
         self.next_seq = order.seq + 1
 
@@ -678,8 +715,13 @@ class ElasticComm:
 
     # ------------------------------------------------------------------ restart path
     def _checkpoint_and_exit(
-        self, order: ResizeOrder, packed: list[Any] | None, reason: str
+        self, order: ResizeOrder, packed: list[Any] | None, reason: str, successor: bool = False
     ) -> None:
+        """Save arrays and state, tell the launcher, end the process (:class:`ResizeExit`).
+
+        With ``successor``, the next generation already waits (:mod:`.handover`) and starts
+        computing as soon as the manifest is written.
+        """
         assert self.jobdir is not None
         directory = self.jobdir.checkpoint
         t0 = time.monotonic()
@@ -712,6 +754,7 @@ class ElasticComm:
                     "checkpoint_s": checkpoint_s,
                     "requested_at": time.time(),
                     "paused_at": self._paused_at,
+                    "successor_s": self._successor_s,
                 },
             )
             self.jobdir.request_restart(
@@ -720,6 +763,7 @@ class ElasticComm:
                     "action": order.action.value,
                     "nodes": list(order.nodes),
                     "launch": self.launch,
+                    "handover": successor,
                 }
             )
         _say(self.comm, f"order {order.seq}: checkpointed in {checkpoint_s:.2f} s; restarting")
@@ -783,6 +827,8 @@ class ElasticComm:
             "relaunch": max(0.0, time.time() - float(manifest["requested_at"]) - restore_s),
             "restore": restore_s,
         }
+        if manifest.get("successor_s") is not None:  # overlapped with computing
+            self.last_resize_s["successor"] = float(manifest["successor_s"])
         if manifest.get("paused_at"):
             self.last_resize_s["pause"] = max(0.0, time.time() - float(manifest["paused_at"]))
         failed = self.rank == 0 and self.jobdir.read_ack(seq, AckStatus.FAILED) is not None
@@ -865,7 +911,16 @@ def init() -> ElasticComm:
         hosts = list(dict.fromkeys(ec.hosts()))
         if ec.rank == 0:
             ec.channel.register(ec.size, hosts)
-    if ec.jobdir is not None and ec.launch > 0:
+    successor = envvars.get_int("SUCCESSOR", 0)
+    if ec.jobdir is not None and ec.launch > 0 and successor:
+        # started early, while the generation before still computes: wait for its handover
+        if ec.rank == 0:
+            handover.signal_ready(ec.jobdir, successor, ec.launch)
+        manifest = handover.await_manifest(
+            ec.comm, ec.jobdir.checkpoint / MANIFEST, ec.launch - 1, successor
+        )
+        ec._restore(manifest)
+    elif ec.jobdir is not None and ec.launch > 0:
         manifest = None
         if ec.rank == 0:
             path = ec.jobdir.checkpoint / MANIFEST
