@@ -17,6 +17,12 @@ successor, that time overlaps the running generation's computation:
 4. the watcher sees it ready; at the next agreed resize point the old generation writes its
    checkpoint and exits; the successor restores it and computes.
 
+The checkpoint goes through memory (``/dev/shm``) when every rank of both generations sees the
+same ``/dev/shm`` (one machine, or nodes that share it): rank 0 leaves a random token there
+(:func:`make_token`), each rank of the successor and of the old generation looks for it
+(:func:`sees_token`), and only if all of them find it (and there is room) is it used. Otherwise
+it goes to the job directory's shared filesystem.
+
 If the successor cannot start (its ``mpirun`` ends, or it is not ready within the timeout),
 the launcher or the watcher acknowledges the order as failed: the old generation computes on at
 its size, and the controller gives a grant back. Nodes leave the job only once the old
@@ -26,12 +32,21 @@ generation has left them (the launcher checks, then acknowledges them ``vacated`
 from __future__ import annotations
 
 import json
+import os
+import secrets
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from elastic_slurm.errors import ElasticSlurmError
 from elastic_slurm.protocol.jobdir import JobDir, write_json_atomic
+
+
+class HandoverError(ElasticSlurmError):
+    """The generation before never handed over: this one has nothing to resume."""
+
 
 #: In the job directory: the application's request for a successor (rank 0 writes it).
 REQUEST = "successor.json"
@@ -39,12 +54,65 @@ REQUEST = "successor.json"
 READY = "successor-ready-{seq}.json"
 
 
-def request_successor(jobdir: JobDir, seq: int, action: str, nodes: list[str], launch: int) -> None:
-    """Ask the launcher to start the generation after ``launch`` on ``nodes`` (order ``seq``)."""
-    write_json_atomic(
-        jobdir.path / REQUEST,
-        {"seq": seq, "action": action, "nodes": nodes, "launch": launch, "at": time.time()},
-    )
+def memory_dir(job_id: int, seq: int, root: str = "/dev/shm") -> Path:
+    """Where order ``seq``'s checkpoint goes when both generations share ``root``."""
+    return Path(root) / f"elastic-slurm-{os.getuid()}-{job_id}-{seq}"
+
+
+def make_token(directory: Path) -> str:
+    """Create ``directory`` (mode 0700) with a random token in it; return the token."""
+    directory.mkdir(mode=0o700, parents=False, exist_ok=True)
+    token = secrets.token_hex(16)
+    (directory / "token").write_text(token)
+    return token
+
+
+def sees_token(directory: Path | str | None, token: str | None) -> bool:
+    """Whether this process sees ``token`` in ``directory`` (the same memory as rank 0)."""
+    if not directory or not token:
+        return False
+    try:
+        return (Path(directory) / "token").read_text() == token
+    except OSError:
+        return False
+
+
+def has_room(directory: Path, nbytes: int) -> bool:
+    """Whether ``directory``'s filesystem has twice ``nbytes`` free."""
+    try:
+        return shutil.disk_usage(directory).free >= 2 * nbytes
+    except OSError:
+        return False
+
+
+def drop(directory: Path | str | None) -> None:
+    """Remove a memory checkpoint directory (once restored, or given up)."""
+    if directory:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def request_successor(
+    jobdir: JobDir,
+    seq: int,
+    action: str,
+    nodes: list[str],
+    launch: int,
+    memory: tuple[Path, str] | None = None,
+) -> None:
+    """Ask the launcher to start the generation after ``launch`` on ``nodes`` (order ``seq``).
+
+    ``memory``: the memory checkpoint directory and its token, for the successor to look for.
+    """
+    request: dict[str, Any] = {
+        "seq": seq,
+        "action": action,
+        "nodes": nodes,
+        "launch": launch,
+        "at": time.time(),
+    }
+    if memory is not None:
+        request.update(memory_dir=str(memory[0]), token=memory[1])
+    write_json_atomic(jobdir.path / REQUEST, request)
 
 
 def take_request(jobdir: JobDir) -> dict[str, Any] | None:
@@ -63,42 +131,64 @@ def ready_path(jobdir: JobDir, seq: int) -> Path:
     return jobdir.path / READY.format(seq=seq)
 
 
-def signal_ready(jobdir: JobDir, seq: int, launch: int) -> None:
-    """The successor's rank 0: it runs, and waits for the handover."""
-    write_json_atomic(ready_path(jobdir, seq), {"seq": seq, "launch": launch, "at": time.time()})
+def signal_ready(jobdir: JobDir, seq: int, launch: int, memory: bool) -> None:
+    """The successor's rank 0: it runs and waits for the handover.
+
+    ``memory``: every one of its ranks sees the memory checkpoint directory.
+    """
+    write_json_atomic(
+        ready_path(jobdir, seq),
+        {"seq": seq, "launch": launch, "memory": memory, "at": time.time()},
+    )
 
 
 def wait_ready(
     jobdir: JobDir, seq: int, timeout_s: float, failed: Callable[[], bool], poll_s: float = 0.02
-) -> str | None:
+) -> tuple[str | None, bool]:
     """Wait (rank 0's watcher thread) until the successor of order ``seq`` is ready.
 
-    Returns ``None`` when it is, else why not: ``failed()`` became true (the launcher gave up
-    on it and acknowledged the order as failed), or ``timeout_s`` seconds passed.
+    Returns ``(None, memory)`` when it is (``memory``: its ranks all see the memory
+    checkpoint directory), else ``(why not, False)``: ``failed()`` became true (the launcher
+    gave up on it and acknowledged the order as failed), or ``timeout_s`` seconds passed.
     """
     path = ready_path(jobdir, seq)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if path.exists():
-            return None
+        try:
+            data = json.loads(path.read_text())
+        except (FileNotFoundError, ValueError):
+            data = None
+        if isinstance(data, dict):
+            return None, bool(data.get("memory"))
         if failed():
-            return "the next generation could not start"
+            return "the next generation could not start", False
         time.sleep(poll_s)
-    return f"the next generation was not ready within {timeout_s:g} s"
+    return f"the next generation was not ready within {timeout_s:g} s", False
 
 
 def await_manifest(
-    comm: Any, manifest: Path, launch: int, seq: int, poll_s: float = 0.005
+    comm: Any,
+    manifest: Path,
+    launch: int,
+    seq: int,
+    timeout_s: float = 3600.0,
+    poll_s: float = 0.005,
 ) -> dict[str, Any]:
     """The successor's ranks: wait, blocked, for generation ``launch``'s checkpoint of ``seq``.
 
     Rank 0 reads ``manifest`` every ``poll_s`` seconds; the other ranks wait in a non-blocking
     barrier tested every ``poll_s`` (an MPI blocking call would spin a core per rank). Returns
     the manifest on every rank.
+
+    Raises
+    ------
+    HandoverError
+        No such checkpoint within ``timeout_s`` seconds (on every rank).
     """
     found = None
+    deadline = time.monotonic() + timeout_s
     if comm.rank == 0:
-        while found is None:
+        while found is None and time.monotonic() < deadline:
             try:
                 data = json.loads(manifest.read_text())
             except (FileNotFoundError, ValueError):
@@ -114,4 +204,10 @@ def await_manifest(
     barrier = comm.Ibarrier()
     while not barrier.Test():
         time.sleep(poll_s)
-    return comm.bcast(found, root=0)
+    found = comm.bcast(found, root=0)
+    if found is None:
+        raise HandoverError(
+            f"generation {launch} did not hand over order {seq} within {timeout_s:g} s "
+            f"(no checkpoint manifest at {manifest})"
+        )
+    return found

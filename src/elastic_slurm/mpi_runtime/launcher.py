@@ -271,7 +271,13 @@ class Launcher:
                 self.slurm.cancel(*helpers)
                 self.jobdir.log_event("helpers_cancelled", jobs=helpers)
 
-    def _start(self, nodes: Sequence[str], generation: int, successor: int = 0) -> _Generation:
+    def _start(
+        self,
+        nodes: Sequence[str],
+        generation: int,
+        successor: int = 0,
+        extra: Mapping[str, str] | None = None,
+    ) -> _Generation:
         """Start generation ``generation`` on ``nodes``.
 
         With ``successor`` (an order's number), it waits for that order's handover.
@@ -288,6 +294,7 @@ class Launcher:
         env = self._launch_env(nodes, generation)
         if successor:
             env.update(envvars.names(successor=successor))
+            env.update(extra or {})
         proc = subprocess.Popen(list(argv), env=env)
         return _Generation(proc, tuple(nodes), generation, argv, time.monotonic(), successor)
 
@@ -359,7 +366,15 @@ class Launcher:
             nodes = tuple(str(n) for n in request["nodes"])
             if self.host in nodes:  # the batch host first, as for every launch
                 nodes = (self.host, *[n for n in nodes if n != self.host])
-            return self._start(nodes, current.generation + 1, successor=seq)
+            return self._start(
+                nodes,
+                current.generation + 1,
+                successor=seq,
+                extra=envvars.names(
+                    handover_dir=request.get("memory_dir", ""),
+                    handover_token=request.get("token", ""),
+                ),
+            )
         rc = waiting.proc.poll()
         if rc is not None:
             self.jobdir.log_event(

@@ -189,6 +189,7 @@ class ElasticComm:
         self._paused_at = 0.0
         self._vendor: tuple[str, tuple[int, ...]] = ("", ())
         self._successor_s: float | None = None
+        self._memory: tuple[Path, str] | None = None  # where the successor sees rank 0's token
 
     # ------------------------------------------------------------------ basics
     @property
@@ -590,17 +591,28 @@ class ElasticComm:
         jobdir = self.jobdir
         assert jobdir is not None
         t0 = time.monotonic()
+        memory: tuple[Path, str] | None = None
+        if envvars.get_str("HANDOVER_MEMORY", "1") != "0":
+            job_id = envvars.get_int("JOB_ID", 0) or int(os.environ.get("SLURM_JOB_ID", "0"))
+            where = handover.memory_dir(job_id, order.seq)
+            try:
+                memory = (where, handover.make_token(where))
+            except OSError as exc:
+                log.info("no memory checkpoint (%s): the shared filesystem is used", exc)
         handover.request_successor(
-            jobdir, order.seq, order.action.value, list(order.nodes), self.launch
+            jobdir, order.seq, order.action.value, list(order.nodes), self.launch, memory
         )
         timeout = envvars.get_float("SUCCESSOR_TIMEOUT_S", 120.0)
-        why = handover.wait_ready(
+        why, shared = handover.wait_ready(
             jobdir,
             order.seq,
             timeout,
             failed=lambda: jobdir.read_ack(order.seq, AckStatus.FAILED) is not None,
         )
         self._successor_s = time.monotonic() - t0
+        self._memory = memory if shared and why is None else None
+        if self._memory is None and memory is not None:
+            handover.drop(memory[0])
         return why
 
     def _added_nodes_work(self, order: ResizeOrder, hosts: list[str]) -> bool:
@@ -725,6 +737,8 @@ class ElasticComm:
         assert self.jobdir is not None
         directory = self.jobdir.checkpoint
         t0 = time.monotonic()
+        if successor:
+            directory = self._handover_dir(directory)
         metas = []
         for arr in self._arrays.values():
             meta = arr.meta()
@@ -743,7 +757,7 @@ class ElasticComm:
             else:
                 (directory / HOOKS_FILE).unlink(missing_ok=True)
             write_json_atomic(
-                directory / MANIFEST,
+                self.jobdir.checkpoint / MANIFEST,
                 {
                     "seq": order.seq,
                     "launch": self.launch,
@@ -754,6 +768,7 @@ class ElasticComm:
                     "checkpoint_s": checkpoint_s,
                     "requested_at": time.time(),
                     "paused_at": self._paused_at,
+                    "directory": str(directory),
                     "successor_s": self._successor_s,
                 },
             )
@@ -766,10 +781,31 @@ class ElasticComm:
                     "handover": successor,
                 }
             )
-        _say(self.comm, f"order {order.seq}: checkpointed in {checkpoint_s:.2f} s; restarting")
+        where = "" if directory == self.jobdir.checkpoint else f" to {directory}"
+        _say(
+            self.comm,
+            f"order {order.seq}: checkpointed{where} in {checkpoint_s:.2f} s; "
+            + ("the next generation takes over" if successor else "restarting"),
+        )
         self._disconnect()
         self._close_watcher()  # what it still has to send goes before the process ends
         raise ResizeExit()
+
+    def _handover_dir(self, shared: Path) -> Path:
+        """Where to checkpoint for a waiting successor (collective).
+
+        Memory if every rank of both generations sees it and it has room, else ``shared``.
+        """
+        memory = self.comm.bcast(self._memory if self.rank == 0 else None, root=0)
+        if memory is None:
+            return shared
+        nbytes = sum(a.local.nbytes for a in self._arrays.values())
+        ok = handover.sees_token(*memory) and handover.has_room(memory[0], nbytes)
+        if self.comm.allreduce(ok, op=MPI.LAND):
+            return Path(memory[0])
+        if self.rank == 0:
+            handover.drop(memory[0])
+        return shared
 
     def finalize(self) -> None:
         """Disconnect from spawned (or parent) ranks before MPI ends (collective).
@@ -804,7 +840,7 @@ class ElasticComm:
         """In a restarted step: read the arrays and state, acknowledge the order."""
         assert self.jobdir is not None
         t0 = time.monotonic()
-        directory = self.jobdir.checkpoint
+        directory = Path(manifest.get("directory") or self.jobdir.checkpoint)
         for meta in manifest["arrays"]:
             rows = load_rows(directory, meta["name"], self.comm, self.size)
             dist = distribution_from_json(meta["dist"])
@@ -817,6 +853,8 @@ class ElasticComm:
             packed = pickle.loads((directory / HOOKS_FILE).read_bytes())
         packed = self.comm.bcast(packed, root=0)
         restore_s = time.monotonic() - t0
+        if self.rank == 0 and directory != self.jobdir.checkpoint:
+            handover.drop(directory)  # every rank has read it (the broadcast above)
         self.generation = int(manifest["generation"]) + 1
         seq = int(manifest["seq"])
         self.next_seq = seq + 1
@@ -914,10 +952,18 @@ def init() -> ElasticComm:
     successor = envvars.get_int("SUCCESSOR", 0)
     if ec.jobdir is not None and ec.launch > 0 and successor:
         # started early, while the generation before still computes: wait for its handover
+        memory = handover.sees_token(
+            envvars.get_str("HANDOVER_DIR"), envvars.get_str("HANDOVER_TOKEN")
+        )
+        memory = ec.comm.allreduce(memory, op=MPI.LAND)
         if ec.rank == 0:
-            handover.signal_ready(ec.jobdir, successor, ec.launch)
+            handover.signal_ready(ec.jobdir, successor, ec.launch, memory)
         manifest = handover.await_manifest(
-            ec.comm, ec.jobdir.checkpoint / MANIFEST, ec.launch - 1, successor
+            ec.comm,
+            ec.jobdir.checkpoint / MANIFEST,
+            ec.launch - 1,
+            successor,
+            timeout_s=envvars.get_float("HANDOVER_TIMEOUT_S", 3600.0),
         )
         ec._restore(manifest)
     elif ec.jobdir is not None and ec.launch > 0:
