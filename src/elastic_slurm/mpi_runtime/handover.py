@@ -23,8 +23,9 @@ same ``/dev/shm`` (one machine, or nodes that share it): rank 0 leaves a random 
 (:func:`sees_token`), and only if all of them find it (and there is room) is it used. Otherwise
 it goes to the job directory's shared filesystem.
 
-If the successor cannot start (its ``mpirun`` ends, or it is not ready within the timeout),
-the launcher or the watcher acknowledges the order as failed: the old generation computes on at
+If the successor cannot start (its ``mpirun`` ends, or it is not ready within the timeout:
+then the watcher asks the launcher to stop it, :func:`cancel`), the launcher stops it and only
+then acknowledges the order as failed: the old generation computes on at
 its size, and the controller gives a grant back. Nodes leave the job only once the old
 generation has left them (the launcher checks, then acknowledges them ``vacated``).
 """
@@ -52,6 +53,8 @@ class HandoverError(ElasticSlurmError):
 REQUEST = "successor.json"
 #: ``successor-ready-<seq>.json``: the successor of order ``seq`` waits for the handover.
 READY = "successor-ready-{seq}.json"
+#: ``successor-cancel-<seq>.json``: the application gave up waiting for it.
+CANCEL = "successor-cancel-{seq}.json"
 
 
 def memory_dir(job_id: int, seq: int, root: str = "/dev/shm") -> Path:
@@ -129,6 +132,25 @@ def take_request(jobdir: JobDir) -> dict[str, Any] | None:
 def ready_path(jobdir: JobDir, seq: int) -> Path:
     """The file the successor of order ``seq`` writes once it waits."""
     return jobdir.path / READY.format(seq=seq)
+
+
+def cancel_path(jobdir: JobDir, seq: int) -> Path:
+    """The file by which the application gives up on order ``seq``'s successor."""
+    return jobdir.path / CANCEL.format(seq=seq)
+
+
+def cancel(jobdir: JobDir, seq: int, why: str) -> None:
+    """Rank 0's watcher: the launcher is to stop the successor, then fail the order."""
+    write_json_atomic(cancel_path(jobdir, seq), {"seq": seq, "reason": why, "at": time.time()})
+
+
+def cancelled(jobdir: JobDir, seq: int) -> str | None:
+    """The launcher's side: why the successor of ``seq`` was given up on, if it was."""
+    try:
+        data = json.loads(cancel_path(jobdir, seq).read_text())
+    except (FileNotFoundError, ValueError):
+        return None
+    return str(data.get("reason", "given up")) if isinstance(data, dict) else "given up"
 
 
 def signal_ready(jobdir: JobDir, seq: int, launch: int, memory: bool) -> None:

@@ -386,8 +386,20 @@ class Launcher:
                 f"the next generation ended (status {rc}) before the handover",
             )
             return None
-        if self.jobdir.read_ack(waiting.successor, AckStatus.FAILED) is not None:
-            _stop(waiting.proc)  # the application gave up on it
+        why = handover.cancelled(self.jobdir, waiting.successor)
+        if why is not None:  # the application gave up on it: stop it, then fail the order
+            _stop(waiting.proc)
+            try:  # its daemons have left the nodes the old generation does not use
+                self._wait_vacated([n for n in waiting.nodes if n not in current.nodes])
+            except DeadlineExceeded as exc:
+                log.error("the discarded generation's steps stay: %s", exc)
+            self.jobdir.log_event(
+                "exit",
+                generation=waiting.generation,
+                returncode=None,
+                successor_of=waiting.successor,
+            )
+            self._fail(waiting.successor, current.nodes, why)
             return None
         return waiting
 

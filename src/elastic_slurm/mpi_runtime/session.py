@@ -610,6 +610,15 @@ class ElasticComm:
             failed=lambda: jobdir.read_ack(order.seq, AckStatus.FAILED) is not None,
         )
         self._successor_s = time.monotonic() - t0
+        if why is not None and jobdir.read_ack(order.seq, AckStatus.FAILED) is None:
+            # the launcher stops the successor, then fails the order: the added nodes are
+            # vacated before the controller gives them back
+            handover.cancel(jobdir, order.seq, why)
+            deadline = time.monotonic() + 30.0
+            while jobdir.read_ack(order.seq, AckStatus.FAILED) is None:
+                if time.monotonic() > deadline:
+                    break  # no launcher answering: the order is refused from here
+                time.sleep(0.05)
         self._memory = memory if shared and why is None else None
         if self._memory is None and memory is not None:
             handover.drop(memory[0])
