@@ -44,6 +44,7 @@ SEQUENTIAL = "sequential"
 #: Vote bits.
 ORDER_READY = 1
 FORCED = 2
+SPAWN_DONE = 4
 
 
 def resize_path(env: Any = None) -> str:

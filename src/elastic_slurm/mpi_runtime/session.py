@@ -66,18 +66,26 @@ from elastic_slurm.mpi_runtime.layout import Layout, current_layout
 from elastic_slurm.mpi_runtime.orders import (
     ORDER_READY,
     SEQUENTIAL,
+    SPAWN_DONE,
     OrderWatcher,
     Vote,
     resize_path,
 )
-from elastic_slurm.mpi_runtime.probe import RESTART, SPAWN, choose_join, spawn_info
+from elastic_slurm.mpi_runtime.probe import RESTART, SPAWN, choose_join
 from elastic_slurm.mpi_runtime.redistribute import redistribute_rows
+from elastic_slurm.mpi_runtime.spawn import (
+    BackgroundSpawn,
+    spawn_and_merge,
+    thread_support,
+)
+from elastic_slurm.mpi_runtime.state import ResizeState
 from elastic_slurm.protocol.client import RefusedError
 from elastic_slurm.protocol.jobdir import JobDir, write_json_atomic
 
 log = logging.getLogger("elastic_slurm.mpi_runtime")
 
 MANIFEST = "manifest.json"
+_SPAWNED = object()  # the vote's answer: the helper threads' spawn is complete
 HOOKS_FILE = "hooks.pickle"
 #: In the job directory: the PMIx server's answer to the job's first allocation request.
 PMIX_MEMO = "pmix.json"
@@ -174,7 +182,7 @@ class ElasticComm:
         self.generation = 0
         self.next_seq = 1
         self.resumed = False
-        self.state: dict[str, Any] = {}
+        self._state = ResizeState()
         self.last_resize_s: dict[str, float] = {}
         self._arrays: dict[str, DistArray] = {}
         self._restored: dict[str, tuple[dict[str, Any], np.ndarray]] = {}
@@ -190,8 +198,22 @@ class ElasticComm:
         self._vendor: tuple[str, tuple[int, ...]] = ("", ())
         self._successor_s: float | None = None
         self._memory: tuple[Path, str] | None = None  # where the successor sees rank 0's token
+        self._spawning: BackgroundSpawn | None = None
 
     # ------------------------------------------------------------------ basics
+    @property
+    def state(self) -> ResizeState:
+        """Scalars carried across resizes (as on rank 0), checked as they are set.
+
+        ``None``, ``bool``, ``int``, ``float`` or ``str`` values under ``str`` keys; anything
+        else raises ``ValueError`` where it is set (save arrays with :meth:`array`).
+        """
+        return self._state
+
+    @state.setter
+    def state(self, value: Any) -> None:
+        self._state = value if isinstance(value, ResizeState) else ResizeState(value)
+
     @property
     def rank(self) -> int:
         """The rank of this process in :attr:`comm`."""
@@ -435,6 +457,10 @@ class ElasticComm:
             order_json = self._order_now()
         else:
             order_json = self._order_agreed()
+        if order_json is _SPAWNED:
+            self._paused_at = paused_at
+            self._finish_spawn()
+            return True
         if order_json is None:
             return False
         self._paused_at = paused_at
@@ -469,10 +495,23 @@ class ElasticComm:
             and not self._added_nodes_work(order, hosts)
         ):
             return False
-        packed = self._pack()
         if choice.strategy == SPAWN:
-            self._expand_by_spawn(order, hosts, packed, choice.reason)
+            new_hosts = [n for n in order.nodes if n not in set(hosts)]
+            why_not = "the sequential path" if self._path == SEQUENTIAL else thread_support()
+            if why_not is None:
+                # every rank starts its helper thread here; a later resize point completes it
+                self._spawning = BackgroundSpawn(
+                    self.comm, new_hosts, self.ntasks_per_node, order=order, reason=choice.reason
+                )
+                return False
+            if self._path != SEQUENTIAL:
+                _say(self.comm, f"order {order.seq}: spawning at the resize point: {why_not}")
+            inter, merged, spawn_s, merge_s = spawn_and_merge(
+                self.comm, new_hosts, self.ntasks_per_node
+            )
+            self._complete_spawn(order, inter, merged, spawn_s, merge_s, choice.reason)
             return True
+        packed = self._pack()
         self._checkpoint_and_exit(order, packed, choice.reason, successor=self._path != SEQUENTIAL)
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -488,7 +527,7 @@ class ElasticComm:
                 order_json = got.to_json()
         return self.comm.bcast(order_json, root=0)
 
-    def _order_agreed(self) -> dict[str, Any] | None:
+    def _order_agreed(self) -> Any:
         """The overlapped path: the order rank 0's watcher made ready, once every rank voted.
 
         No I/O and no blocking collective unless an order is ready: rank 0 reads what its
@@ -515,10 +554,15 @@ class ElasticComm:
             for order, why in self._watcher.take_refused():
                 _say(self.comm, f"order {order.seq}: not followed: {why}")
                 self._refuse(order, self._known_hosts, why)
-            if self._watcher.ready() is not None:
+            if self._spawning is not None:
+                flag = SPAWN_DONE if self._spawning.done() else 0
+            elif self._watcher.ready() is not None:
                 flag = ORDER_READY
-        if not self._vote.exchange(flag):
+        voted = self._vote.exchange(flag)
+        if not voted:
             return None
+        if voted & SPAWN_DONE:
+            return _SPAWNED
         order_json = None
         if self.rank == 0:
             assert self._watcher is not None
@@ -670,33 +714,39 @@ class ElasticComm:
             self._packed = packed
 
     # ------------------------------------------------------------------ spawn path
-    def _expand_by_spawn(
-        self, order: ResizeOrder, hosts: list[str], packed: list[Any] | None, reason: str
+    def _finish_spawn(self) -> None:
+        """Complete the spawn the helper threads ran (collective, at an agreed resize point)."""
+        spawning, self._spawning = self._spawning, None
+        assert spawning is not None
+        inter, merged, spawn_s, merge_s = spawning.finish(self.comm)
+        order, reason = spawning.about["order"], spawning.about["reason"]
+        self._complete_spawn(order, inter, merged, spawn_s, merge_s, reason, overlapped=True)
+
+    def _complete_spawn(
+        self,
+        order: ResizeOrder,
+        inter: MPI.Intercomm,
+        merged: MPI.Intracomm,
+        spawn_s: float,
+        merge_s: float,
+        reason: str,
+        overlapped: bool = False,
     ) -> None:
-        new_hosts = [n for n in order.nodes if n not in set(hosts)]
-        nprocs = len(new_hosts) * self.ntasks_per_node
-        t0 = time.monotonic()
-        info = MPI.Info.Create()
-        for key, value in spawn_info(new_hosts, self.ntasks_per_node, MPI.get_vendor()[1]).items():
-            info.Set(key, value)
-        script = os.path.abspath(sys.argv[0])
-        inter = self.comm.Spawn(
-            sys.executable, [script, *sys.argv[1:]], maxprocs=nprocs, info=info, root=0
-        )
-        info.Free()
-        t1 = time.monotonic()
-        merged = inter.Merge(high=False)
+        """Hand the new ranks their rows and the state over ``merged`` (collective)."""
+        packed = self._pack()
         t2 = time.monotonic()
+        merged.Ibarrier().Wait()  # the new ranks wait in a non-blocking barrier (not spinning)
         old_size = self.size
+        phases = {**order.phases_s, "spawn": spawn_s, "merge": merge_s}
         meta = {
             "seq": order.seq,
             "generation": self.generation,
             "src_parts": old_size,
             "arrays": [a.meta() for a in self._arrays.values()],
-            "state": self.state if self.rank == 0 else None,
+            "state": dict(self.state) if self.rank == 0 else None,
             "packed": packed,
-            "phases_s": {**order.phases_s, "spawn": t1 - t0, "merge": t2 - t1},
-            "reason": reason,
+            "phases_s": phases,
+            "reason": reason + (" (spawned in the background)" if overlapped else ""),
         }
         meta = merged.bcast(meta, root=0)
         for arr in self._arrays.values():
@@ -705,7 +755,7 @@ class ElasticComm:
         t3 = time.monotonic()
         self._after_spawn(inter)
         self._new_comm(merged)
-        self.state = dict(meta["state"] or {})
+        self.state = ResizeState(meta["state"] or {})
         self.generation += 1
         self._done_with(order.seq)
         self.last_resize_s = {
@@ -713,20 +763,23 @@ class ElasticComm:
             "redistribute": t3 - t2,
             "pause": time.time() - self._paused_at,
         }
-        self._acknowledge(order.seq, "spawn", reason, self.last_resize_s)
+        self._acknowledge(order.seq, "spawn", str(meta["reason"]), self.last_resize_s)
         self._arrival(meta["packed"])
 
     def _join_parent(self, parent: MPI.Intercomm) -> None:
         """In a spawned rank: join the merged communicator and receive rows and state."""
         t0 = time.monotonic()
         merged = parent.Merge(high=True)
+        barrier = merged.Ibarrier()  # the parents may compute on for a while: wait, not spin
+        while not barrier.Test():
+            time.sleep(0.002)
         meta = merged.bcast(None, root=0)
         for info in meta["arrays"]:
             local = move_rows(merged, None, info, int(meta["src_parts"]), merged.size)
             self._restored[info["name"]] = (info, local)
         self._after_spawn(parent)
         self._new_comm(merged)
-        self.state = dict(meta["state"] or {})
+        self.state = ResizeState(meta["state"] or {})
         self.generation = int(meta["generation"]) + 1
         self.next_seq = int(meta["seq"]) + 1
         self.resumed = True
@@ -856,7 +909,7 @@ class ElasticComm:
             if not isinstance(dist, Block):
                 rows = move_rows(self.comm, rows, meta, self.size, self.size, Block(), dist)
             self._restored[meta["name"]] = (meta, rows)
-        self.state = load_state(directory, "state", self.comm)
+        self.state = ResizeState(load_state(directory, "state", self.comm))
         packed = None
         if self.rank == 0 and (directory / HOOKS_FILE).exists():
             packed = pickle.loads((directory / HOOKS_FILE).read_bytes())
