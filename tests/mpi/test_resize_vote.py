@@ -5,6 +5,7 @@ Like ``test_checkpoint.py``, this file is also the MPI worker:
 
 * ``vote``: ranks run at different speeds (rank r sleeps r ms per point, plus jitter); rank 0
   raises its flag from a chosen point on; every rank must see it at the same point.
+* ``missing``: rank 1 never calls ``resize_point()``; the others must fail, naming rank 1.
 * ``order``: the real runtime (``init()``, a job directory, rank 0's watcher thread) with an
   order written while the ranks run; the order names the nodes the job already has, so every
   rank takes the "already running there" branch, which is collective (a rank acting at another
@@ -77,6 +78,27 @@ def worker_order(directory: str) -> None:
         print(json.dumps({"next_seq": ec.next_seq}), flush=True)
 
 
+def worker_missing(directory: str) -> None:
+    """Rank 1 never calls resize_point (a call inside ``if rank != 1``)."""
+    from mpi4py import MPI
+
+    from elastic_slurm.model.resize_order import ResizeAction, ResizeOrder
+    from elastic_slurm.mpi_runtime import init
+    from elastic_slurm.protocol.jobdir import JobDir
+
+    ec = init()
+    if ec.rank == 0:
+        host = MPI.Get_processor_name()
+        JobDir(Path(directory)).write_order(
+            ResizeOrder(1, ResizeAction.SHRINK, (host,), time.time())
+        )
+    for _ in range(200):
+        time.sleep(0.005)
+        if ec.rank != 1:
+            ec.resize_point()
+    time.sleep(5)  # rank 1 is still "elsewhere" while the others time out
+
+
 def _last_json(stdout: str) -> dict:
     return json.loads([ln for ln in stdout.splitlines() if ln.startswith("{")][-1])
 
@@ -108,11 +130,28 @@ def test_an_order_is_taken_at_one_point_by_every_rank(mpirun, tmp_path: Path) ->
     assert ack is not None and ack.strategy == "none"
 
 
+def test_a_resize_point_some_ranks_skip_fails_naming_them(mpirun, tmp_path: Path) -> None:
+    from elastic_slurm.protocol.jobdir import JobDir
+
+    jobdir = JobDir(tmp_path / "job")
+    jobdir.create()
+    os.environ["ELASTIC_SLURM_JOB_DIR"] = str(jobdir.path)
+    os.environ["ELASTIC_SLURM_RESIZE_POINT_TIMEOUT_S"] = "2"
+    try:
+        res = mpirun(3, [WORKER, "missing", str(jobdir.path)])
+    finally:
+        del os.environ["ELASTIC_SLURM_JOB_DIR"], os.environ["ELASTIC_SLURM_RESIZE_POINT_TIMEOUT_S"]
+    assert res.returncode != 0, res.describe()
+    assert "rank(s) [1] of 3 did not reach it within 2 s (ranks [0, 2] wait there)" in res.stderr
+
+
 if __name__ == "__main__":
     mode = sys.argv[1]
     if mode == "vote":
         worker_vote()
     elif mode == "order":
         worker_order(sys.argv[2])
+    elif mode == "missing":
+        worker_missing(sys.argv[2])
     else:
         raise SystemExit(f"unknown mode {mode!r}")

@@ -26,6 +26,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -79,12 +80,24 @@ class Vote:
         application's own messages.
     period_s
         Seconds between two votes (about).
+    checkin, timeout_s
+        See :func:`wait_for_all`: after ``timeout_s`` seconds waiting for a vote, the ranks
+        that never came are named.
     """
 
     MAX_EVERY = 64
 
-    def __init__(self, comm: MPI.Intracomm, period_s: float = 0.005) -> None:
+    def __init__(
+        self,
+        comm: MPI.Intracomm,
+        period_s: float = 0.005,
+        checkin: Path | None = None,
+        timeout_s: float = 60.0,
+    ) -> None:
         self._comm = comm.Dup()
+        self.checkin = checkin
+        self.timeout_s = timeout_s
+        self._votes = 0
         self._root = comm.rank == 0
         self.period_s = period_s
         self._buf = np.zeros(2, np.int64)  # (flags, points until the next vote)
@@ -104,7 +117,7 @@ class Vote:
             self._due -= 1
             if self._due > 0:
                 return 0
-            self._req.Wait()
+            wait_for_all(self._req, self._comm, self.checkin, self.label, self.timeout_s)
             self._req = None
             flags, every = int(self._buf[0]), int(self._buf[1])
             if flags:
@@ -122,8 +135,14 @@ class Vote:
             self._posted_at = now
             self._buf[0] = value
         self._req = self._comm.Ibcast(self._buf, root=0)
+        self._votes += 1
         self._due = self._every
         return 0
+
+    @property
+    def label(self) -> str:
+        """The point the ranks are at, the same on every rank (for :func:`wait_for_all`)."""
+        return f"vote {self._votes}"
 
     def close(self, timeout_s: float = 1.0) -> None:
         """Complete the vote in flight, then free the duplicate communicator.
@@ -139,6 +158,54 @@ class Vote:
                 time.sleep(0.001)
             self._req = None
         self._comm.Free()
+
+
+class MissingRanks(RuntimeError):
+    """Some ranks never reached the resize point the others wait at."""
+
+
+def wait_for_all(
+    request: MPI.Request,
+    comm: MPI.Intracomm,
+    checkin: Path | None,
+    point: str,
+    timeout_s: float,
+) -> None:
+    """Complete ``request`` (a collective every rank should join), or name who never came.
+
+    Tests ``request`` (spinning for 10 ms, then sleeping 1 ms between tests); after
+    ``timeout_s`` seconds this rank leaves its mark in ``checkin`` (a directory every rank
+    sees: the job's), waits 2 s for the marks of the other waiting ranks, and raises
+    :class:`MissingRanks` naming the ranks without one: those that did not call
+    ``resize_point()`` at this point (a call on some ranks only, or in a branch). Without a
+    ``checkin`` directory it waits for ever.
+
+    Raises
+    ------
+    MissingRanks
+        After ``timeout_s`` seconds, on every rank that came.
+    """
+    t0 = time.monotonic()
+    while not request.Test():
+        waited = time.monotonic() - t0
+        if waited > 0.01:
+            time.sleep(0.001)
+        if checkin is None or waited < timeout_s:
+            continue
+        checkin.mkdir(parents=True, exist_ok=True)
+        (checkin / f"rank-{comm.rank}").write_text(point)
+        time.sleep(2.0)
+        if request.Test():
+            return
+        here = {
+            int(p.name.split("-", 1)[1]) for p in checkin.glob("rank-*") if p.read_text() == point
+        }
+        missing = sorted(set(range(comm.size)) - here)
+        raise MissingRanks(
+            f"resize point {point}: rank(s) {missing} of {comm.size} did not reach it within "
+            f"{timeout_s:g} s (ranks {sorted(here)} wait there); call ec.resize_point() on "
+            "every rank, at the same place in each iteration"
+        )
 
 
 class OrderWatcher:

@@ -70,6 +70,7 @@ from elastic_slurm.mpi_runtime.orders import (
     OrderWatcher,
     Vote,
     resize_path,
+    wait_for_all,
 )
 from elastic_slurm.mpi_runtime.probe import RESTART, SPAWN, choose_join
 from elastic_slurm.mpi_runtime.redistribute import redistribute_rows
@@ -535,17 +536,8 @@ class ElasticComm:
         :class:`~.orders.Vote` posted at the previous resize point and post the next.
         """
         if self._vote is None:
-            self._vote = Vote(self.comm)
-            self._known_hosts = self.hosts()
-            self._vendor = MPI.get_vendor()
-            if self.rank == 0 and self._watcher is None:
-                self._watcher = OrderWatcher(
-                    self.channel,
-                    self.next_seq,
-                    interval_s=envvars.get_float("ORDER_POLL_S", 0.1),
-                    check=self._prepare,
-                )
-                atexit.register(self._close_watcher)
+            self._begin_voting()
+        assert self._vote is not None
         flag = 0
         if self.rank == 0:
             assert self._watcher is not None
@@ -563,12 +555,40 @@ class ElasticComm:
             return None
         if voted & SPAWN_DONE:
             return _SPAWNED
+        # rank 0 alone may get here (its broadcasts complete without the others): check that
+        # every rank came before the collectives of the resize
+        vote = self._vote
+        wait_for_all(self.comm.Ibarrier(), self.comm, vote.checkin, vote.label, vote.timeout_s)
         order_json = None
         if self.rank == 0:
             assert self._watcher is not None
             ready = self._watcher.ready()
             order_json = ready.to_json() if ready is not None else None
         return self.comm.bcast(order_json, root=0)
+
+    def _begin_voting(self) -> None:
+        """Set up the overlapped path on :attr:`comm` (collective: at start, after a resize).
+
+        The vote's duplicate communicator, the hosts, and on rank 0 the order watcher.
+        """
+        if self.jobdir is None or self.channel is None or self._path == SEQUENTIAL:
+            return
+        checkin = self.jobdir.path / "checkin" / f"launch-{self.launch}-{self.generation}"
+        self._vote = Vote(
+            self.comm,
+            checkin=checkin,
+            timeout_s=envvars.get_float("RESIZE_POINT_TIMEOUT_S", 60.0),
+        )
+        self._known_hosts = self.hosts()
+        self._vendor = MPI.get_vendor()
+        if self.rank == 0 and self._watcher is None:
+            self._watcher = OrderWatcher(
+                self.channel,
+                self.next_seq,
+                interval_s=envvars.get_float("ORDER_POLL_S", 0.1),
+                check=self._prepare,
+            )
+            atexit.register(self._close_watcher)
 
     def _close_watcher(self) -> None:
         if self._watcher is not None:
@@ -581,6 +601,7 @@ class ElasticComm:
             self._vote.close()
             self._vote = None
         self.comm = comm
+        self._begin_voting()
 
     def _done_with(self, seq: int) -> None:
         self.next_seq = seq + 1
@@ -754,10 +775,10 @@ class ElasticComm:
             arr._rank, arr._size = merged.rank, merged.size
         t3 = time.monotonic()
         self._after_spawn(inter)
-        self._new_comm(merged)
         self.state = ResizeState(meta["state"] or {})
         self.generation += 1
         self._done_with(order.seq)
+        self._new_comm(merged)
         self.last_resize_s = {
             **meta["phases_s"],
             "redistribute": t3 - t2,
@@ -778,10 +799,10 @@ class ElasticComm:
             local = move_rows(merged, None, info, int(meta["src_parts"]), merged.size)
             self._restored[info["name"]] = (info, local)
         self._after_spawn(parent)
-        self._new_comm(merged)
         self.state = ResizeState(meta["state"] or {})
         self.generation = int(meta["generation"]) + 1
         self.next_seq = int(meta["seq"]) + 1
+        self._new_comm(merged)
         self.resumed = True
         self.last_resize_s = {**meta["phases_s"], "redistribute": time.monotonic() - t0}
         self._acknowledge(int(meta["seq"]), "spawn", str(meta["reason"]), self.last_resize_s)
@@ -1039,4 +1060,5 @@ def init() -> ElasticComm:
         manifest = ec.comm.bcast(manifest, root=0)
         if manifest is not None:
             ec._restore(manifest)
+    ec._begin_voting()  # collective: every rank, before any resize point
     return ec
