@@ -254,6 +254,8 @@ class OrderWatcher:
 
     def take_refused(self) -> list[tuple[ResizeOrder, str]]:
         """Orders the check refused since the last call, with the reason."""
+        if not self._refused:
+            return []
         with self._lock:
             out, self._refused = self._refused, []
         return out
