@@ -820,6 +820,8 @@ class ElasticComm:
         assert self.jobdir is not None
         directory = self.jobdir.checkpoint
         t0 = time.monotonic()
+        # a waiting successor reads the files at once: visible is enough, durable is not needed
+        durable = not successor
         if successor:
             directory = self._handover_dir(directory)
         metas = []
@@ -828,9 +830,20 @@ class ElasticComm:
             rows = arr.local
             if not isinstance(arr.dist, Block):  # files hold block rows
                 rows = move_rows(self.comm, rows, meta, self.size, self.size, arr.dist, Block())
-            save_rows(directory, arr.name, self.comm, rows, arr.global_shape, arr.dtype, self.size)
+            save_rows(
+                directory,
+                arr.name,
+                self.comm,
+                rows,
+                arr.global_shape,
+                arr.dtype,
+                self.size,
+                fsync=durable,
+            )
             metas.append(meta)
-        save_state(directory, "state", self.comm, self.state if self.rank == 0 else None)
+        save_state(
+            directory, "state", self.comm, self.state if self.rank == 0 else None, fsync=durable
+        )
         checkpoint_s = time.monotonic() - t0
         if self.rank == 0:
             if packed is not None:
@@ -950,12 +963,13 @@ class ElasticComm:
         }
         if manifest.get("successor_s") is not None:  # overlapped with computing
             self.last_resize_s["successor"] = float(manifest["successor_s"])
-        if manifest.get("paused_at"):
+        self._packed = packed
+        self._begin_voting()  # before the acknowledgement: it then goes through the watcher
+        if manifest.get("paused_at"):  # the new generation computes from here on
             self.last_resize_s["pause"] = max(0.0, time.time() - float(manifest["paused_at"]))
         failed = self.rank == 0 and self.jobdir.read_ack(seq, AckStatus.FAILED) is not None
         if not self.comm.bcast(failed, root=0):
             self._acknowledge(seq, "restart", str(manifest.get("reason", "")), self.last_resize_s)
-        self._packed = packed
 
     def _acknowledge(self, seq: int, strategy: str, reason: str, phases: dict[str, float]) -> None:
         """Tell the controller the job now runs on its new nodes (collective)."""
@@ -1060,5 +1074,6 @@ def init() -> ElasticComm:
         manifest = ec.comm.bcast(manifest, root=0)
         if manifest is not None:
             ec._restore(manifest)
-    ec._begin_voting()  # collective: every rank, before any resize point
+    if ec._vote is None:
+        ec._begin_voting()  # collective: every rank, before any resize point
     return ec
