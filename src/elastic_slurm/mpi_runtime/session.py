@@ -15,14 +15,24 @@ distributed arrays and any other state, and calls ``ec.resize_point()`` once per
         if ec.resize_point():                         # True when the world changed
             pass                                      # ec.comm and u.local are new
 
-At a resize point rank 0 looks for the controller's next order in the job directory. To
-follow it, the runtime either
+Rank 0 hears of the controller's orders in a background thread (:mod:`.orders`), which also
+checks the nodes a grow adds and prepares what can be prepared while the ranks compute; the
+ranks agree on the resize point where they act through a pre-posted non-blocking broadcast, so
+a resize point with nothing to do costs microseconds. To follow an order, the runtime either
 
-* spawns the new ranks on the added nodes, merges them into ``ec.comm`` and redistributes the
-  arrays with ``Alltoallv`` (where :mod:`.probe` allows it); or
-* checkpoints arrays and state to the job directory and ends the process (``SystemExit(0)``
-  through :class:`ResizeExit`); the launcher starts the application again at the new size,
-  and there ``init()`` and ``ec.array`` restore the data (``ec.resumed``).
+* spawns the new ranks on the added nodes and merges them into ``ec.comm`` in helper threads
+  while the ranks compute (:mod:`.spawn`; at the resize point when the MPI library lacks
+  ``MPI_THREAD_MULTIPLE``), then redistributes the arrays with ``Alltoallv`` at an agreed
+  resize point (where :mod:`.probe` allows spawning); or
+* has the launcher start the next generation at the new size, which waits (:mod:`.handover`);
+  then checkpoints arrays and state (to memory where both generations see it, else to the job
+  directory) and ends the process (``SystemExit(0)`` through :class:`ResizeExit`); the waiting
+  generation's ``init()`` and ``ec.array`` restore the data (``ec.resumed``).
+
+``ELASTIC_SLURM_RESIZE_PATH=sequential`` does everything at the resize point instead, as
+before (an order looked up at each point, the launcher restarting the application after it
+ended), for comparison. The application's pause (from entering the resize point that acts to
+computing again) is measured and acknowledged with the phases (``pause``).
 
 New ranks created by a spawn run the same program from the start; their ``init()`` joins the
 merged communicator and receives their rows and the state, so they resume like restarted ranks.
