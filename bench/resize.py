@@ -124,7 +124,6 @@ def micro_worker(calls: int) -> None:
     import json
 
     import numpy as np
-    from mpi4py import MPI
 
     from elastic_slurm.mpi_runtime import init
 
@@ -142,10 +141,20 @@ def micro_worker(calls: int) -> None:
         ec.resize_point()
         if i >= 20:
             spent[i - 20] = time.perf_counter() - t0
-    mean = comm.reduce(float(spent.mean() * 1e6), op=MPI.MAX, root=0)
-    median = comm.reduce(float(np.median(spent) * 1e6), op=MPI.MAX, root=0)
+    means = comm.gather(float(spent.mean() * 1e6), root=0)
+    medians = comm.gather(float(np.median(spent) * 1e6), root=0)
     if ec.rank == 0:
-        print(json.dumps({"mean_us": mean, "median_us": median}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "mean_us": max(means),
+                    "median_us": max(medians),
+                    "per_rank_mean_us": means,
+                    "per_rank_median_us": medians,
+                }
+            ),
+            flush=True,
+        )
 
 
 def micro(calls: int, ranks: int) -> int:
@@ -209,7 +218,14 @@ def micro(calls: int, ranks: int) -> int:
     )
     print(f"{'':<34} {'mean':>10} {'median':>10}")
     for name, r in results.items():
-        print(f"{name:<34} {r['mean_us']:10.1f} {r['median_us']:10.1f}")
+        per_rank = ", ".join(
+            f"{a:.1f}/{b:.1f}"
+            for a, b in zip(r["per_rank_mean_us"], r["per_rank_median_us"], strict=True)
+        )
+        print(
+            f"{name:<34} {r['mean_us']:10.1f} {r['median_us']:10.1f}   per rank mean/median: "
+            f"{per_rank}"
+        )
     seq, ovl = results["controller, sequential path"], results["controller, overlapped path"]
     print(
         f"{'sequential / overlapped':<34} {seq['mean_us'] / ovl['mean_us']:9.0f}x "

@@ -70,8 +70,9 @@ class Vote:
     in between a resize point only counts down. ``every`` is chosen by rank 0 and travels with
     the broadcast: as many resize points as fit in ``period_s`` seconds (1 when an iteration
     takes longer), at most :attr:`MAX_EVERY`. So a vote costs one post of an ``Ibcast``
-    (about 20 us with mpi4py and Open MPI 4.1 once the caches are cold) every ``period_s``
-    at most, and an order waits at most about two periods once rank 0 holds it.
+    (about 20 us with mpi4py and Open MPI 4.1 once the caches are cold) and its completion
+    every ``period_s`` (20 ms) at most, a countdown (about 1 us) otherwise, and an order waits
+    at most about two periods once rank 0 holds it.
 
     Parameters
     ----------
@@ -90,7 +91,7 @@ class Vote:
     def __init__(
         self,
         comm: MPI.Intracomm,
-        period_s: float = 0.005,
+        period_s: float = 0.02,
         checkin: Path | None = None,
         timeout_s: float = 60.0,
     ) -> None:
@@ -105,6 +106,7 @@ class Vote:
         self._due = 0  # points left before the request in flight is completed
         self._every = 1
         self._posted_at = 0.0
+        self._points = 0  # resize points since the last post
 
     def exchange(self, value: int) -> int:
         """One resize point: rank 0's ``value`` goes out, the flags of the last vote come back.
@@ -113,6 +115,7 @@ class Vote:
         0's ``value`` counts. Returns 0 until a vote with flags completes; then that value, and
         nothing is posted (the caller acts on it; the next call starts afresh).
         """
+        self._points += 1
         if self._req is not None:
             self._due -= 1
             if self._due > 0:
@@ -126,7 +129,7 @@ class Vote:
         if self._root:
             now = time.monotonic()
             if self._posted_at:  # points per period, from the time the last ones took
-                per_point = (now - self._posted_at) / max(1, self._every)
+                per_point = (now - self._posted_at) / max(1, self._points)
                 self._buf[1] = max(
                     1, min(self.MAX_EVERY, int(self.period_s / max(per_point, 1e-9)))
                 )
@@ -135,6 +138,7 @@ class Vote:
             self._posted_at = now
             self._buf[0] = value
         self._req = self._comm.Ibcast(self._buf, root=0)
+        self._points = 0
         self._votes += 1
         self._due = self._every
         return 0
