@@ -71,3 +71,13 @@ def test_room_and_drop(tmp_path: Path) -> None:
     assert not handover.has_room(where, 10**18)
     handover.drop(where)
     assert not where.exists()
+
+
+def test_drop_all_removes_only_this_job_s_memory_directories(tmp_path: Path) -> None:
+    mine = handover.memory_dir(7, 1, root=str(tmp_path))
+    other = handover.memory_dir(71, 1, root=str(tmp_path))
+    for d in (mine, other):
+        d.mkdir()
+        handover.make_token(d)
+    handover.drop_all(7, root=str(tmp_path))
+    assert not mine.exists() and other.exists()

@@ -94,6 +94,12 @@ def drop(directory: Path | str | None) -> None:
         shutil.rmtree(directory, ignore_errors=True)
 
 
+def drop_all(job_id: int, root: str = "/dev/shm") -> None:
+    """Remove every memory checkpoint directory of job ``job_id`` on this node (at its end)."""
+    for directory in Path(root).glob(f"elastic-slurm-{os.getuid()}-{job_id}-*"):
+        drop(directory)
+
+
 def request_successor(
     jobdir: JobDir,
     seq: int,

@@ -266,6 +266,7 @@ class Launcher:
             return 128 + signal.SIGTERM
         finally:
             signal.signal(signal.SIGTERM, previous)
+            handover.drop_all(self.job_id)  # a handover the job's end cut short
             helpers = [h.job_id for h in self.slurm.helpers(self.job_id)]
             if helpers:
                 self.slurm.cancel(*helpers)
