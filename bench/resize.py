@@ -12,6 +12,12 @@ Prints, per kind of resize, the median and the spread (min-max) of each phase in
 ``restore`` (the application), ``release`` (Slurm's shrink) and the total as the user sees it.
 
 Usage: ``.venv/bin/python bench/resize.py [--reps 5] [--n 1024]`` (the cluster must be up).
+
+``--micro`` measures instead what one ``resize_point()`` with no order pending costs (no
+cluster needed: ``mpirun`` on this machine, a real protocol server in this process): without a
+job directory (a fixed-size run), and with a controller through the overlapped path (the
+watcher thread and the pre-posted vote) and through the sequential path (an HTTP request per
+call, ``ELASTIC_SLURM_RESIZE_PATH=sequential``).
 """
 
 from __future__ import annotations
@@ -52,9 +58,13 @@ def run_case(
     top: int,
     reps: int,
     n: int,
-    samples: dict[str, list[dict[str, float]]],
+    samples: dict[tuple[str, str], list[dict[str, float]]],
+    resize_path: str,
 ) -> None:
-    """Resize heat2d between ``start`` and ``top`` nodes ``reps`` times; record the phases."""
+    """Resize heat2d between ``start`` and ``top`` nodes ``reps`` times; record the phases.
+
+    ``resize_path``: ``overlap`` (the runtime's default) or ``sequential`` (the old path).
+    """
     req = ElasticRequest(
         program=(
             str(example("heat2d.py")),
@@ -73,6 +83,7 @@ def run_case(
         nodes_start=start,
         walltime=timedelta(minutes=30),
         job_name="bench-resize",
+        extra_env=(("ELASTIC_SLURM_RESIZE_PATH", resize_path),),
     )
     job = api.submit(req, slurm, workdir=workdir, output=str(workdir / "bench-%j.out"))
     jobdir = JobDir.for_job(workdir, job)
@@ -85,11 +96,13 @@ def run_case(
                 if not out.ok:
                     raise SystemExit(f"resize {kind} failed: {out.message}")
                 strategy = out.strategy
-                samples.setdefault(f"{kind} ({strategy})", []).append(
+                samples.setdefault((f"{kind} ({strategy})", resize_path), []).append(
                     {**out.phases_s, "total": out.seconds}
                 )
+                pause = out.phases_s.get("pause", float("nan"))
                 print(
-                    f"  rep {i + 1}: {kind} via {strategy} in {out.seconds:.2f} s",
+                    f"  {resize_path} rep {i + 1}: {kind} via {strategy} in {out.seconds:.2f} s"
+                    f", pause {pause:.2f} s",
                     file=sys.stderr,
                     flush=True,
                 )
@@ -102,32 +115,191 @@ def run_case(
         )
 
 
+def micro_worker(calls: int) -> None:
+    """In each rank of ``--micro``: time ``calls`` resize points; rank 0 prints microseconds.
+
+    Each iteration first does a little work, as an application would (a halo exchange with
+    the neighbours and 1 ms of computing), and only the ``resize_point()`` call is timed.
+    """
+    import json
+
+    import numpy as np
+
+    from elastic_slurm.mpi_runtime import init
+
+    ec = init()
+    comm = ec.comm
+    halo, got = np.ones(1024), np.empty(1024)
+    right, left = (comm.rank + 1) % comm.size, (comm.rank - 1) % comm.size
+    spent = np.empty(calls)
+    for i in range(calls + 20):  # the first 20: warming up (the vote, the watcher's start)
+        comm.Sendrecv(halo, dest=right, recvbuf=got, source=left)
+        t_work = time.perf_counter() + 0.001
+        while time.perf_counter() < t_work:
+            pass
+        t0 = time.perf_counter()
+        ec.resize_point()
+        if i >= 20:
+            spent[i - 20] = time.perf_counter() - t0
+    means = comm.gather(float(spent.mean() * 1e6), root=0)
+    medians = comm.gather(float(np.median(spent) * 1e6), root=0)
+    if ec.rank == 0:
+        print(
+            json.dumps(
+                {
+                    "mean_us": max(means),
+                    "median_us": max(medians),
+                    "per_rank_mean_us": means,
+                    "per_rank_median_us": medians,
+                }
+            ),
+            flush=True,
+        )
+
+
+def micro(calls: int, ranks: int) -> int:
+    """Print the cost of a resize point with no order pending, per path (microseconds)."""
+    import json
+    import os
+    import subprocess
+
+    from elastic_slurm.protocol.gateway import Gateway, JobRecord
+    from elastic_slurm.protocol.identity import IdentityError
+    from elastic_slurm.protocol.server import ProtocolServer
+
+    def refuse(credential: str, socket: str | None):  # noqa: ANN202 - registration refused
+        raise IdentityError("the benchmark registers no job")
+
+    with tempfile.TemporaryDirectory(prefix="bench-micro-") as tmp:
+        job = 4242
+        record = JobRecord(job, "root", tmp, True)
+        gateway = Gateway(lambda j: record if j == job else None, verify=refuse)
+        server = ProtocolServer(gateway, "127.0.0.1:0").start()
+        jobdir = JobDir.for_job(tmp, job)
+        jobdir.create()
+        jobdir.write_secret("bench-secret")
+        base = {
+            **os.environ,
+            "OMPI_ALLOW_RUN_AS_ROOT": "1",
+            "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+        }
+        with_controller = {
+            "ELASTIC_SLURM_JOB_DIR": str(jobdir.path),
+            "ELASTIC_SLURM_CONTROLLER": server.url,
+            "ELASTIC_SLURM_JOB_SECRET": "bench-secret",
+            "ELASTIC_SLURM_JOB_ID": str(job),
+        }
+        cases = {
+            "no job directory (fixed size)": {},
+            "controller, overlapped path": with_controller,
+            "controller, sequential path": {
+                **with_controller,
+                "ELASTIC_SLURM_RESIZE_PATH": "sequential",
+            },
+        }
+        results = {}
+        try:
+            for name, extra in cases.items():
+                argv = ["mpirun", "-n", str(ranks), "--oversubscribe", "--bind-to", "none"]
+                argv += [sys.executable, __file__, "--micro-worker", "--calls", str(calls)]
+                env = {k: v for k, v in base.items() if not k.startswith("ELASTIC_SLURM_")}
+                out = subprocess.run(
+                    argv, env={**env, **extra}, capture_output=True, text=True, check=False
+                )
+                lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
+                if out.returncode != 0 or not lines:
+                    raise SystemExit(f"{name}: mpirun failed: {out.stderr[-500:]}")
+                results[name] = json.loads(lines[-1])
+        finally:
+            server.stop()
+    print(
+        f"resize_point() with no order pending, {ranks} ranks, {calls} calls "
+        "(slowest rank; microseconds per call)"
+    )
+    print(f"{'':<34} {'mean':>10} {'median':>10}")
+    for name, r in results.items():
+        per_rank = ", ".join(
+            f"{a:.1f}/{b:.1f}"
+            for a, b in zip(r["per_rank_mean_us"], r["per_rank_median_us"], strict=True)
+        )
+        print(
+            f"{name:<34} {r['mean_us']:10.1f} {r['median_us']:10.1f}   per rank mean/median: "
+            f"{per_rank}"
+        )
+    seq, ovl = results["controller, sequential path"], results["controller, overlapped path"]
+    print(
+        f"{'sequential / overlapped':<34} {seq['mean_us'] / ovl['mean_us']:9.0f}x "
+        f"{seq['median_us'] / ovl['median_us']:9.0f}x"
+    )
+    return 0
+
+
 def main() -> int:
     """Run both cases and print the table."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--n", type=int, default=1024, help="heat2d grid size (n x n doubles)")
+    p.add_argument("--micro", action="store_true", help="the cost of an idle resize point")
+    p.add_argument(
+        "--paths",
+        default="overlap,sequential",
+        help="resize paths to compare: overlap (new), sequential (old), or both",
+    )
+    p.add_argument("--micro-worker", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--calls", type=int, default=1000, help="resize points timed (--micro)")
+    p.add_argument("--ranks", type=int, default=2, help="ranks (--micro)")
     args = p.parse_args()
+    if args.micro_worker:
+        micro_worker(args.calls)
+        return 0
+    if args.micro:
+        return micro(args.calls, args.ranks)
     site = load_site()
     slurm = slurm_for(site)
     path = cached_probe(slurm.transport, site.name, preference=site.grow_path).grow_path
-    samples: dict[str, list[dict[str, float]]] = {}
+    samples: dict[tuple[str, str], list[dict[str, float]]] = {}
+    paths = [p.strip() for p in args.paths.split(",") if p.strip()]
     with tempfile.TemporaryDirectory(prefix="bench-resize-", dir="/var/tmp") as tmp:
         workdir = Path(tmp)
         workdir.chmod(0o755)
-        run_case(slurm, path, workdir, 1, 3, args.reps, args.n, samples)
-        run_case(slurm, path, workdir, 2, 4, args.reps, args.n, samples)
+        for resize_path in paths:
+            run_case(slurm, path, workdir, 1, 3, args.reps, args.n, samples, resize_path)
+            run_case(slurm, path, workdir, 2, 4, args.reps, args.n, samples, resize_path)
     print(
         f"heat2d {args.n}x{args.n} doubles ({args.n * args.n * 8 / 2**20:.0f} MiB), "
         f"grow path {path}, {args.reps} repetitions; seconds: median [min-max]"
     )
-    for kind, rows in samples.items():
-        phases = sorted({k for r in rows for k in r}, key=lambda k: (k == "total", k))
-        cells = []
-        for ph in phases:
-            vals = [r[ph] for r in rows if ph in r]
-            cells.append(f"{ph} {statistics.median(vals):.2f} [{min(vals):.2f}-{max(vals):.2f}]")
-        print(f"{kind:<28} " + "; ".join(cells))
+
+    def cell(rows: list[dict[str, float]], ph: str) -> str:
+        vals = [r[ph] for r in rows if ph in r]
+        if not vals:
+            return "-"
+        return f"{statistics.median(vals):.2f} [{min(vals):.2f}-{max(vals):.2f}]"
+
+    print(f"{'resize':<24} {'path':<11} {'pause':<18} {'total':<18} phases (medians)")
+    for (kind, resize_path), rows in sorted(samples.items()):
+        phases = sorted({k for r in rows for k in r} - {"total", "pause"})
+        detail = ", ".join(
+            f"{ph} {statistics.median(r[ph] for r in rows if ph in r):.2f}" for ph in phases
+        )
+        print(
+            f"{kind:<24} {resize_path:<11} {cell(rows, 'pause'):<18} {cell(rows, 'total'):<18} "
+            f"{detail}"
+        )
+    if {"overlap", "sequential"} <= set(paths):
+        print("sequential / overlap (medians):")
+        kinds = sorted({k for k, _p in samples})
+        for kind in kinds:
+            new, old = samples.get((kind, "overlap")), samples.get((kind, "sequential"))
+            if not new or not old:
+                continue
+            ratios = []
+            for ph in ("pause", "total"):
+                a = [r[ph] for r in old if ph in r]
+                b = [r[ph] for r in new if ph in r]
+                if a and b and statistics.median(b) > 0:
+                    ratios.append(f"{ph} {statistics.median(a) / statistics.median(b):.1f}x")
+            print(f"  {kind:<24} " + ", ".join(ratios))
     return 0
 
 

@@ -35,6 +35,10 @@ def test_demo_grows_shrinks_and_matches_the_rigid_run(local_cluster, shared_tmp:
     assert summary["node_counts"][:3] == [2, 4, 2]
     assert len(summary["resize_seconds"]) == len(summary["node_counts"]) - 1
     assert all(s > 0 for s in summary["resize_seconds"])
+    # the application's pause is measured for every resize, and is well below its total
+    pauses = summary["resize_pause_seconds"]
+    assert len(pauses) == len(summary["resize_seconds"]) and all(p is not None for p in pauses)
+    assert all(0 < p < s for p, s in zip(pauses, summary["resize_seconds"], strict=True))
 
     # Slurm's own accounting agrees: 2 nodes, then 4, then 2, and the job completed
     records = sacct_sizes(job)

@@ -81,3 +81,49 @@ def test_mpirun_env_detects_root(
 ) -> None:
     monkeypatch.setattr(launcher.os, "geteuid", lambda: euid)
     assert mpirun_env(PY) == {**BASE_ENV, **extra}
+
+
+class _Steps:
+    """Slurm as the launcher sees it: the job's steps (none left on any node)."""
+
+    def steps(self, job_id: int) -> dict[str, list[str]]:
+        return {f"{job_id}.batch": ["n1"]}
+
+    def elastic_nodes(self, job_id: int) -> dict[str, int]:
+        return {"n1": job_id, "n2": job_id}
+
+
+def test_a_successor_the_application_gave_up_on_is_stopped_before_the_order_fails(
+    tmp_path, monkeypatch
+) -> None:
+    import subprocess
+    import time
+
+    from elastic_slurm.model.resize_order import AckStatus
+    from elastic_slurm.mpi_runtime import handover
+    from elastic_slurm.mpi_runtime.launcher import Launcher, _Generation
+
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    (tmp_path / "mpirun").write_text("#!/bin/sh\n")
+    (tmp_path / "mpirun").chmod(0o755)
+    env = {"SLURM_JOB_ID": "7", "PATH": f"{tmp_path}:/usr/bin:/bin"}
+    env["ELASTIC_SLURM_JOB_DIR"] = str(tmp_path / "job")
+    launcher = Launcher(["app.py"], env=env, slurm=_Steps())  # type: ignore[arg-type]
+    launcher.jobdir.create()
+    current = _Generation(subprocess.Popen(["sleep", "30"]), ("n1",), 0, [], time.monotonic())
+    waiting = _Generation(
+        subprocess.Popen(["sleep", "30"]), ("n1", "n2"), 1, [], time.monotonic(), successor=1
+    )
+    try:
+        assert launcher._tend_successor(current, waiting) is waiting  # nothing asked yet
+        assert launcher.jobdir.read_ack(1, AckStatus.FAILED) is None
+        handover.cancel(launcher.jobdir, 1, "the next generation was not ready within 0.3 s")
+        assert launcher._tend_successor(current, waiting) is None
+        assert waiting.proc.poll() is not None  # stopped ...
+        ack = launcher.jobdir.read_ack(1, AckStatus.FAILED)  # ... and only then failed
+        assert ack is not None and "not ready" in ack.reason and ack.nodes == ("n1",)
+        assert current.proc.poll() is None  # the running generation goes on
+    finally:
+        for gen in (current, waiting):
+            gen.proc.kill()
+            gen.proc.wait()

@@ -193,3 +193,35 @@ def _with_journal(site: SiteConfig) -> argparse.Namespace:
     args = _status()
     args.journal = site.controller.journal
     return args
+
+
+def test_show_gives_the_application_s_pause_beside_the_total(
+    tmp_path: Path,
+    site: SiteConfig,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from elastic_slurm.model.resize_order import AckStatus, ResizeAck
+
+    jobdir = JobDir.for_job(tmp_path, 9)
+    issued = time.time() - 5
+    jobdir.write_order(ResizeOrder(1, ResizeAction.EXPAND, ("n1", "n2"), issued))
+    jobdir.write_ack(
+        ResizeAck(
+            1,
+            AckStatus.DONE,
+            ("n1", "n2"),
+            issued + 1.5,
+            strategy="restart",
+            ranks=2,
+            phases_s={"grant": 0.4, "checkpoint": 0.05, "pause": 0.21},
+        )
+    )
+    _use(monkeypatch, _Slurm([_job(9, "RUNNING", ["n1", "n2"], tmp_path)]))
+    assert show.run(_show(9)) == 0
+    line = [ln for ln in capsys.readouterr().out.splitlines() if "1. expand" in ln][0]
+    assert "1.50 s (application paused 0.21 s) via restart" in line
+    assert "pause 0.21" not in line  # not repeated among the phases
+    assert show.run(argparse.Namespace(site=None, job_id=9, journal=None, json=True)) == 0
+    (shown,) = json.loads(capsys.readouterr().out)["resizes"]
+    assert shown["pause_s"] == 0.21 and shown["seconds"] == pytest.approx(1.5, abs=0.01)

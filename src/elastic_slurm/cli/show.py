@@ -49,7 +49,8 @@ class ShownResize:
 
     ``by``: who asked (``policy``, ``user``; ``""``: unknown, no journal); ``status``: ``done``,
     ``failed``, ``observed``, ``job_ended``... or ``open`` while under way; ``seconds``: how
-    long it took, ``None`` when unknown or under way.
+    long it took, from the decision to the acknowledgement, ``None`` when unknown or under way;
+    :attr:`pause_s`: how long the application stopped computing for it (its ``pause`` phase).
     """
 
     seq: int
@@ -67,9 +68,20 @@ class ShownResize:
         """Whether it is still under way."""
         return self.status == "open"
 
+    @property
+    def pause_s(self) -> float | None:
+        """Seconds the application stopped computing (as the runtime measured it), if known."""
+        pause = self.phases_s.get("pause")
+        return float(pause) if pause is not None else None
+
     def to_json(self) -> dict[str, Any]:
         """A JSON-able dict."""
-        return {**asdict(self), "nodes": list(self.nodes), "open": self.open}
+        return {
+            **asdict(self),
+            "nodes": list(self.nodes),
+            "open": self.open,
+            "pause_s": self.pause_s,
+        }
 
 
 def merge_history(
@@ -200,7 +212,9 @@ def run(args: argparse.Namespace) -> int:
             took = (
                 ", under way" if h.open else f", {h.seconds:.2f} s" if h.seconds is not None else ""
             )
-            phases = ", ".join(f"{k} {v:.2f}" for k, v in h.phases_s.items())
+            if h.pause_s is not None:
+                took += f" (application paused {h.pause_s:.2f} s)"
+            phases = ", ".join(f"{k} {v:.2f}" for k, v in h.phases_s.items() if k != "pause")
             who = f" by {h.by}" if h.by and h.by != "policy" else ""
             print(
                 f"     {h.seq}. {h.action} to {len(h.nodes)} node(s) {compress(h.nodes)}{who}: "

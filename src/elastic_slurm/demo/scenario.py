@@ -76,6 +76,8 @@ class DemoResult:
     max_abs_error: float | None
     leaked_nodes: int
     resize_seconds: list[float]
+    #: per resize, how long the application stopped computing (``None``: not measured)
+    resize_pause_seconds: list[float | None]
     resizes: list[dict[str, Any]]
     job_states: dict[str, str]
     timeline: Timeline = field(repr=False)
@@ -92,6 +94,7 @@ class DemoResult:
             "tolerance": TOLERANCE,
             "leaked_nodes": self.leaked_nodes,
             "resize_seconds": self.resize_seconds,
+            "resize_pause_seconds": self.resize_pause_seconds,
             "resizes": self.resizes,
             "job_states": self.job_states,
         }
@@ -308,12 +311,14 @@ class Demo:
 
     def _report(self, timeline: Timeline, o: ResizeOutcome, now: float) -> None:
         verdict = "done" if o.ok else f"FAILED ({o.message})"
+        pause = o.phases_s.get("pause")
+        paused = f", paused {pause:.2f} s" if pause is not None else ""
         what = (
             f"{o.action} {len(o.before)}->{len(o.after)} {verdict} in {o.seconds:.2f} s"
-            f" [{o.strategy}]"
+            f"{paused} [{o.strategy}]"
         )
         timeline.note(o.job_id, what, now)
-        phases = ", ".join(f"{k} {v:.2f}" for k, v in o.phases_s.items())
+        phases = ", ".join(f"{k} {v:.2f}" for k, v in o.phases_s.items() if k != "pause")
         self.say(f"job {o.job_id}: {what} ({phases})")
 
     def _finish(
@@ -360,6 +365,9 @@ class Demo:
             max_abs_error=err,
             leaked_nodes=len(busy),
             resize_seconds=[round(o.seconds, 3) for o in outcomes],
+            resize_pause_seconds=[
+                round(o.phases_s["pause"], 3) if "pause" in o.phases_s else None for o in outcomes
+            ],
             resizes=[
                 {
                     "action": o.action,
@@ -367,6 +375,7 @@ class Demo:
                     "to": len(o.after),
                     "ok": o.ok,
                     "seconds": round(o.seconds, 3),
+                    "pause_s": round(o.phases_s["pause"], 3) if "pause" in o.phases_s else None,
                     "strategy": o.strategy,
                     "phases_s": {k: round(v, 3) for k, v in o.phases_s.items()},
                 }

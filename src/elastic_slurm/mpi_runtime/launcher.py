@@ -26,6 +26,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from elastic_slurm import envvars
@@ -34,7 +35,9 @@ from elastic_slurm.adapter.slurm_cli import SlurmCLI
 from elastic_slurm.adapter.transport.local import LocalTransport
 from elastic_slurm.errors import ElasticSlurmError
 from elastic_slurm.model.resize_order import AckStatus, ResizeAck
+from elastic_slurm.mpi_runtime import handover
 from elastic_slurm.mpi_runtime.channel import channel_for
+from elastic_slurm.mpi_runtime.orders import OVERLAP, resize_path
 from elastic_slurm.mpi_runtime.preflight import check_hosts
 from elastic_slurm.mpi_runtime.slurm_env import resized_env
 from elastic_slurm.protocol.jobdir import JobDir
@@ -132,6 +135,28 @@ class _Terminated(Exception):
 
 def _terminated(signum: int, frame: object) -> None:
     raise _Terminated(signum)
+
+
+@dataclass(frozen=True)
+class _Generation:
+    proc: subprocess.Popen[bytes]
+    nodes: tuple[str, ...]
+    generation: int
+    argv: list[str]
+    t0: float
+    successor: int = 0  # the order whose handover it waits for (0: started after one)
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """End an ``mpirun`` (SIGTERM, then SIGKILL after 5 s)."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 class Launcher:
@@ -241,62 +266,162 @@ class Launcher:
             return 128 + signal.SIGTERM
         finally:
             signal.signal(signal.SIGTERM, previous)
+            handover.drop_all(self.job_id)  # a handover the job's end cut short
             helpers = [h.job_id for h in self.slurm.helpers(self.job_id)]
             if helpers:
                 self.slurm.cancel(*helpers)
                 self.jobdir.log_event("helpers_cancelled", jobs=helpers)
 
-    def _call(self, argv: Sequence[str], env: Mapping[str, str]) -> int:
-        """Run mpirun; on SIGTERM, pass it on to mpirun and re-raise."""
-        proc = subprocess.Popen(list(argv), env=dict(env))
-        try:
-            return proc.wait()
-        except _Terminated:
-            proc.terminate()
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-            raise
+    def _start(
+        self,
+        nodes: Sequence[str],
+        generation: int,
+        successor: int = 0,
+        extra: Mapping[str, str] | None = None,
+    ) -> _Generation:
+        """Start generation ``generation`` on ``nodes``.
+
+        With ``successor`` (an order's number), it waits for that order's handover.
+        """
+        argv = mpirun_argv(nodes, self.ntasks_per_node, self.program)
+        self.jobdir.log_event(
+            "launch",
+            generation=generation,
+            nodes=list(nodes),
+            ranks=len(nodes) * self.ntasks_per_node,
+            **({"successor_of": successor} if successor else {}),
+        )
+        log.info("generation %d: %s", generation, " ".join(argv))
+        env = self._launch_env(nodes, generation)
+        if successor:
+            env.update(envvars.names(successor=successor))
+            env.update(extra or {})
+        proc = subprocess.Popen(list(argv), env=env)
+        return _Generation(proc, tuple(nodes), generation, argv, time.monotonic(), successor)
 
     def _run(self) -> int:
-        generation = 0
         nodes = self.current_nodes()
         self.jobdir.create()
-        while True:
-            argv = mpirun_argv(nodes, self.ntasks_per_node, self.program)
-            self.jobdir.log_event(
-                "launch",
-                generation=generation,
-                nodes=list(nodes),
-                ranks=len(nodes) * self.ntasks_per_node,
-            )
-            log.info("generation %d: %s", generation, " ".join(argv))
-            t0 = time.monotonic()
-            rc = self._call(argv, self._launch_env(nodes, generation))
-            elapsed = time.monotonic() - t0
-            self.jobdir.log_event(
-                "exit", generation=generation, returncode=rc, seconds=round(elapsed, 3)
-            )
-            request = self.jobdir.take_restart()
-            if request is None:
-                if rc != 0:
-                    print(
-                        f"elastic-slurm run: mpirun exited with status {rc} after "
-                        f"{elapsed:.2f} s (generation {generation}): {' '.join(argv)}",
-                        file=sys.stderr,
-                        flush=True,
-                    )
-                return rc
-            if rc != 0:
-                print(
-                    f"elastic-slurm run: the application asked for a restart but mpirun "
-                    f"exited with status {rc}; stopping",
-                    file=sys.stderr,
+        current = self._start(nodes, 0)
+        waiting: _Generation | None = None  # a successor waiting for the handover
+        overlap = resize_path(self.env) == OVERLAP
+        try:
+            while True:
+                rc = current.proc.poll()
+                if rc is None:
+                    if overlap:
+                        waiting = self._tend_successor(current, waiting)
+                    time.sleep(0.05)
+                    continue
+                elapsed = time.monotonic() - current.t0
+                self.jobdir.log_event(
+                    "exit",
+                    generation=current.generation,
+                    returncode=rc,
+                    seconds=round(elapsed, 3),
                 )
-                return rc
-            nodes = self._follow(request, nodes)
-            generation += 1
+                request = self.jobdir.take_restart()
+                if request is None or rc != 0:
+                    if request is None and rc != 0:
+                        print(
+                            f"elastic-slurm run: mpirun exited with status {rc} after "
+                            f"{elapsed:.2f} s (generation {current.generation}): "
+                            f"{' '.join(current.argv)}",
+                            file=sys.stderr,
+                            flush=True,
+                        )
+                    elif request is not None:
+                        print(
+                            f"elastic-slurm run: the application asked for a restart but mpirun "
+                            f"exited with status {rc}; stopping",
+                            file=sys.stderr,
+                        )
+                    return rc
+                if waiting is not None and request.get("handover"):
+                    self._hand_over(request, current.nodes)
+                    current, waiting = waiting, None
+                    continue
+                nodes = self._follow(request, current.nodes)
+                current = self._start(nodes, current.generation + 1)
+        except _Terminated:
+            for gen in (current, waiting):
+                if gen is not None:
+                    _stop(gen.proc)
+            raise
+        finally:
+            if waiting is not None and waiting.proc.poll() is None:
+                _stop(waiting.proc)  # its predecessor ended without handing over
+
+    def _tend_successor(
+        self, current: _Generation, waiting: _Generation | None
+    ) -> _Generation | None:
+        """While ``current`` computes: start a successor when asked, drop it when it fails."""
+        if waiting is None:
+            request = handover.take_request(self.jobdir)
+            if request is None:
+                return None
+            seq = int(request["seq"])
+            if int(request.get("launch", -1)) != current.generation:
+                log.warning("ignored a successor request from generation %s", request.get("launch"))
+                return None
+            nodes = tuple(str(n) for n in request["nodes"])
+            if self.host in nodes:  # the batch host first, as for every launch
+                nodes = (self.host, *[n for n in nodes if n != self.host])
+            return self._start(
+                nodes,
+                current.generation + 1,
+                successor=seq,
+                extra=envvars.names(
+                    handover_dir=request.get("memory_dir", ""),
+                    handover_token=request.get("token", ""),
+                ),
+            )
+        rc = waiting.proc.poll()
+        if rc is not None:
+            self.jobdir.log_event(
+                "exit", generation=waiting.generation, returncode=rc, successor_of=waiting.successor
+            )
+            self._fail(
+                waiting.successor,
+                current.nodes,
+                f"the next generation ended (status {rc}) before the handover",
+            )
+            return None
+        why = handover.cancelled(self.jobdir, waiting.successor)
+        if why is not None:  # the application gave up on it: stop it, then fail the order
+            _stop(waiting.proc)
+            try:  # its daemons have left the nodes the old generation does not use
+                self._wait_vacated([n for n in waiting.nodes if n not in current.nodes])
+            except DeadlineExceeded as exc:
+                log.error("the discarded generation's steps stay: %s", exc)
+            self.jobdir.log_event(
+                "exit",
+                generation=waiting.generation,
+                returncode=None,
+                successor_of=waiting.successor,
+            )
+            self._fail(waiting.successor, current.nodes, why)
+            return None
+        return waiting
+
+    def _hand_over(self, request: Mapping[str, object], nodes: Sequence[str]) -> None:
+        """The old generation left for a waiting successor: report the nodes it vacated."""
+        seq = int(str(request["seq"]))
+        if str(request["action"]) != "shrink":
+            return
+        target = {str(n) for n in request["nodes"]}  # type: ignore[attr-defined]
+        leaving = [n for n in self.current_nodes() if n not in target]
+        try:
+            self._wait_vacated(leaving)
+        except DeadlineExceeded as exc:
+            log.error("order %d: the old generation did not leave %s: %s", seq, leaving, exc)
+            return
+        self.channel.ack(
+            ResizeAck(
+                seq, AckStatus.VACATED, tuple(leaving), time.time(), strategy="restart", ranks=0
+            )
+        )
+        self.jobdir.log_event("vacated", seq=seq, nodes=leaving)
 
     def _follow(self, request: Mapping[str, object], nodes: Sequence[str]) -> tuple[str, ...]:
         """Carry out the Slurm side of a restart request; return the next generation's nodes."""

@@ -12,12 +12,19 @@ from __future__ import annotations
 import logging
 import os
 import subprocess
+import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from elastic_slurm.mpi_runtime.slurm_env import without_allocation_size
 
 log = logging.getLogger(__name__)
+
+#: slurmd's answer to a step of a job on a node given back to the job right after it left it
+#: (seen here when a shrink to 1 node was followed at once by a grow to 4): asked again
+#: after a second, up to :data:`REVOKED_RETRIES` times.
+REVOKED = "Job credential revoked"
+REVOKED_RETRIES = 3
 
 
 def probe_argv(host: str, job_id: int) -> list[str]:
@@ -50,22 +57,27 @@ def unreachable(
 
     def try_one(item: tuple[str, int]) -> tuple[str, str | None]:
         host, job = item
-        try:
-            res = subprocess.run(
-                probe_argv(host, job),
-                capture_output=True,
-                text=True,
-                timeout=timeout_s,
-                env=base,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            return host, f"no answer within {timeout_s:g} s"
-        except OSError as exc:
-            return host, f"srun could not start: {exc}"
-        if res.returncode != 0:
+        for attempt in range(REVOKED_RETRIES + 1):
+            try:
+                res = subprocess.run(
+                    probe_argv(host, job),
+                    capture_output=True,
+                    text=True,
+                    timeout=timeout_s,
+                    env=base,
+                    check=False,
+                )
+            except subprocess.TimeoutExpired:
+                return host, f"no answer within {timeout_s:g} s"
+            except OSError as exc:
+                return host, f"srun could not start: {exc}"
+            if res.returncode == 0:
+                return host, None
+            if REVOKED in res.stderr and attempt < REVOKED_RETRIES:
+                time.sleep(1.1)  # a node given back to the job within the second it left it
+                continue
             return host, (res.stderr.strip() or f"exit status {res.returncode}")[-300:]
-        return host, None
+        return host, None  # pragma: no cover - the loop always returns
 
     if not hosts:
         return {}

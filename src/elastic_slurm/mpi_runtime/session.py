@@ -15,14 +15,24 @@ distributed arrays and any other state, and calls ``ec.resize_point()`` once per
         if ec.resize_point():                         # True when the world changed
             pass                                      # ec.comm and u.local are new
 
-At a resize point rank 0 looks for the controller's next order in the job directory. To
-follow it, the runtime either
+Rank 0 hears of the controller's orders in a background thread (:mod:`.orders`), which also
+checks the nodes a grow adds and prepares what can be prepared while the ranks compute; the
+ranks agree on the resize point where they act through a pre-posted non-blocking broadcast, so
+a resize point with nothing to do costs microseconds. To follow an order, the runtime either
 
-* spawns the new ranks on the added nodes, merges them into ``ec.comm`` and redistributes the
-  arrays with ``Alltoallv`` (where :mod:`.probe` allows it); or
-* checkpoints arrays and state to the job directory and ends the process (``SystemExit(0)``
-  through :class:`ResizeExit`); the launcher starts the application again at the new size,
-  and there ``init()`` and ``ec.array`` restore the data (``ec.resumed``).
+* spawns the new ranks on the added nodes and merges them into ``ec.comm`` in helper threads
+  while the ranks compute (:mod:`.spawn`; at the resize point when the MPI library lacks
+  ``MPI_THREAD_MULTIPLE``), then redistributes the arrays with ``Alltoallv`` at an agreed
+  resize point (where :mod:`.probe` allows spawning); or
+* has the launcher start the next generation at the new size, which waits (:mod:`.handover`);
+  then checkpoints arrays and state (to memory where both generations see it, else to the job
+  directory) and ends the process (``SystemExit(0)`` through :class:`ResizeExit`); the waiting
+  generation's ``init()`` and ``ec.array`` restore the data (``ec.resumed``).
+
+``ELASTIC_SLURM_RESIZE_PATH=sequential`` does everything at the resize point instead, as
+before (an order looked up at each point, the launcher restarting the application after it
+ended), for comparison. The application's pause (from entering the resize point that acts to
+computing again) is measured and acknowledged with the phases (``pause``).
 
 New ranks created by a spawn run the same program from the start; their ``init()`` joins the
 merged communicator and receives their rows and the state, so they resume like restarted ranks.
@@ -51,6 +61,7 @@ from mpi4py import MPI
 from elastic_slurm import envvars
 from elastic_slurm.model.offer import Answer, AnswerKind, Offer
 from elastic_slurm.model.resize_order import AckStatus, ResizeAck, ResizeOrder
+from elastic_slurm.mpi_runtime import handover
 from elastic_slurm.mpi_runtime.channel import FileChannel, channel_for
 from elastic_slurm.mpi_runtime.checkpoint import load_rows, load_state, save_rows, save_state
 from elastic_slurm.mpi_runtime.data import (
@@ -62,14 +73,30 @@ from elastic_slurm.mpi_runtime.data import (
 )
 from elastic_slurm.mpi_runtime.distribution import BlockRows
 from elastic_slurm.mpi_runtime.layout import Layout, current_layout
-from elastic_slurm.mpi_runtime.probe import SPAWN, choose_join, spawn_info
+from elastic_slurm.mpi_runtime.orders import (
+    ORDER_READY,
+    SEQUENTIAL,
+    SPAWN_DONE,
+    OrderWatcher,
+    Vote,
+    resize_path,
+    wait_for_all,
+)
+from elastic_slurm.mpi_runtime.probe import RESTART, SPAWN, choose_join
 from elastic_slurm.mpi_runtime.redistribute import redistribute_rows
+from elastic_slurm.mpi_runtime.spawn import (
+    BackgroundSpawn,
+    spawn_and_merge,
+    thread_support,
+)
+from elastic_slurm.mpi_runtime.state import ResizeState
 from elastic_slurm.protocol.client import RefusedError
 from elastic_slurm.protocol.jobdir import JobDir, write_json_atomic
 
 log = logging.getLogger("elastic_slurm.mpi_runtime")
 
 MANIFEST = "manifest.json"
+_SPAWNED = object()  # the vote's answer: the helper threads' spawn is complete
 HOOKS_FILE = "hooks.pickle"
 #: In the job directory: the PMIx server's answer to the job's first allocation request.
 PMIX_MEMO = "pmix.json"
@@ -166,7 +193,7 @@ class ElasticComm:
         self.generation = 0
         self.next_seq = 1
         self.resumed = False
-        self.state: dict[str, Any] = {}
+        self._state = ResizeState()
         self.last_resize_s: dict[str, float] = {}
         self._arrays: dict[str, DistArray] = {}
         self._restored: dict[str, tuple[dict[str, Any], np.ndarray]] = {}
@@ -174,8 +201,30 @@ class ElasticComm:
         self._packed: list[Any] | None = None
         self._intercomms: list[MPI.Intercomm] = []
         self._layout: Layout | None = None
+        self._path = resize_path()
+        self._vote: Vote | None = None
+        self._watcher: OrderWatcher | None = None
+        self._known_hosts: list[str] = []
+        self._paused_at = 0.0
+        self._vendor: tuple[str, tuple[int, ...]] = ("", ())
+        self._successor_s: float | None = None
+        self._memory: tuple[Path, str] | None = None  # where the successor sees rank 0's token
+        self._spawning: BackgroundSpawn | None = None
 
     # ------------------------------------------------------------------ basics
+    @property
+    def state(self) -> ResizeState:
+        """Scalars carried across resizes (as on rank 0), checked as they are set.
+
+        ``None``, ``bool``, ``int``, ``float`` or ``str`` values under ``str`` keys; anything
+        else raises ``ValueError`` where it is set (save arrays with :meth:`array`).
+        """
+        return self._state
+
+    @state.setter
+    def state(self, value: Any) -> None:
+        self._state = value if isinstance(value, ResizeState) else ResizeState(value)
+
     @property
     def rank(self) -> int:
         """The rank of this process in :attr:`comm`."""
@@ -376,11 +425,15 @@ class ElasticComm:
             answer = Answer(
                 number=offer.number, answer=AnswerKind.REJECT, reason="countered a final offer"
             )
-        try:
-            self.channel.answer(answer)
-        except RefusedError as exc:  # withdrawn or superseded meanwhile: nothing to do
-            log.info("offer %d: %s", offer.number, exc)
-            return
+        channel = self.channel
+
+        def send() -> None:
+            try:
+                channel.answer(answer)
+            except RefusedError as exc:  # withdrawn or superseded meanwhile: nothing to do
+                log.info("offer %d: %s", offer.number, exc)
+
+        self._send(send)
         if self.jobdir is not None:
             self.jobdir.log_event(
                 "offer",
@@ -410,22 +463,24 @@ class ElasticComm:
         """
         if self.jobdir is None or self.channel is None:
             return False
-        order_json = None
-        if self.rank == 0:
-            got = self.channel.next(self.next_seq)
-            if isinstance(got, Offer):
-                self._answer(got)
-            elif got is not None:
-                order_json = got.to_json()
-        order_json = self.comm.bcast(order_json, root=0)
+        paused_at = time.time()  # the end of the last iteration before a resize
+        if self._path == SEQUENTIAL:
+            order_json = self._order_now()
+        else:
+            order_json = self._order_agreed()
+        if order_json is _SPAWNED:
+            self._paused_at = paused_at
+            self._finish_spawn()
+            return True
         if order_json is None:
             return False
+        self._paused_at = paused_at
         order = ResizeOrder.from_json(order_json)
         hosts = self.hosts()
         if set(hosts) == set(order.nodes):
             # the launcher started this step on the order's nodes already (Slurm resized the
             # job before the application first started): nothing to move
-            self.next_seq = order.seq + 1
+            self._done_with(order.seq)
             self._acknowledge(order.seq, "none", "already running on these nodes", {})
             return False
         choice = choose_join(
@@ -445,51 +500,234 @@ class ElasticComm:
                 strategy=choice.strategy,
                 reason=choice.reason,
             )
-        if order.action.value == "expand" and not self._added_nodes_work(order, hosts):
+        if (
+            self._path == SEQUENTIAL
+            and order.action.value == "expand"
+            and not self._added_nodes_work(order, hosts)
+        ):
             return False
-        packed = self._pack()
         if choice.strategy == SPAWN:
-            self._expand_by_spawn(order, hosts, packed, choice.reason)
+            new_hosts = [n for n in order.nodes if n not in set(hosts)]
+            why_not = "the sequential path" if self._path == SEQUENTIAL else thread_support()
+            if why_not is None:
+                # every rank starts its helper thread here; a later resize point completes it
+                self._spawning = BackgroundSpawn(
+                    self.comm, new_hosts, self.ntasks_per_node, order=order, reason=choice.reason
+                )
+                return False
+            if self._path != SEQUENTIAL:
+                _say(self.comm, f"order {order.seq}: spawning at the resize point: {why_not}")
+            inter, merged, spawn_s, merge_s = spawn_and_merge(
+                self.comm, new_hosts, self.ntasks_per_node
+            )
+            self._complete_spawn(order, inter, merged, spawn_s, merge_s, choice.reason)
             return True
-        self._checkpoint_and_exit(order, packed, choice.reason)
+        packed = self._pack()
+        self._checkpoint_and_exit(order, packed, choice.reason, successor=self._path != SEQUENTIAL)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _added_nodes_work(self, order: ResizeOrder, hosts: list[str]) -> bool:
-        """Check the added nodes before using them (collective); refuse the order if one fails.
+    def _order_now(self) -> dict[str, Any] | None:
+        """The sequential path: rank 0 asks the channel now; the answer is broadcast."""
+        assert self.channel is not None
+        order_json = None
+        if self.rank == 0:
+            got = self.channel.next(self.next_seq)
+            if isinstance(got, Offer):
+                self._answer(got)
+            elif got is not None:
+                order_json = got.to_json()
+        return self.comm.bcast(order_json, root=0)
+
+    def _order_agreed(self) -> Any:
+        """The overlapped path: the order rank 0's watcher made ready, once every rank voted.
+
+        No I/O and no blocking collective unless an order is ready: rank 0 reads what its
+        :class:`~.orders.OrderWatcher` thread found, and the ranks complete the
+        :class:`~.orders.Vote` posted at the previous resize point and post the next.
+        """
+        if self._vote is None:
+            self._begin_voting()
+        assert self._vote is not None
+        flag = 0
+        if self.rank == 0:
+            assert self._watcher is not None
+            for offer in self._watcher.take_offers():
+                self._answer(offer)
+            for order, why in self._watcher.take_refused():
+                _say(self.comm, f"order {order.seq}: not followed: {why}")
+                self._refuse(order, self._known_hosts, why)
+            if self._spawning is not None:
+                flag = SPAWN_DONE if self._spawning.done() else 0
+            elif self._watcher.ready() is not None:
+                flag = ORDER_READY
+        voted = self._vote.exchange(flag)
+        if not voted:
+            return None
+        if voted & SPAWN_DONE:
+            return _SPAWNED
+        # rank 0 alone may get here (its broadcasts complete without the others): check that
+        # every rank came before the collectives of the resize
+        vote = self._vote
+        wait_for_all(self.comm.Ibarrier(), self.comm, vote.checkin, vote.label, vote.timeout_s)
+        order_json = None
+        if self.rank == 0:
+            assert self._watcher is not None
+            ready = self._watcher.ready()
+            order_json = ready.to_json() if ready is not None else None
+        return self.comm.bcast(order_json, root=0)
+
+    def _begin_voting(self) -> None:
+        """Set up the overlapped path on :attr:`comm` (collective: at start, after a resize).
+
+        The vote's duplicate communicator, the hosts, and on rank 0 the order watcher.
+        """
+        if self.jobdir is None or self.channel is None or self._path == SEQUENTIAL:
+            return
+        checkin = self.jobdir.path / "checkin" / f"launch-{self.launch}-{self.generation}"
+        self._vote = Vote(
+            self.comm,
+            checkin=checkin,
+            timeout_s=envvars.get_float("RESIZE_POINT_TIMEOUT_S", 60.0),
+        )
+        self._known_hosts = self.hosts()
+        self._vendor = MPI.get_vendor()
+        if self.rank == 0 and self._watcher is None:
+            self._watcher = OrderWatcher(
+                self.channel,
+                self.next_seq,
+                interval_s=envvars.get_float("ORDER_POLL_S", 0.1),
+                check=self._prepare,
+            )
+            atexit.register(self._close_watcher)
+
+    def _close_watcher(self) -> None:
+        if self._watcher is not None:
+            self._watcher.close()
+            self._watcher = None
+
+    def _new_comm(self, comm: MPI.Intracomm) -> None:
+        """The world changed: vote on the new communicator from the next resize point on."""
+        if self._vote is not None:
+            self._vote.close()
+            self._vote = None
+        self.comm = comm
+        self._begin_voting()
+
+    def _done_with(self, seq: int) -> None:
+        self.next_seq = seq + 1
+        if self._watcher is not None:
+            self._watcher.done_with(seq)
+
+    def _send(self, message: Callable[[], None]) -> None:
+        """Send a message to the controller: through rank 0's watcher thread if there is one.
+
+        Then the ranks do not wait for the network; without a watcher it goes now.
+        """
+        if self._watcher is not None:
+            self._watcher.send(message)
+        else:
+            message()
+
+    def _preflight(self, order: ResizeOrder) -> str | None:
+        """Why the nodes ``order`` adds cannot run the job, or ``None`` (rank 0; no MPI).
 
         A node that died after Slurm granted it would take the whole job down once ranks are
-        started there; instead the order is acknowledged as failed, the job goes on at its
-        size, and the controller gives the grant back (:mod:`.preflight`).
+        started there; instead the order is refused: acknowledged as failed, the job goes on at
+        its size, and the controller gives the grant back (:mod:`.preflight`).
         """
-        assert self.jobdir is not None
-        bad: dict[str, str] = {}
-        if self.rank == 0:
-            from elastic_slurm.mpi_runtime.preflight import check_hosts
+        if order.action.value != "expand":
+            return None
+        from elastic_slurm.mpi_runtime.preflight import check_hosts
 
-            added = [n for n in order.nodes if n not in set(hosts)]
-            job_id = envvars.get_int("JOB_ID", 0) or int(os.environ.get("SLURM_JOB_ID", "0"))
-            timeout = envvars.get_float("PREFLIGHT_TIMEOUT_S", 20.0)
-            bad = check_hosts(added, job_id, timeout) if job_id else {}
-        bad = self.comm.bcast(bad, root=0)
+        added = [n for n in order.nodes if n not in set(self._known_hosts)]
+        job_id = envvars.get_int("JOB_ID", 0) or int(os.environ.get("SLURM_JOB_ID", "0"))
+        timeout = envvars.get_float("PREFLIGHT_TIMEOUT_S", 20.0)
+        bad = check_hosts(added, job_id, timeout) if job_id and added else {}
         if not bad:
+            return None
+        return "; ".join(f"{h}: {why}" for h, why in sorted(bad.items()))
+
+    def _prepare(self, order: ResizeOrder) -> str | None:
+        """Rank 0's watcher thread: get ready to follow ``order``; why not, or ``None``.
+
+        Checks the nodes an expansion adds (:meth:`_preflight`); when the order will be
+        followed by a restart, has the launcher start the next generation and waits until it
+        is ready (:mod:`.handover`), while the ranks go on computing.
+        """
+        why = self._preflight(order)
+        if why:
+            return f"added nodes unusable: {why}"
+        hosts = self._known_hosts
+        if set(hosts) == set(order.nodes):
+            return None
+        choice = choose_join(order.action.value, hosts, self.launch_host, self._vendor, self.join)
+        if choice.strategy != RESTART:
+            return None
+        jobdir = self.jobdir
+        assert jobdir is not None
+        t0 = time.monotonic()
+        memory: tuple[Path, str] | None = None
+        if envvars.get_str("HANDOVER_MEMORY", "1") != "0":
+            job_id = envvars.get_int("JOB_ID", 0) or int(os.environ.get("SLURM_JOB_ID", "0"))
+            where = handover.memory_dir(job_id, order.seq)
+            try:
+                memory = (where, handover.make_token(where))
+            except OSError as exc:
+                log.info("no memory checkpoint (%s): the shared filesystem is used", exc)
+        handover.request_successor(
+            jobdir, order.seq, order.action.value, list(order.nodes), self.launch, memory
+        )
+        timeout = envvars.get_float("SUCCESSOR_TIMEOUT_S", 120.0)
+        why, shared = handover.wait_ready(
+            jobdir,
+            order.seq,
+            timeout,
+            failed=lambda: jobdir.read_ack(order.seq, AckStatus.FAILED) is not None,
+        )
+        self._successor_s = time.monotonic() - t0
+        if why is not None and jobdir.read_ack(order.seq, AckStatus.FAILED) is None:
+            # the launcher stops the successor, then fails the order: the added nodes are
+            # vacated before the controller gives them back
+            handover.cancel(jobdir, order.seq, why)
+            deadline = time.monotonic() + 30.0
+            while jobdir.read_ack(order.seq, AckStatus.FAILED) is None:
+                if time.monotonic() > deadline:
+                    break  # no launcher answering: the order is refused from here
+                time.sleep(0.05)
+        self._memory = memory if shared and why is None else None
+        if self._memory is None and memory is not None:
+            handover.drop(memory[0])
+        return why
+
+    def _added_nodes_work(self, order: ResizeOrder, hosts: list[str]) -> bool:
+        """The sequential path: check the added nodes now (collective); refuse if one fails."""
+        self._known_hosts = hosts
+        why = self._preflight(order) if self.rank == 0 else None
+        why = self.comm.bcast(why, root=0)
+        if not why:
             return True
-        reason = "; ".join(f"{h}: {why}" for h, why in sorted(bad.items()))
-        _say(self.comm, f"order {order.seq}: refused, added node(s) cannot run the job: {reason}")
+        _say(self.comm, f"order {order.seq}: refused, added node(s) cannot run the job: {why}")
         if self.rank == 0:
-            assert self.channel is not None
-            self.channel.ack(
-                ResizeAck(
-                    order.seq,
-                    AckStatus.FAILED,
-                    tuple(dict.fromkeys(hosts)),
-                    time.time(),
-                    reason=f"added nodes unusable: {reason}",
-                    ranks=self.size,
-                )
-            )
-            self.jobdir.log_event("failed", seq=order.seq, reason=reason)
+            self._refuse(order, hosts, f"added nodes unusable: {why}")
         self.next_seq = order.seq + 1
         return False
+
+    def _refuse(self, order: ResizeOrder, hosts: list[str], why: str) -> None:
+        """Rank 0: acknowledge ``order`` as failed (unless the launcher did), with ``why``."""
+        assert self.jobdir is not None and self.channel is not None
+        channel = self.channel
+        ack = ResizeAck(
+            order.seq,
+            AckStatus.FAILED,
+            tuple(dict.fromkeys(hosts)),
+            time.time(),
+            reason=why,
+            ranks=self.size,
+        )
+        if self.jobdir.read_ack(order.seq, AckStatus.FAILED) is None:
+            self._send(lambda: channel.ack(ack))
+        self.jobdir.log_event("failed", seq=order.seq, reason=why)
+        self.next_seq = order.seq + 1
 
     def _pack(self) -> list[Any] | None:
         """What every rank's ``pack`` returned, on rank 0 (``None`` elsewhere or no hooks)."""
@@ -507,33 +745,39 @@ class ElasticComm:
             self._packed = packed
 
     # ------------------------------------------------------------------ spawn path
-    def _expand_by_spawn(
-        self, order: ResizeOrder, hosts: list[str], packed: list[Any] | None, reason: str
+    def _finish_spawn(self) -> None:
+        """Complete the spawn the helper threads ran (collective, at an agreed resize point)."""
+        spawning, self._spawning = self._spawning, None
+        assert spawning is not None
+        inter, merged, spawn_s, merge_s = spawning.finish(self.comm)
+        order, reason = spawning.about["order"], spawning.about["reason"]
+        self._complete_spawn(order, inter, merged, spawn_s, merge_s, reason, overlapped=True)
+
+    def _complete_spawn(
+        self,
+        order: ResizeOrder,
+        inter: MPI.Intercomm,
+        merged: MPI.Intracomm,
+        spawn_s: float,
+        merge_s: float,
+        reason: str,
+        overlapped: bool = False,
     ) -> None:
-        new_hosts = [n for n in order.nodes if n not in set(hosts)]
-        nprocs = len(new_hosts) * self.ntasks_per_node
-        t0 = time.monotonic()
-        info = MPI.Info.Create()
-        for key, value in spawn_info(new_hosts, self.ntasks_per_node, MPI.get_vendor()[1]).items():
-            info.Set(key, value)
-        script = os.path.abspath(sys.argv[0])
-        inter = self.comm.Spawn(
-            sys.executable, [script, *sys.argv[1:]], maxprocs=nprocs, info=info, root=0
-        )
-        info.Free()
-        t1 = time.monotonic()
-        merged = inter.Merge(high=False)
+        """Hand the new ranks their rows and the state over ``merged`` (collective)."""
+        packed = self._pack()
         t2 = time.monotonic()
+        merged.Ibarrier().Wait()  # the new ranks wait in a non-blocking barrier (not spinning)
         old_size = self.size
+        phases = {**order.phases_s, "spawn": spawn_s, "merge": merge_s}
         meta = {
             "seq": order.seq,
             "generation": self.generation,
             "src_parts": old_size,
             "arrays": [a.meta() for a in self._arrays.values()],
-            "state": self.state if self.rank == 0 else None,
+            "state": dict(self.state) if self.rank == 0 else None,
             "packed": packed,
-            "phases_s": {**order.phases_s, "spawn": t1 - t0, "merge": t2 - t1},
-            "reason": reason,
+            "phases_s": phases,
+            "reason": reason + (" (spawned in the background)" if overlapped else ""),
         }
         meta = merged.bcast(meta, root=0)
         for arr in self._arrays.values():
@@ -541,27 +785,34 @@ class ElasticComm:
             arr._rank, arr._size = merged.rank, merged.size
         t3 = time.monotonic()
         self._after_spawn(inter)
-        self.comm = merged
-        self.state = dict(meta["state"] or {})
+        self.state = ResizeState(meta["state"] or {})
         self.generation += 1
-        self.next_seq = order.seq + 1
-        self.last_resize_s = {**meta["phases_s"], "redistribute": t3 - t2}
-        self._acknowledge(order.seq, "spawn", reason, self.last_resize_s)
+        self._done_with(order.seq)
+        self._new_comm(merged)
+        self.last_resize_s = {
+            **meta["phases_s"],
+            "redistribute": t3 - t2,
+            "pause": time.time() - self._paused_at,
+        }
+        self._acknowledge(order.seq, "spawn", str(meta["reason"]), self.last_resize_s)
         self._arrival(meta["packed"])
 
     def _join_parent(self, parent: MPI.Intercomm) -> None:
         """In a spawned rank: join the merged communicator and receive rows and state."""
         t0 = time.monotonic()
         merged = parent.Merge(high=True)
+        barrier = merged.Ibarrier()  # the parents may compute on for a while: wait, not spin
+        while not barrier.Test():
+            time.sleep(0.002)
         meta = merged.bcast(None, root=0)
         for info in meta["arrays"]:
             local = move_rows(merged, None, info, int(meta["src_parts"]), merged.size)
             self._restored[info["name"]] = (info, local)
         self._after_spawn(parent)
-        self.comm = merged
-        self.state = dict(meta["state"] or {})
+        self.state = ResizeState(meta["state"] or {})
         self.generation = int(meta["generation"]) + 1
         self.next_seq = int(meta["seq"]) + 1
+        self._new_comm(merged)
         self.resumed = True
         self.last_resize_s = {**meta["phases_s"], "redistribute": time.monotonic() - t0}
         self._acknowledge(int(meta["seq"]), "spawn", str(meta["reason"]), self.last_resize_s)
@@ -569,20 +820,40 @@ class ElasticComm:
 
     # ------------------------------------------------------------------ restart path
     def _checkpoint_and_exit(
-        self, order: ResizeOrder, packed: list[Any] | None, reason: str
+        self, order: ResizeOrder, packed: list[Any] | None, reason: str, successor: bool = False
     ) -> None:
+        """Save arrays and state, tell the launcher, end the process (:class:`ResizeExit`).
+
+        With ``successor``, the next generation already waits (:mod:`.handover`) and starts
+        computing as soon as the manifest is written.
+        """
         assert self.jobdir is not None
         directory = self.jobdir.checkpoint
         t0 = time.monotonic()
+        # a waiting successor reads the files at once: visible is enough, durable is not needed
+        durable = not successor
+        if successor:
+            directory = self._handover_dir(directory)
         metas = []
         for arr in self._arrays.values():
             meta = arr.meta()
             rows = arr.local
             if not isinstance(arr.dist, Block):  # files hold block rows
                 rows = move_rows(self.comm, rows, meta, self.size, self.size, arr.dist, Block())
-            save_rows(directory, arr.name, self.comm, rows, arr.global_shape, arr.dtype, self.size)
+            save_rows(
+                directory,
+                arr.name,
+                self.comm,
+                rows,
+                arr.global_shape,
+                arr.dtype,
+                self.size,
+                fsync=durable,
+            )
             metas.append(meta)
-        save_state(directory, "state", self.comm, self.state if self.rank == 0 else None)
+        save_state(
+            directory, "state", self.comm, self.state if self.rank == 0 else None, fsync=durable
+        )
         checkpoint_s = time.monotonic() - t0
         if self.rank == 0:
             if packed is not None:
@@ -592,7 +863,7 @@ class ElasticComm:
             else:
                 (directory / HOOKS_FILE).unlink(missing_ok=True)
             write_json_atomic(
-                directory / MANIFEST,
+                self.jobdir.checkpoint / MANIFEST,
                 {
                     "seq": order.seq,
                     "launch": self.launch,
@@ -602,6 +873,9 @@ class ElasticComm:
                     "phases_s": order.phases_s,
                     "checkpoint_s": checkpoint_s,
                     "requested_at": time.time(),
+                    "paused_at": self._paused_at,
+                    "directory": str(directory),
+                    "successor_s": self._successor_s,
                 },
             )
             self.jobdir.request_restart(
@@ -610,11 +884,34 @@ class ElasticComm:
                     "action": order.action.value,
                     "nodes": list(order.nodes),
                     "launch": self.launch,
+                    "handover": successor,
                 }
             )
-        _say(self.comm, f"order {order.seq}: checkpointed in {checkpoint_s:.2f} s; restarting")
+        where = "" if directory == self.jobdir.checkpoint else f" to {directory}"
+        _say(
+            self.comm,
+            f"order {order.seq}: checkpointed{where} in {checkpoint_s:.2f} s; "
+            + ("the next generation takes over" if successor else "restarting"),
+        )
         self._disconnect()
+        self._close_watcher()  # what it still has to send goes before the process ends
         raise ResizeExit()
+
+    def _handover_dir(self, shared: Path) -> Path:
+        """Where to checkpoint for a waiting successor (collective).
+
+        Memory if every rank of both generations sees it and it has room, else ``shared``.
+        """
+        memory = self.comm.bcast(self._memory if self.rank == 0 else None, root=0)
+        if memory is None:
+            return shared
+        nbytes = sum(a.local.nbytes for a in self._arrays.values())
+        ok = handover.sees_token(*memory) and handover.has_room(memory[0], nbytes)
+        if self.comm.allreduce(ok, op=MPI.LAND):
+            return Path(memory[0])
+        if self.rank == 0:
+            handover.drop(memory[0])
+        return shared
 
     def finalize(self) -> None:
         """Disconnect from spawned (or parent) ranks before MPI ends (collective).
@@ -634,6 +931,9 @@ class ElasticComm:
 
     def _disconnect(self) -> None:
         """Leave the merged communicator and disconnect from spawned or parent ranks."""
+        if self._vote is not None:
+            self._vote.close()
+            self._vote = None
         self.comm.Barrier()
         if self._intercomms:
             self.comm.Free()
@@ -646,19 +946,21 @@ class ElasticComm:
         """In a restarted step: read the arrays and state, acknowledge the order."""
         assert self.jobdir is not None
         t0 = time.monotonic()
-        directory = self.jobdir.checkpoint
+        directory = Path(manifest.get("directory") or self.jobdir.checkpoint)
         for meta in manifest["arrays"]:
             rows = load_rows(directory, meta["name"], self.comm, self.size)
             dist = distribution_from_json(meta["dist"])
             if not isinstance(dist, Block):
                 rows = move_rows(self.comm, rows, meta, self.size, self.size, Block(), dist)
             self._restored[meta["name"]] = (meta, rows)
-        self.state = load_state(directory, "state", self.comm)
+        self.state = ResizeState(load_state(directory, "state", self.comm))
         packed = None
         if self.rank == 0 and (directory / HOOKS_FILE).exists():
             packed = pickle.loads((directory / HOOKS_FILE).read_bytes())
         packed = self.comm.bcast(packed, root=0)
         restore_s = time.monotonic() - t0
+        if self.rank == 0 and directory != self.jobdir.checkpoint:
+            handover.drop(directory)  # every rank has read it (the broadcast above)
         self.generation = int(manifest["generation"]) + 1
         seq = int(manifest["seq"])
         self.next_seq = seq + 1
@@ -669,10 +971,15 @@ class ElasticComm:
             "relaunch": max(0.0, time.time() - float(manifest["requested_at"]) - restore_s),
             "restore": restore_s,
         }
+        if manifest.get("successor_s") is not None:  # overlapped with computing
+            self.last_resize_s["successor"] = float(manifest["successor_s"])
+        self._packed = packed
+        self._begin_voting()  # before the acknowledgement: it then goes through the watcher
+        if manifest.get("paused_at"):  # the new generation computes from here on
+            self.last_resize_s["pause"] = max(0.0, time.time() - float(manifest["paused_at"]))
         failed = self.rank == 0 and self.jobdir.read_ack(seq, AckStatus.FAILED) is not None
         if not self.comm.bcast(failed, root=0):
             self._acknowledge(seq, "restart", str(manifest.get("reason", "")), self.last_resize_s)
-        self._packed = packed
 
     def _acknowledge(self, seq: int, strategy: str, reason: str, phases: dict[str, float]) -> None:
         """Tell the controller the job now runs on its new nodes (collective)."""
@@ -680,19 +987,19 @@ class ElasticComm:
         hosts = self.hosts()
         if self.rank == 0:
             nodes = tuple(dict.fromkeys(hosts))
-            assert self.channel is not None
-            self.channel.ack(
-                ResizeAck(
-                    seq,
-                    AckStatus.DONE,
-                    nodes,
-                    time.time(),
-                    strategy=strategy,
-                    reason=reason,
-                    ranks=self.size,
-                    phases_s=phases,
-                )
+            channel = self.channel
+            assert channel is not None
+            ack = ResizeAck(
+                seq,
+                AckStatus.DONE,
+                nodes,
+                time.time(),
+                strategy=strategy,
+                reason=reason,
+                ranks=self.size,
+                phases_s=phases,
             )
+            self._send(lambda: channel.ack(ack))
             self.jobdir.log_event(
                 "resized",
                 seq=seq,
@@ -749,7 +1056,24 @@ def init() -> ElasticComm:
         hosts = list(dict.fromkeys(ec.hosts()))
         if ec.rank == 0:
             ec.channel.register(ec.size, hosts)
-    if ec.jobdir is not None and ec.launch > 0:
+    successor = envvars.get_int("SUCCESSOR", 0)
+    if ec.jobdir is not None and ec.launch > 0 and successor:
+        # started early, while the generation before still computes: wait for its handover
+        memory = handover.sees_token(
+            envvars.get_str("HANDOVER_DIR"), envvars.get_str("HANDOVER_TOKEN")
+        )
+        memory = ec.comm.allreduce(memory, op=MPI.LAND)
+        if ec.rank == 0:
+            handover.signal_ready(ec.jobdir, successor, ec.launch, memory)
+        manifest = handover.await_manifest(
+            ec.comm,
+            ec.jobdir.checkpoint / MANIFEST,
+            ec.launch - 1,
+            successor,
+            timeout_s=envvars.get_float("HANDOVER_TIMEOUT_S", 3600.0),
+        )
+        ec._restore(manifest)
+    elif ec.jobdir is not None and ec.launch > 0:
         manifest = None
         if ec.rank == 0:
             path = ec.jobdir.checkpoint / MANIFEST
@@ -760,4 +1084,6 @@ def init() -> ElasticComm:
         manifest = ec.comm.bcast(manifest, root=0)
         if manifest is not None:
             ec._restore(manifest)
+    if ec._vote is None:
+        ec._begin_voting()  # collective: every rank, before any resize point
     return ec

@@ -1,0 +1,241 @@
+"""The restart join strategy with a waiting successor: the next generation starts early.
+
+Restarting the MPI step at the new size is the portable way to resize with Open MPI 4.1 when
+ranks live on several nodes (SLURM-FACTS.md: no spawn, and no connect/accept between two
+``mpirun`` spanning nodes). Done in sequence, the application stops for the whole relaunch:
+``mpirun``, its daemons, the interpreters, the imports, ``MPI_Init`` (1.2-2.7 s here). With a
+successor, that time overlaps the running generation's computation:
+
+1. rank 0's order watcher (:mod:`.orders`), having checked the added nodes, asks the launcher
+   for a successor (:func:`request_successor`, a file in the job directory) and keeps
+   computing;
+2. the launcher starts the next generation at once on the order's nodes (for a shrink: the
+   nodes kept, while the old generation still runs on all of them);
+3. the successor starts, registers, says it is ready (:func:`signal_ready`) and waits, blocked
+   in ``sleep`` (rank 0 on the checkpoint's manifest, the others in a non-blocking barrier
+   tested every few milliseconds: not spinning) (:func:`await_manifest`);
+4. the watcher sees it ready; at the next agreed resize point the old generation writes its
+   checkpoint and exits; the successor restores it and computes.
+
+The checkpoint goes through memory (``/dev/shm``) when every rank of both generations sees the
+same ``/dev/shm`` (one machine, or nodes that share it): rank 0 leaves a random token there
+(:func:`make_token`), each rank of the successor and of the old generation looks for it
+(:func:`sees_token`), and only if all of them find it (and there is room) is it used. Otherwise
+it goes to the job directory's shared filesystem.
+
+If the successor cannot start (its ``mpirun`` ends, or it is not ready within the timeout:
+then the watcher asks the launcher to stop it, :func:`cancel`), the launcher stops it and only
+then acknowledges the order as failed: the old generation computes on at
+its size, and the controller gives a grant back. Nodes leave the job only once the old
+generation has left them (the launcher checks, then acknowledges them ``vacated``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from elastic_slurm.errors import ElasticSlurmError
+from elastic_slurm.protocol.jobdir import JobDir, write_json_atomic
+
+
+class HandoverError(ElasticSlurmError):
+    """The generation before never handed over: this one has nothing to resume."""
+
+
+#: In the job directory: the application's request for a successor (rank 0 writes it).
+REQUEST = "successor.json"
+#: ``successor-ready-<seq>.json``: the successor of order ``seq`` waits for the handover.
+READY = "successor-ready-{seq}.json"
+#: ``successor-cancel-<seq>.json``: the application gave up waiting for it.
+CANCEL = "successor-cancel-{seq}.json"
+
+
+def memory_dir(job_id: int, seq: int, root: str = "/dev/shm") -> Path:
+    """Where order ``seq``'s checkpoint goes when both generations share ``root``."""
+    return Path(root) / f"elastic-slurm-{os.getuid()}-{job_id}-{seq}"
+
+
+def make_token(directory: Path) -> str:
+    """Create ``directory`` (mode 0700) with a random token in it; return the token."""
+    directory.mkdir(mode=0o700, parents=False, exist_ok=True)
+    token = secrets.token_hex(16)
+    (directory / "token").write_text(token)
+    return token
+
+
+def sees_token(directory: Path | str | None, token: str | None) -> bool:
+    """Whether this process sees ``token`` in ``directory`` (the same memory as rank 0)."""
+    if not directory or not token:
+        return False
+    try:
+        return (Path(directory) / "token").read_text() == token
+    except OSError:
+        return False
+
+
+def has_room(directory: Path, nbytes: int) -> bool:
+    """Whether ``directory``'s filesystem has twice ``nbytes`` free."""
+    try:
+        return shutil.disk_usage(directory).free >= 2 * nbytes
+    except OSError:
+        return False
+
+
+def drop(directory: Path | str | None) -> None:
+    """Remove a memory checkpoint directory (once restored, or given up)."""
+    if directory:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def drop_all(job_id: int, root: str = "/dev/shm") -> None:
+    """Remove every memory checkpoint directory of job ``job_id`` on this node (at its end)."""
+    for directory in Path(root).glob(f"elastic-slurm-{os.getuid()}-{job_id}-*"):
+        drop(directory)
+
+
+def request_successor(
+    jobdir: JobDir,
+    seq: int,
+    action: str,
+    nodes: list[str],
+    launch: int,
+    memory: tuple[Path, str] | None = None,
+) -> None:
+    """Ask the launcher to start the generation after ``launch`` on ``nodes`` (order ``seq``).
+
+    ``memory``: the memory checkpoint directory and its token, for the successor to look for.
+    """
+    request: dict[str, Any] = {
+        "seq": seq,
+        "action": action,
+        "nodes": nodes,
+        "launch": launch,
+        "at": time.time(),
+    }
+    if memory is not None:
+        request.update(memory_dir=str(memory[0]), token=memory[1])
+    write_json_atomic(jobdir.path / REQUEST, request)
+
+
+def take_request(jobdir: JobDir) -> dict[str, Any] | None:
+    """The launcher's side: read and remove the successor request, if there is one."""
+    path = jobdir.path / REQUEST
+    try:
+        data = json.loads(path.read_text())
+    except (FileNotFoundError, ValueError):
+        return None
+    path.unlink(missing_ok=True)
+    return data if isinstance(data, dict) else None
+
+
+def ready_path(jobdir: JobDir, seq: int) -> Path:
+    """The file the successor of order ``seq`` writes once it waits."""
+    return jobdir.path / READY.format(seq=seq)
+
+
+def cancel_path(jobdir: JobDir, seq: int) -> Path:
+    """The file by which the application gives up on order ``seq``'s successor."""
+    return jobdir.path / CANCEL.format(seq=seq)
+
+
+def cancel(jobdir: JobDir, seq: int, why: str) -> None:
+    """Rank 0's watcher: the launcher is to stop the successor, then fail the order."""
+    write_json_atomic(cancel_path(jobdir, seq), {"seq": seq, "reason": why, "at": time.time()})
+
+
+def cancelled(jobdir: JobDir, seq: int) -> str | None:
+    """The launcher's side: why the successor of ``seq`` was given up on, if it was."""
+    try:
+        data = json.loads(cancel_path(jobdir, seq).read_text())
+    except (FileNotFoundError, ValueError):
+        return None
+    return str(data.get("reason", "given up")) if isinstance(data, dict) else "given up"
+
+
+def signal_ready(jobdir: JobDir, seq: int, launch: int, memory: bool) -> None:
+    """The successor's rank 0: it runs and waits for the handover.
+
+    ``memory``: every one of its ranks sees the memory checkpoint directory.
+    """
+    write_json_atomic(
+        ready_path(jobdir, seq),
+        {"seq": seq, "launch": launch, "memory": memory, "at": time.time()},
+    )
+
+
+def wait_ready(
+    jobdir: JobDir, seq: int, timeout_s: float, failed: Callable[[], bool], poll_s: float = 0.02
+) -> tuple[str | None, bool]:
+    """Wait (rank 0's watcher thread) until the successor of order ``seq`` is ready.
+
+    Returns ``(None, memory)`` when it is (``memory``: its ranks all see the memory
+    checkpoint directory), else ``(why not, False)``: ``failed()`` became true (the launcher
+    gave up on it and acknowledged the order as failed), or ``timeout_s`` seconds passed.
+    """
+    path = ready_path(jobdir, seq)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            data = json.loads(path.read_text())
+        except (FileNotFoundError, ValueError):
+            data = None
+        if isinstance(data, dict):
+            return None, bool(data.get("memory"))
+        if failed():
+            return "the next generation could not start", False
+        time.sleep(poll_s)
+    return f"the next generation was not ready within {timeout_s:g} s", False
+
+
+def await_manifest(
+    comm: Any,
+    manifest: Path,
+    launch: int,
+    seq: int,
+    timeout_s: float = 3600.0,
+    poll_s: float = 0.005,
+) -> dict[str, Any]:
+    """The successor's ranks: wait, blocked, for generation ``launch``'s checkpoint of ``seq``.
+
+    Rank 0 reads ``manifest`` every ``poll_s`` seconds; the other ranks wait in a non-blocking
+    barrier tested every ``poll_s`` (an MPI blocking call would spin a core per rank). Returns
+    the manifest on every rank.
+
+    Raises
+    ------
+    HandoverError
+        No such checkpoint within ``timeout_s`` seconds (on every rank).
+    """
+    found = None
+    deadline = time.monotonic() + timeout_s
+    if comm.rank == 0:
+        while found is None and time.monotonic() < deadline:
+            try:
+                data = json.loads(manifest.read_text())
+            except (FileNotFoundError, ValueError):
+                data = None
+            if (
+                isinstance(data, dict)
+                and int(data.get("launch", -1)) == launch
+                and int(data.get("seq", -1)) == seq
+            ):
+                found = data
+            else:
+                time.sleep(poll_s)
+    barrier = comm.Ibarrier()
+    while not barrier.Test():
+        time.sleep(poll_s)
+    found = comm.bcast(found, root=0)
+    if found is None:
+        raise HandoverError(
+            f"generation {launch} did not hand over order {seq} within {timeout_s:g} s "
+            f"(no checkpoint manifest at {manifest})"
+        )
+    return found

@@ -1,0 +1,157 @@
+"""Every rank acts on an order at the same resize point, without a blocking collective per point.
+
+Like ``test_checkpoint.py``, this file is also the MPI worker:
+``mpirun -n K python test_resize_vote.py <mode> <directory>``.
+
+* ``vote``: ranks run at different speeds (rank r sleeps r ms per point, plus jitter); rank 0
+  raises its flag from a chosen point on; every rank must see it at the same point.
+* ``missing``: rank 1 never calls ``resize_point()``; the others must fail, naming rank 1.
+* ``order``: the real runtime (``init()``, a job directory, rank 0's watcher thread) with an
+  order written while the ranks run; the order names the nodes the job already has, so every
+  rank takes the "already running there" branch, which is collective (a rank acting at another
+  point would hang the run), and the acknowledgement is written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.mpi, pytest.mark.timeout(180)]
+
+WORKER = str(Path(__file__).resolve())
+
+
+def worker_vote() -> None:
+    from mpi4py import MPI
+
+    from elastic_slurm.mpi_runtime.orders import Vote
+
+    comm = MPI.COMM_WORLD
+    seen = []
+    for period_s in (0.0, 0.005, 0.05):
+        vote = Vote(comm, period_s=period_s)
+        rng = random.Random(comm.rank * 7 + 1)
+        for point in range(400):
+            time.sleep(comm.rank * 0.0005 + rng.random() * 0.001)
+            if vote.exchange(1 if comm.rank == 0 and point >= 150 else 0):
+                seen.append(point)
+                break
+        else:
+            seen.append(-1)
+        vote.close()
+    everyone = comm.gather(seen, root=0)
+    if comm.rank == 0:
+        print(json.dumps({"seen": everyone}), flush=True)
+
+
+def worker_order(directory: str) -> None:
+    from mpi4py import MPI
+
+    from elastic_slurm.model.resize_order import ResizeAction, ResizeOrder
+    from elastic_slurm.mpi_runtime import init
+    from elastic_slurm.protocol.jobdir import JobDir
+
+    jobdir = JobDir(Path(directory))
+    ec = init()
+    if ec.rank == 0:
+        hosts = [MPI.Get_processor_name()]
+
+        def later() -> None:
+            time.sleep(0.3)
+            jobdir.write_order(ResizeOrder(1, ResizeAction.SHRINK, tuple(hosts), time.time()))
+
+        threading.Thread(target=later, daemon=True).start()
+    rng = random.Random(ec.rank)
+    for _ in range(300):
+        time.sleep(rng.random() * 0.004)
+        ec.resize_point()
+    ec.comm.Barrier()
+    if ec.rank == 0:
+        print(json.dumps({"next_seq": ec.next_seq}), flush=True)
+
+
+def worker_missing(directory: str) -> None:
+    """Rank 1 never calls resize_point (a call inside ``if rank != 1``)."""
+    from mpi4py import MPI
+
+    from elastic_slurm.model.resize_order import ResizeAction, ResizeOrder
+    from elastic_slurm.mpi_runtime import init
+    from elastic_slurm.protocol.jobdir import JobDir
+
+    ec = init()
+    if ec.rank == 0:
+        host = MPI.Get_processor_name()
+        JobDir(Path(directory)).write_order(
+            ResizeOrder(1, ResizeAction.SHRINK, (host,), time.time())
+        )
+    for _ in range(200):
+        time.sleep(0.005)
+        if ec.rank != 1:
+            ec.resize_point()
+    time.sleep(5)  # rank 1 is still "elsewhere" while the others time out
+
+
+def _last_json(stdout: str) -> dict:
+    return json.loads([ln for ln in stdout.splitlines() if ln.startswith("{")][-1])
+
+
+def test_every_rank_sees_the_vote_at_the_same_point(mpirun) -> None:
+    res = mpirun(4, [WORKER, "vote"])
+    assert res.returncode == 0, res.describe()
+    seen = _last_json(res.stdout)["seen"]
+    for case in range(3):
+        points = {ranks[case] for ranks in seen}
+        assert len(points) == 1, f"period case {case}: ranks saw the flag at {seen}"
+        assert points.pop() >= 150
+
+
+def test_an_order_is_taken_at_one_point_by_every_rank(mpirun, tmp_path: Path) -> None:
+    from elastic_slurm.model.resize_order import AckStatus
+    from elastic_slurm.protocol.jobdir import JobDir
+
+    jobdir = JobDir(tmp_path / "job")
+    jobdir.create()
+    os.environ["ELASTIC_SLURM_JOB_DIR"] = str(jobdir.path)
+    try:
+        res = mpirun(3, [WORKER, "order", str(jobdir.path)])
+    finally:
+        del os.environ["ELASTIC_SLURM_JOB_DIR"]
+    assert res.returncode == 0, res.describe()
+    assert _last_json(res.stdout)["next_seq"] == 2
+    ack = jobdir.read_ack(1, AckStatus.DONE)
+    assert ack is not None and ack.strategy == "none"
+
+
+def test_a_resize_point_some_ranks_skip_fails_naming_them(mpirun, tmp_path: Path) -> None:
+    from elastic_slurm.protocol.jobdir import JobDir
+
+    jobdir = JobDir(tmp_path / "job")
+    jobdir.create()
+    os.environ["ELASTIC_SLURM_JOB_DIR"] = str(jobdir.path)
+    os.environ["ELASTIC_SLURM_RESIZE_POINT_TIMEOUT_S"] = "2"
+    try:
+        res = mpirun(3, [WORKER, "missing", str(jobdir.path)])
+    finally:
+        del os.environ["ELASTIC_SLURM_JOB_DIR"], os.environ["ELASTIC_SLURM_RESIZE_POINT_TIMEOUT_S"]
+    assert res.returncode != 0, res.describe()
+    assert "rank(s) [1] of 3 did not reach it within 2 s (ranks [0, 2] wait there)" in res.stderr
+
+
+if __name__ == "__main__":
+    mode = sys.argv[1]
+    if mode == "vote":
+        worker_vote()
+    elif mode == "order":
+        worker_order(sys.argv[2])
+    elif mode == "missing":
+        worker_missing(sys.argv[2])
+    else:
+        raise SystemExit(f"unknown mode {mode!r}")

@@ -1,0 +1,83 @@
+"""The files by which the application, the launcher and a waiting successor hand over."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+from elastic_slurm.mpi_runtime import handover
+from elastic_slurm.protocol.jobdir import JobDir
+
+
+def _jobdir(tmp_path: Path) -> JobDir:
+    jobdir = JobDir(tmp_path / "job")
+    jobdir.create()
+    return jobdir
+
+
+def test_a_request_is_taken_once_with_its_nodes_and_memory_token(tmp_path: Path) -> None:
+    jobdir = _jobdir(tmp_path)
+    assert handover.take_request(jobdir) is None
+    where = tmp_path / "shm"
+    where.mkdir()
+    token = handover.make_token(where)
+    handover.request_successor(jobdir, 3, "shrink", ["n1", "n2"], 1, (where, token))
+    got = handover.take_request(jobdir)
+    assert got is not None
+    assert (got["seq"], got["action"], got["nodes"], got["launch"]) == (
+        3,
+        "shrink",
+        ["n1", "n2"],
+        1,
+    )
+    assert handover.sees_token(got["memory_dir"], got["token"])
+    assert not handover.sees_token(got["memory_dir"], "another")
+    assert not handover.sees_token(None, None)
+    assert handover.take_request(jobdir) is None  # taken
+
+
+def test_wait_ready_returns_once_the_successor_says_so_with_its_memory_verdict(
+    tmp_path: Path,
+) -> None:
+    jobdir = _jobdir(tmp_path)
+    threading.Timer(0.1, handover.signal_ready, (jobdir, 2, 1, True)).start()
+    t0 = time.monotonic()
+    assert handover.wait_ready(jobdir, 2, 10.0, failed=lambda: False) == (None, True)
+    assert time.monotonic() - t0 < 5
+
+
+def test_wait_ready_gives_up_when_the_launcher_failed_it_or_on_timeout(tmp_path: Path) -> None:
+    jobdir = _jobdir(tmp_path)
+    why, memory = handover.wait_ready(jobdir, 2, 10.0, failed=lambda: True)
+    assert why == "the next generation could not start" and memory is False
+    why, _ = handover.wait_ready(jobdir, 2, 0.1, failed=lambda: False)
+    assert why == "the next generation was not ready within 0.1 s"
+
+
+def test_a_cancel_reaches_the_launcher_with_its_reason(tmp_path: Path) -> None:
+    jobdir = _jobdir(tmp_path)
+    assert handover.cancelled(jobdir, 4) is None
+    handover.cancel(jobdir, 4, "the next generation was not ready within 0.3 s")
+    assert handover.cancelled(jobdir, 4) == "the next generation was not ready within 0.3 s"
+    assert handover.cancelled(jobdir, 5) is None
+
+
+def test_room_and_drop(tmp_path: Path) -> None:
+    where = tmp_path / "shm"
+    where.mkdir()
+    handover.make_token(where)
+    assert handover.has_room(where, 1024)
+    assert not handover.has_room(where, 10**18)
+    handover.drop(where)
+    assert not where.exists()
+
+
+def test_drop_all_removes_only_this_job_s_memory_directories(tmp_path: Path) -> None:
+    mine = handover.memory_dir(7, 1, root=str(tmp_path))
+    other = handover.memory_dir(71, 1, root=str(tmp_path))
+    for d in (mine, other):
+        d.mkdir()
+        handover.make_token(d)
+    handover.drop_all(7, root=str(tmp_path))
+    assert not mine.exists() and other.exists()
