@@ -15,8 +15,7 @@ bitwise the same result as the serial run (``--check``).
 cluster: at iteration ``K`` the array moves from the ``P x Q`` grid of all ranks to the grid of
 the first ``M`` ranks with :func:`~elastic_slurm.mpi_runtime.redistribute.move_array` (for
 example ``2 x 2 -> 1 x 3``), and those ranks go on alone. Under the elastic launcher the
-runtime's resize points make that move themselves once ``session.move_rows`` delegates to
-``move_array``.
+runtime's resize points make that move themselves (grow and shrink, spawn or restart).
 
 Usage::
 
@@ -154,6 +153,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--regrid-at", type=int, default=-1, help="iteration of the demo move")
     p.add_argument("--to", type=int, default=0, help="ranks after the demo move")
     p.add_argument("--check", action="store_true", help="compare with a serial run (rank 0)")
+    p.add_argument(
+        "--pace-s", type=float, default=0.0, help="make each iteration last at least S seconds"
+    )
     args = p.parse_args(argv)
 
     ec = init()
@@ -186,6 +188,8 @@ def main(argv: list[str] | None = None) -> int:
             near = around(exchange(comm, layout.grid, local))
         local = step(local, near, rows, cols, n)
         ec.state["iteration"] += 1
+        if args.pace_s > 0:
+            time.sleep(args.pace_s)
         if comm is ec.comm:
             u.local = local
             ec.resize_point()  # under the launcher the grid may change here
@@ -206,6 +210,7 @@ def main(argv: list[str] | None = None) -> int:
         "grid": list(layout.grid),
         "distribution": dist.to_json(),
         "moved": moved,
+        "resizes": ec.generation,
         "seconds": round(time.monotonic() - t0, 3),
         "checksum": float(whole.sum()),
     }

@@ -83,7 +83,6 @@ from elastic_slurm.mpi_runtime.orders import (
     wait_for_all,
 )
 from elastic_slurm.mpi_runtime.probe import RESTART, SPAWN, choose_join
-from elastic_slurm.mpi_runtime.redistribute import redistribute_rows
 from elastic_slurm.mpi_runtime.spawn import (
     BackgroundSpawn,
     spawn_and_merge,
@@ -131,25 +130,14 @@ def move_rows(
 ) -> np.ndarray:
     """Redistribute one array over ``comm`` (collective), between any two distributions.
 
-    ``meta`` is :meth:`DistArray.meta`; ``src_dist``/``dst_dist`` default to its distribution.
-    Block to block uses the block plan; anything else the general index plan.
+    ``meta`` is :meth:`DistArray.meta`; ``src_dist``/``dst_dist`` default to its distribution:
+    rows (:class:`~.data.Block`, :class:`~.data.BlockCyclic`) or 2-D process grids
+    (:class:`~.data.Block2D`, :class:`~.data.BlockCyclic2D`), in any pairing
+    (:func:`~.redistribute.move_array`).
     """
-    shape = tuple(meta["global_shape"])
-    dtype = np.dtype(meta["dtype"])
-    dist = distribution_from_json(meta["dist"])
-    src_dist, dst_dist = src_dist or dist, dst_dist or dist
-    if isinstance(src_dist, Block) and isinstance(dst_dist, Block):
-        return redistribute_rows(comm, local, shape, dtype, src_parts, dst_parts)
-    from elastic_slurm.mpi_runtime.redistribute import redistribute
+    from elastic_slurm.mpi_runtime.redistribute import move_array
 
-    return redistribute(
-        comm,
-        local,
-        shape,
-        dtype,
-        src_dist.layout(shape[0], src_parts),
-        dst_dist.layout(shape[0], dst_parts),
-    )
+    return move_array(comm, local, meta, src_parts, dst_parts, src_dist, dst_dist)
 
 
 class ElasticComm:
@@ -288,7 +276,9 @@ class ElasticComm:
         dtype
             Any numpy dtype (not object).
         dist
-            :class:`~.data.Block` (default) or :class:`~.data.BlockCyclic`.
+            :class:`~.data.Block` (default) or :class:`~.data.BlockCyclic` (rows), or
+            :class:`~.data.Block2D` or :class:`~.data.BlockCyclic2D` (a 2-D process grid,
+            as ScaLAPACK's; ``docs/distributions.md``).
 
         Returns
         -------
