@@ -35,9 +35,11 @@ class RuntimeEstimates(Protocol):
         ...
 
     def end_s(self, job: JobView, now_s: float) -> float | None:
-        """When a running job is expected to end if it keeps its size (seconds, same clock
-        as ``now_s``); may be in the past for a job that overruns; ``None`` when unknown or
-        while the job is pending."""
+        """When a running job is expected to end if it keeps its size (seconds).
+
+        On the same clock as ``now_s``; may be in the past for a job that overruns; ``None``
+        when unknown or while the job is pending.
+        """
         ...
 
 

@@ -1,5 +1,6 @@
-"""What several policies share: queue order and start sizes, backfill windows and
-reservations, and node counting. Policies import this kit, never each other.
+"""What several policies share; policies import this kit, never each other.
+
+Queue order and start sizes, backfill windows and reservations, and node counting:
 
 * :mod:`~elastic_slurm.plugins.kit.queue`: the order jobs are served in and the sizes they may
   start at, grow to or give back.

@@ -1,5 +1,7 @@
-"""Backfilling's pieces: estimates as reservations read them, EASY's shadow time, and the
-free-node profile of conservative backfilling.
+"""Backfilling's pieces: estimates, EASY's shadow time, conservative backfilling's profile.
+
+Estimates as reservations read them, the shadow time of EASY's head job, and the free-node
+profile in which conservative backfilling reserves.
 
 A. W. Mu'alem and D. G. Feitelson, "Utilization, Predictability, Workloads, and User Runtime
 Estimates in Scheduling the IBM SP2 with Backfilling", IEEE TPDS 12(6), 2001, section 2.

@@ -101,8 +101,9 @@ class Occupancy:
         return best, first
 
     def earliest(self, need: int, duration_s: float, cap: int, t0_s: float) -> float:
-        """The earliest start at or after ``t0_s`` where ``need`` more nodes fit for
-        ``duration_s`` seconds on a machine of ``cap`` nodes; ``math.inf`` when never.
+        """The earliest start at or after ``t0_s`` where ``need`` more nodes fit (seconds).
+
+        For ``duration_s`` seconds on a machine of ``cap`` nodes; ``math.inf`` when never.
 
         What Klein and Pérez's ``fit`` (Algorithm 2) gives for a one-step request, found in
         one pass: a feasible start is ``t0_s`` or the start of a segment, and a segment with
