@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from elastic_slurm.model.estimates import USER_ESTIMATES, RuntimeEstimates
 from elastic_slurm.model.request import JobKind
 from elastic_slurm.model.speedup import ResizeCost, SpeedupModel
 
@@ -94,6 +95,11 @@ class JobView:
     gain_nodes
         Nodes added by expansions minus nodes removed by shrinks so far (Lina et al. section 4,
         the "gain" priority).
+    evolution_profile
+        Evolving jobs: the evolution profile the application declared, ``(duration_s, nodes)``
+        per step at its own speed, the first step at ``nodes_requested`` (Klein and Pérez
+        2011, section 3.1); ``None`` when it declared none. Published live and simulated
+        alike, so that a planner sees the same thing in both.
     """
 
     job_id: int
@@ -119,6 +125,7 @@ class JobView:
     expansions: int = 0
     shrinks: int = 0
     gain_nodes: int = 0
+    evolution_profile: tuple[tuple[float, int], ...] | None = None
 
     @property
     def size(self) -> int:
@@ -168,11 +175,15 @@ class ClusterSnapshot:
     """The cluster at ``time_s``: every known job and node.
 
     Invariant: job ids and node names are unique; ``jobs`` is sorted by submission time, then id.
+    ``estimates`` is what policies may believe about run times
+    (:mod:`~elastic_slurm.model.estimates`): the users' time limits unless the host knows
+    better (the simulator: the true run times).
     """
 
     time_s: float
     jobs: tuple[JobView, ...]
     nodes: tuple[NodeView, ...]
+    estimates: RuntimeEstimates = USER_ESTIMATES
 
     @property
     def node_count(self) -> int:
