@@ -30,9 +30,13 @@ on 2 nodes, 12 node-s. Compacting gives the noX schedule again. All end at 15.
 
 from __future__ import annotations
 
+import dataclasses
+import logging
+
 import math
 
 import pytest
+from snapshots import job, snapshot
 
 from elastic_slurm.errors import PolicyError
 from elastic_slurm.model import (
@@ -57,6 +61,7 @@ from elastic_slurm.plugins.policies.klein_perez import (
 )
 from elastic_slurm.plugins.registry import make_policy
 
+E_KIND = JobKind.EVOLVING
 A, C, B = 1, 2, 3
 B_PROFILE = ((2.0, 1), (3.0, 2), (2.0, 4))
 TICK = Trigger.periodic()
@@ -304,3 +309,45 @@ def test_a_job_past_its_estimate_keeps_its_nodes():
     assert plan.decisions == ()
     assert 6.0 < plan.next_starts[5] < 6.001
     assert plan.next_starts[6] == pytest.approx(11.0, abs=0.001)
+
+
+# --- profiles published in the job view, and jobs without one ---------------------------------
+
+
+def test_a_profile_published_in_the_job_view_plans_as_one_given_to_the_constructor():
+    # the 2X walk-through's first cycle, with B's profile in its view instead of the policy's
+    b = dataclasses.replace(_pending(B, 1, 7.0, JobKind.EVOLVING), evolution_profile=B_PROFILE)
+    snap = _snapshot(2.0, 1, _running(A, 1, 0.0, 4.0), _running(C, 2, 0.0, 10.0), b)
+    published = KleinPerez(KleinPerez.Config(fit="2X")).plan(snap)
+    given = _policy("2X").plan(_snapshot(2.0, 1, *snap.jobs[:2], _pending(B, 1, 7.0, E_KIND)))
+    assert published.decisions == given.decisions == (Start(B, 1, "its 2X schedule starts now"),)
+    assert published.jobs == given.jobs
+
+
+def test_an_evolving_job_without_profile_starts_at_its_size_not_a_preallocation(caplog):
+    # 16 nodes; a rigid job holds 8 until 100. Pending evolving job 2 asks for 2 nodes (1 to
+    # 16, as Lina et al.'s conversion makes them: up to 8x its size). It starts now on 2 nodes
+    # (before the fix: planned as a pre-allocation of 16 nodes, so it waited until 100).
+    # Jobs without a profile are reported once per policy, not once per cycle.
+    rigid = job(1, 8, running=True, walltime=100.0, end=100.0)
+    evolving = job(2, 2, kind=E_KIND, nodes_min=1, nodes_max=16, walltime=10.0)
+    policy = KleinPerez()
+    with caplog.at_level(logging.WARNING, logger="elastic_slurm.plugins.policies.klein_perez"):
+        for _ in range(3):
+            plan = policy.plan(snapshot(rigid, evolving, idle=8))
+    assert plan.decisions == (Start(2, 2, "its noX schedule starts now"),)
+    assert plan.jobs[2] == ((0.0, 10.0, 2),)
+    warnings = [r for r in caplog.records if "no evolution profile" in r.getMessage()]
+    assert len(warnings) == 1
+
+
+def test_a_running_job_without_profile_grows_when_the_plan_has_room():
+    # 8 nodes: evolving job 1 (2 nodes, 1 to 8, until 50) asks for 4 more; rigid job 2 holds 3
+    # until 20; 3 idle. The grown size (6) fits only when job 2 ends: it waits, holding its 2.
+    # Pending rigid job 3 (3 nodes, 10 s) may not take the nodes job 1 waits for after 20,
+    # but fits before: it starts now.
+    evolving = job(1, 2, kind=E_KIND, running=True, nodes_min=1, nodes_max=8, end=50.0, request=4)
+    rigid = job(2, 3, running=True, end=20.0)
+    plan = KleinPerez().plan(snapshot(evolving, rigid, job(3, 3, walltime=10.0), idle=3))
+    assert plan.decisions == (Start(3, 3, "its noX schedule starts now"),)
+    assert plan.next_starts[1] == 20.0

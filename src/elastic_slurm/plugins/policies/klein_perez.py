@@ -227,6 +227,8 @@ class KleinPerez(Policy):
             int(job_id): merge_steps(steps) for job_id, steps in (profiles or {}).items()
         }
         self._suffixes = {job_id: _suffix_sums(steps) for job_id, steps in self.profiles.items()}
+        self._published: dict[int, tuple[tuple[Step, ...], tuple[Step, ...]]] = {}
+        self._warned = False
 
     def decide(self, snapshot: ClusterSnapshot, trigger: Trigger) -> list[Decision]:
         """Re-run Algorithm 1 and return what it schedules now (see the class docstring).
@@ -241,7 +243,7 @@ class KleinPerez(Policy):
         now = _snap(snapshot.time_s)
         cap = machine_nodes(snapshot)
         jobs = sorted(snapshot.jobs, key=lambda j: (j.submit_time_s, j.job_id))
-        entries = [self._entry(j, now) for j in jobs]
+        entries = [self._entry(j, now, snapshot) for j in jobs]
         # a waiting application holds at least the nodes of the step it waits for, for as long
         # as that step lasts (it keeps its nodes until the step starts): reserve that much
         # before anybody is fitted, so that no job listed earlier is planned onto them
@@ -263,28 +265,56 @@ class KleinPerez(Policy):
         return Plan(now, planned, *self._decisions(entries, snapshot, now))
 
     # ------------------------------------------------------------------ planning
-    def _entry(self, job: JobView, now: float) -> _Entry:
-        """What of ``job`` is fixed and what is left to place (see the class docstring)."""
+    def _profile(self, job: JobView) -> tuple[Step, ...] | None:
+        """The job's evolution profile: given to the constructor, else published in its view."""
         profile = self.profiles.get(job.job_id)
+        if profile is not None or job.evolution_profile is None:
+            return profile
+        raw = job.evolution_profile
+        known = self._published.get(job.job_id)
+        if known is None or known[0] != raw:
+            known = (raw, merge_steps(raw))
+            self._published[job.job_id] = known
+            self._suffixes[job.job_id] = _suffix_sums(known[1])
+        return known[1]
+
+    def _warn_unprofiled(self, job: JobView) -> None:
+        if not self._warned:
+            self._warned = True
+            log.warning(
+                "klein_perez: evolving job %d has no evolution profile; such jobs are planned "
+                "at their current size and their requests served when the plan has room (no "
+                "pre-allocation of nodes_max); this is said once per policy",
+                job.job_id,
+            )
+
+    def _entry(self, job: JobView, now: float, snapshot: ClusterSnapshot) -> _Entry:
+        """What of ``job`` is fixed and what is left to place (see the class docstring)."""
+        profile = self._profile(job)
+        if job.kind is JobKind.EVOLVING and profile is None:
+            self._warn_unprofiled(job)
         if job.start_time_s is None:  # pending
             if profile is not None and profile[0][1] == job.nodes_requested:
                 return _Entry(job, [], profile, now, None, self.compacting, "start")
             size = job.nodes_requested
-            if job.kind is JobKind.EVOLVING:
-                size = max(size, job.nodes_max)  # the pre-allocation
+            if job.kind is JobKind.EVOLVING and profile is not None:
+                size = max(size, job.nodes_max)  # off its profile: a pre-allocation
             else:
                 size = min(max(size, job.nodes_min, 1), max(job.nodes_max, 1))
             duration = job.walltime_at_s(job.nodes_requested)
             step = (INFINITY if duration is None else max(duration, 0.0), size)
             return _Entry(job, [], (step,), now, None, False, "start")
-        end = job.estimated_end_s if job.estimated_end_s is not None else job.end_time_s
+        end = job.estimated_end_s  # the time limit's, else what the host's estimates say
+        end = snapshot.estimates.end_s(job, now) if end is None else end
         end = INFINITY if end is None else max(_snap(end), now)
         request = 0 if job.resizing else job.evolving_request
-        if job.kind is JobKind.EVOLVING and profile is not None and end < INFINITY:
+        if job.kind is JobKind.EVOLVING and profile is None:
+            return _unprofiled(job, now, end, request)
+        if job.kind is JobKind.EVOLVING and end < INFINITY:
             entry = self._profiled(job, profile, end - now, now, request)
             if entry is not None:
                 return entry
-        if job.kind is JobKind.EVOLVING:  # no usable profile: a pre-allocation of nodes_max
+        if job.kind is JobKind.EVOLVING:  # off its profile: a pre-allocation of nodes_max
             held = [(now, end, max(job.size, job.nodes_max))]
             action = "release" if request < 0 else ("grow" if request > 0 else "")
             return _Entry(job, held, (), end, None, False, action, due_now=bool(action))
@@ -376,13 +406,29 @@ class KleinPerez(Policy):
                         Start(job.job_id, job.nodes_requested, f"its {label} schedule starts now")
                     )
             elif e.action == "grow":
-                want = job.evolving_request
+                want = min(job.evolving_request, job.nodes_max - job.size)
                 if 1 <= want <= free:
                     free -= want
                     actions.append(
                         Expand(job.job_id, want, f"its {label} schedule starts the next step now")
                     )
         return next_starts, (*releases, *actions)
+
+
+def _unprofiled(job: JobView, now: float, end: float, request: int) -> _Entry:
+    """A running evolving job that declared no profile: it holds its size until ``end``.
+
+    A request for more nodes is placed like a profile's next step (the job keeps its nodes
+    until the grown size fits, for the rest of its run); a release is served at once.
+    """
+    if request > 0 and job.nodes_max > job.size:
+        grown = min(job.size + request, job.nodes_max)
+        return _Entry(job, [], ((end - now, grown),), now, (job.size, None, 0.0), False, "grow")
+    if request < 0:
+        kept = job.size - min(-request, job.size - max(1, job.nodes_min))
+        return _Entry(job, [(now, end, kept)], (), end, None, False, "release", due_now=True)
+    end = max(end, now + 2 * _DUE_S)  # past its estimate: it ends soon, not now
+    return _Entry(job, [(now, end, job.size)], (), end, None, False, "")
 
 
 def _suffix_sums(steps: Sequence[Step]) -> tuple[float, ...]:
