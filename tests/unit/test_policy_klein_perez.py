@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-
 import math
 
 import pytest

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from snapshots import E, M, MO, R, job, snapshot
+from snapshots import MO, E, M, R, job, snapshot
 
 from elastic_slurm.model import Trigger
 from elastic_slurm.plugins.legality import check
