@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 from elastic_slurm.model.decisions import Decision, Start
+from elastic_slurm.model.estimates import USER_ESTIMATES, RuntimeEstimates
 from elastic_slurm.model.request import JobKind
 from elastic_slurm.model.snapshot import ClusterSnapshot, JobView
 from elastic_slurm.model.speedup import (
@@ -146,20 +147,23 @@ def size_range(job: JobView, cap: Literal["none", "max_speedup", "knee"]) -> tup
     return low, high
 
 
-def _time_at(job: JobView, nodes: int, source: ExecutionTime) -> float | None:
-    """The job's execution time (seconds) on ``nodes``: true run time or time limit."""
-    if source == "runtime":
-        t = job.runtime_at_s(nodes)
-        if t is not None:
-            return t
-    return job.walltime_at_s(nodes)
+def estimates_for(snapshot: ClusterSnapshot, source: ExecutionTime) -> RuntimeEstimates:
+    """The run-time estimates a policy uses for ``source``.
+
+    ``"runtime"``: the snapshot's (the best the host knows: true run times in a simulation);
+    ``"walltime"``: the users' time limits.
+    """
+    return snapshot.estimates if source == "runtime" else USER_ESTIMATES
 
 
-def _end_of(job: JobView, source: ExecutionTime) -> float | None:
-    """When a running job releases its nodes, by the execution-time information in use."""
-    if source == "runtime" and job.end_time_s is not None:
-        return job.end_time_s
-    return job.estimated_end_s
+def _time_at(job: JobView, nodes: int, estimates: RuntimeEstimates) -> float | None:
+    """The job's execution time (seconds) on ``nodes``, by ``estimates``."""
+    return estimates.runtime_s(job, nodes)
+
+
+def _end_of(job: JobView, estimates: RuntimeEstimates, now: float) -> float | None:
+    """When a running job releases its nodes, by ``estimates``."""
+    return estimates.end_s(job, now)
 
 
 # ---------------------------------------------------------------------------- allocation rules
@@ -392,11 +396,11 @@ class HuangMoldable(Policy):
 
     def _releases(self, snapshot: ClusterSnapshot) -> int:
         """The number of distinct future times at which running jobs release nodes."""
-        source: ExecutionTime = self.config.execution_time
+        estimates = estimates_for(snapshot, self.config.execution_time)
         times: set[float] = set()
         unknown = 0
         for job in snapshot.running():
-            end = _end_of(job, source)
+            end = _end_of(job, estimates, snapshot.time_s)
             if end is None:
                 unknown += 1
             else:
@@ -493,6 +497,7 @@ class ModifiedFairShare(Policy):
         super().__init__(config)
         self._info: dict[int, _Info] = {}  # by id(view); each _Info holds its view
         self._sqrt_weights: dict[int, float] = {}  # the same keys
+        self._estimates: RuntimeEstimates = USER_ESTIMATES  # what the cached infos used
 
     def decide(self, snapshot: ClusterSnapshot, trigger: Trigger) -> list[Decision]:
         """Start the first job at its best size if that is now; backfill around its reservation."""
@@ -503,10 +508,14 @@ class ModifiedFairShare(Policy):
         if not pending:
             return []
         config: FairShareConfig = self.config
-        source = config.execution_time
+        source = estimates_for(snapshot, config.execution_time)
         now = snapshot.time_s
         running = snapshot.running()
-        if len(self._info) > 2 * (len(pending) + len(running)) + 1024:
+        if (
+            source is not self._estimates
+            or len(self._info) > 2 * (len(pending) + len(running)) + 1024
+        ):
+            self._estimates = source
             self._info.clear()
             self._sqrt_weights.clear()
         info = self._job_info
@@ -526,9 +535,11 @@ class ModifiedFairShare(Policy):
                 info(job)
             total += sum(map(weights.__getitem__, keys))
 
-        # future releases: (time, nodes); this cycle's starts are added as they are decided
+        # future releases: (time, nodes); this cycle's starts are added as they are decided. A
+        # job past its estimate ends just after now, never now: its nodes are not idle yet.
+        soon = math.nextafter(now, INFINITY)
         profile = sorted(
-            (INFINITY if (e := _end_of(job, source)) is None else max(e, now), len(job.nodes))
+            (INFINITY if (e := _end_of(job, source, now)) is None else max(e, soon), len(job.nodes))
             for job in running
         )
         decisions: list[Decision] = []
@@ -575,7 +586,7 @@ class ModifiedFairShare(Policy):
         hit = self._info.get(id(job))
         if hit is not None:
             return hit
-        source: ExecutionTime = self.config.execution_time
+        source = self._estimates
         low, high = size_range(job, "max_speedup")
         parallel = high > 1
         if not self.config.cap_at_max_speedup:
@@ -617,7 +628,7 @@ class ModifiedFairShare(Policy):
         free: int,
         profile: list[tuple[float, int]],
         now: float,
-        source: ExecutionTime,
+        source: RuntimeEstimates,
     ) -> tuple[float, int, int]:
         """``(start, size, spare nodes then)`` of the job's earliest completion, over releases.
 

@@ -447,6 +447,7 @@ def _step_at(suffix: Sequence[float], left: float, tol: float) -> int:
             return k
     return n - 1
 
+
 __all__ = [
     "FITS",
     "KleinPerez",
