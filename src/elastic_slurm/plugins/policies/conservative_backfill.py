@@ -92,6 +92,14 @@ class ConservativeBackfill(Policy):
     """
 
     name: ClassVar[str] = "conservative_backfill"
+    summary: ClassVar[str] = (
+        "Conservative backfilling: every queued job gets a reservation in order; a job starts"
+        " early only if it delays none. Never resizes elastic jobs."
+    )
+    paper: ClassVar[str] = "A. W. Mu'alem and D. G. Feitelson, IEEE TPDS 12(6), 2001"
+    section: ClassVar[str] = "section 2"
+    job_kinds: ClassVar[tuple[str, ...]] = ("rigid",)
+    resizes: ClassVar[bool] = False
 
     def decide(self, snapshot: ClusterSnapshot, trigger: Trigger) -> list[Decision]:
         """Start the jobs whose reservation, made in queue order, is now."""

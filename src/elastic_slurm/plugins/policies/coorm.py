@@ -150,6 +150,14 @@ class EquiPartition(Policy):
     """
 
     name: ClassVar[str] = "coorm_equipartition"
+    summary: ClassVar[str] = (
+        "CooRMv2: pre-allocations and non-preemptible requests by conservative backfilling, "
+        "preemptible nodes equi-partitioned among malleable jobs."
+    )
+    paper: ClassVar[str] = "C. Klein, PhD thesis, ENS Lyon, 2012"
+    section: ClassVar[str] = "chapter 6 (6.3-6.5), appendix A.1"
+    job_kinds: ClassVar[tuple[str, ...]] = ("moldable", "malleable", "evolving")
+    resizes: ClassVar[bool] = True
 
     @dataclasses.dataclass(frozen=True)
     class Config:

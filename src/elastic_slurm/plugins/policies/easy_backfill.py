@@ -43,6 +43,14 @@ class EasyBackfill(Policy):
     """
 
     name: ClassVar[str] = "easy_backfill"
+    summary: ClassVar[str] = (
+        "EASY backfilling: FCFS with a reservation for the first blocked job; later jobs "
+        "start early if they cannot delay it. Never resizes elastic jobs."
+    )
+    paper: ClassVar[str] = "A. W. Mu'alem and D. G. Feitelson, IEEE TPDS 12(6), 2001"
+    section: ClassVar[str] = "section 2"
+    job_kinds: ClassVar[tuple[str, ...]] = ("rigid",)
+    resizes: ClassVar[bool] = False
 
     def decide(self, snapshot: ClusterSnapshot, trigger: Trigger) -> list[Decision]:
         """Start the queue's fitting prefix, then backfill around the head's reservation."""

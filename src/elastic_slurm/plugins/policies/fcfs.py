@@ -63,6 +63,14 @@ class FCFS(Policy):
     """
 
     name: ClassVar[str] = "fcfs"
+    summary: ClassVar[str] = (
+        "First come, first served: start queued jobs in order until one does not fit; no "
+        "backfilling."
+    )
+    paper: ClassVar[str] = ""
+    section: ClassVar[str] = "the baseline of Lina et al. (section 5.3) and Ghafoor (chapter 6)"
+    job_kinds: ClassVar[tuple[str, ...]] = ("rigid",)
+    resizes: ClassVar[bool] = False
 
     def decide(self, snapshot: ClusterSnapshot, trigger: Trigger) -> list[Decision]:
         """Start the longest prefix of the queue that fits in the idle nodes."""

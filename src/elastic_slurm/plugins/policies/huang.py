@@ -340,6 +340,16 @@ class HuangMoldable(Policy):
     """
 
     name: ClassVar[str] = "huang_moldable"
+    summary: ClassVar[str] = (
+        "Moldable jobs sized at start from their speedup model: parallel, serial, improved "
+        "or auxiliary allocation; no reservation."
+    )
+    paper: ClassVar[str] = (
+        "K.-C. Huang et al., Moldable Job Scheduling for HPC as a Service with Application "
+        "Speedup Model and Execution Time Information"
+    )
+    section: ClassVar[str] = "sections 3 and 4.2, Fig. 12"
+    job_kinds: ClassVar[tuple[str, ...]] = ("moldable", "malleable")
     Config: ClassVar[type] = HuangConfig
 
     def decide(self, snapshot: ClusterSnapshot, trigger: Trigger) -> list[Decision]:
@@ -491,6 +501,16 @@ class ModifiedFairShare(Policy):
     """
 
     name: ClassVar[str] = "huang_fairshare"
+    summary: ClassVar[str] = (
+        "Moldable jobs sized within a fair-share limit, with EASY backfilling (the baseline of "
+        "Huang et al.'s Figs. 15-17)."
+    )
+    paper: ClassVar[str] = (
+        "K.-C. Huang et al., Moldable Job Scheduling for HPC as a Service with Application "
+        "Speedup Model and Execution Time Information"
+    )
+    section: ClassVar[str] = "section 4.1 (Srinivasan et al.'s modified fair share)"
+    job_kinds: ClassVar[tuple[str, ...]] = ("moldable", "malleable")
     Config: ClassVar[type] = FairShareConfig
 
     def __init__(self, config: FairShareConfig | None = None) -> None:

@@ -180,6 +180,16 @@ class KleinPerez(Policy):
     """
 
     name: ClassVar[str] = "klein_perez"
+    summary: ClassVar[str] = (
+        "List scheduling of evolving applications by their evolution profiles with fit (noX, "
+        "2X, infX, +c)."
+    )
+    paper: ClassVar[str] = (
+        "C. Klein and C. Pérez, Towards Scheduling Evolving Applications, CoreGRID 2011"
+    )
+    section: ClassVar[str] = "sections 4-5, Algorithms 1-2"
+    job_kinds: ClassVar[tuple[str, ...]] = ("evolving",)
+    resizes: ClassVar[bool] = True
 
     @dataclasses.dataclass(frozen=True)
     class Config:

@@ -126,7 +126,8 @@ class LinaElastic(Policy):
     * **Run times.** Lina et al.'s simulator knows jobs' run times; with ``estimates =
       "runtime"`` we use the snapshot's estimates (``ClusterSnapshot.estimates``: the true
       run times when the simulator supplies them, the time limits live); ``"walltime"``
-      always uses the time limits (then a rigid workload is scheduled exactly as by ``easy_backfill``).
+      always uses the time limits (then a rigid workload is scheduled exactly as by
+      ``easy_backfill``).
 
     Parameters
     ----------
@@ -135,6 +136,14 @@ class LinaElastic(Policy):
     """
 
     name: ClassVar[str] = "lina_elastic"
+    summary: ClassVar[str] = (
+        "EASY for the initial allocation, then shrinking malleable jobs for the queue "
+        "(Default, Application or System selection) and expanding them into idle nodes."
+    )
+    paper: ClassVar[str] = "Lina, Ghafoor and Hines"
+    section: ClassVar[str] = "sections 4-5, Algorithms 1-7"
+    job_kinds: ClassVar[tuple[str, ...]] = ("moldable", "malleable", "evolving")
+    resizes: ClassVar[bool] = True
 
     @dataclasses.dataclass(frozen=True)
     class Config:

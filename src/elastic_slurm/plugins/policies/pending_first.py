@@ -94,6 +94,14 @@ class PendingFirst(Policy):
     """
 
     name: ClassVar[str] = "pending_first"
+    summary: ClassVar[str] = (
+        "FCFS that shrinks malleable jobs to start pending ones, gives leftover idle nodes to"
+        " them, and serves evolving requests."
+    )
+    paper: ClassVar[str] = "S. K. Ghafoor, PhD dissertation, Mississippi State University, 2007"
+    section: ClassVar[str] = "sections 4.2.4 and 4.3.1"
+    job_kinds: ClassVar[tuple[str, ...]] = ("moldable", "malleable", "evolving")
+    resizes: ClassVar[bool] = True
 
     @dataclasses.dataclass(frozen=True)
     class Config:
