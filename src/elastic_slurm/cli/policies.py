@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 from elastic_slurm.plugins.registry import PolicyInfo, available
@@ -85,5 +86,6 @@ def run(args: argparse.Namespace) -> int:
             else:
                 what = row.get("summary", "")
                 table.add_row(row["name"], what, _source(row), _kinds(row), _options(row))
-        Console().print(table)
+        # a terminal's width when printing to one; piped, wide enough to keep words whole
+        Console(width=None if sys.stdout.isatty() else 160).print(table)
     return 1 if any(i.error for i in infos) else 0
