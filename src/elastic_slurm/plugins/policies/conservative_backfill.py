@@ -8,65 +8,15 @@ delays no job ahead of it in the queue, not just the first.
 
 from __future__ import annotations
 
-import bisect
 import math
 from typing import ClassVar
 
 from elastic_slurm.model.decisions import Decision, Start
 from elastic_slurm.model.snapshot import ClusterSnapshot
 from elastic_slurm.model.triggers import Trigger
-from elastic_slurm.plugins.policies.fcfs import INFINITY, estimate_s, estimated_end_s, start_size
+from elastic_slurm.plugins.kit.backfill import FreeProfile, estimate_s, estimated_end_s
+from elastic_slurm.plugins.kit.queue import INFINITY, start_size
 from elastic_slurm.plugins.policy import Policy
-
-
-class _Profile:
-    """Free nodes over time, a step function: ``free[i]`` nodes on ``[times[i], times[i+1])``."""
-
-    def __init__(self, now_s: float, idle: int, releases: list[tuple[float, int]]) -> None:
-        self.times = [now_s]
-        self.free = [idle]
-        for when, count in sorted(releases):
-            if when == self.times[-1]:
-                self.free[-1] += count
-            else:
-                self.times.append(when)
-                self.free.append(self.free[-1] + count)
-
-    def earliest(self, need: int, duration_s: float) -> int:
-        """Index of the first breakpoint from which ``need`` nodes stay free for ``duration_s``.
-
-        Returns ``len(times)`` when there is none (only possible for a job wider than the
-        nodes that will ever be free).
-        """
-        times, free = self.times, self.free
-        i = 0
-        n = len(times)
-        while i < n:
-            if free[i] < need:
-                i += 1
-                continue
-            end = times[i] + duration_s
-            j = i + 1
-            while j < n and times[j] < end and free[j] >= need:
-                j += 1
-            if j >= n or times[j] >= end:
-                return i
-            i = j + 1  # free[j] < need: no start before j + 1 can work
-        return n
-
-    def reserve(self, i: int, need: int, duration_s: float) -> None:
-        """Take ``need`` nodes from breakpoint ``i`` for ``duration_s`` seconds."""
-        times, free = self.times, self.free
-        end = times[i] + duration_s
-        if end < INFINITY:
-            k = bisect.bisect_left(times, end)
-            if k == len(times) or times[k] != end:
-                times.insert(k, end)
-                free.insert(k, free[k - 1])
-        else:
-            k = len(times)
-        for j in range(i, k):
-            free[j] -= need
 
 
 class ConservativeBackfill(Policy):
@@ -113,7 +63,7 @@ class ConservativeBackfill(Policy):
         for job in snapshot.running():
             end = estimated_end_s(job, now)
             releases.append((end if end > now else after_now, job.size))
-        profile = _Profile(now, idle, releases)
+        profile = FreeProfile(now, idle, releases)
         decisions: list[Decision] = []
         for position, job in enumerate(pending):
             size = start_size(job)

@@ -16,7 +16,8 @@ from typing import ClassVar
 from elastic_slurm.model.decisions import Decision, Start
 from elastic_slurm.model.snapshot import ClusterSnapshot
 from elastic_slurm.model.triggers import Trigger
-from elastic_slurm.plugins.policies.fcfs import INFINITY, estimate_s, start_size
+from elastic_slurm.plugins.kit.backfill import estimate_s, estimated_end_s, shadow
+from elastic_slurm.plugins.kit.queue import start_size
 from elastic_slurm.plugins.policy import Policy
 
 
@@ -74,7 +75,7 @@ class EasyBackfill(Policy):
             return decisions  # nobody blocked, nothing behind the head, or no idle node
 
         head = pending[head_index]
-        shadow = -1.0  # computed when the first candidate that fits now is found
+        shadow_s = -1.0  # computed when the first candidate that fits now is found
         extra = 0
         for job in pending[head_index + 1 :]:
             if job.nodes_min > free:
@@ -82,10 +83,13 @@ class EasyBackfill(Policy):
             size = start_size(job)
             if size > free:
                 continue
-            if shadow < 0.0:
-                shadow, extra = _shadow(snapshot, started, free, start_size(head), now)
-            if now + estimate_s(job, size) <= shadow:
-                reason = f"backfilled: ends before job {head.job_id}'s reservation at {shadow:g} s"
+            if shadow_s < 0.0:
+                ends = [(estimated_end_s(j, now), len(j.nodes)) for j in snapshot.running()]
+                shadow_s, extra = shadow([*started, *ends], free, start_size(head))
+            if now + estimate_s(job, size) <= shadow_s:
+                reason = (
+                    f"backfilled: ends before job {head.job_id}'s reservation at {shadow_s:g} s"
+                )
             elif size <= extra:
                 extra -= size
                 reason = f"backfilled: uses {size} of the nodes job {head.job_id} leaves spare"
@@ -96,25 +100,3 @@ class EasyBackfill(Policy):
             if free == 0:
                 break
         return decisions
-
-
-def _shadow(
-    snapshot: ClusterSnapshot, started: list[tuple[float, int]], free: int, need: int, now: float
-) -> tuple[float, int]:
-    """The head job's reservation: ``(shadow time in seconds, extra nodes)``.
-
-    Running jobs (and those started in this cycle) are taken by estimated end until the nodes
-    they free plus the ``free`` idle ones reach ``need``. ``(inf, 0)`` when they never do (a
-    job without an estimate holds its nodes for ever, as far as the reservation goes).
-    """
-    ends = list(started)
-    for job in snapshot.running():
-        end = job.estimated_end_s
-        ends.append((INFINITY if end is None else (end if end > now else now), len(job.nodes)))
-    ends.sort()
-    available = free
-    for end, size in ends:
-        available += size
-        if available >= need:
-            return end, available - need
-    return INFINITY, 0
