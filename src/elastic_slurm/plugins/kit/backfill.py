@@ -11,10 +11,22 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable
+from typing import Literal
 
 from elastic_slurm.model.estimates import USER_ESTIMATES, RuntimeEstimates
-from elastic_slurm.model.snapshot import JobView
+from elastic_slurm.model.snapshot import ClusterSnapshot, JobView
 from elastic_slurm.plugins.kit.queue import INFINITY
+
+
+def estimates_for(
+    snapshot: ClusterSnapshot, source: Literal["runtime", "walltime"]
+) -> RuntimeEstimates:
+    """The run-time estimates a policy uses for ``source``.
+
+    ``"runtime"``: the snapshot's (the best the host knows: true run times in a simulation);
+    ``"walltime"``: the users' time limits.
+    """
+    return snapshot.estimates if source == "runtime" else USER_ESTIMATES
 
 
 def estimate_s(job: JobView, nodes: int, estimates: RuntimeEstimates = USER_ESTIMATES) -> float:
@@ -125,4 +137,4 @@ class FreeProfile:
             free[j] -= need
 
 
-__all__ = ["FreeProfile", "estimate_s", "estimated_end_s", "shadow"]
+__all__ = ["FreeProfile", "estimate_s", "estimated_end_s", "estimates_for", "shadow"]
