@@ -35,6 +35,7 @@ def job(
     request: int = 0,
     blocking: bool | None = None,
     node_prefix: str | None = None,
+    names: tuple[str, ...] | None = None,
     **fields: Any,
 ) -> JobView:
     """A job view: ``size`` nodes (held while running, asked for while pending).
@@ -57,15 +58,21 @@ def job(
         The evolving request; blocking when nonzero unless told.
     node_prefix
         Names of a running job's nodes: ``f"{prefix}{i}"``; ``f"j{job_id}n"`` by default.
+    names
+        The running job's node names, instead (``size`` is then their number).
     fields
         Any other :class:`JobView` field (``runtime_s``, ``end_time_s``, ``speedup``...).
     """
     prefix = f"j{job_id}n" if node_prefix is None else node_prefix
+    if names is not None:
+        size = len(names)
+    else:
+        names = tuple(f"{prefix}{i}" for i in range(size))
     return JobView(
         job_id=job_id,
         kind=kind,
         state=JobState.RUNNING if running else JobState.PENDING,
-        nodes=tuple(f"{prefix}{i}" for i in range(size)) if running else (),
+        nodes=names if running else (),
         nodes_requested=size if requested is None else requested,
         nodes_min=size if nodes_min is None else nodes_min,
         nodes_max=size if nodes_max is None else nodes_max,
@@ -112,4 +119,30 @@ def snapshot(
     )
 
 
-__all__ = ["E", "M", "MO", "R", "job", "nodes", "snapshot"]
+def held_snapshot(
+    *jobs: JobView,
+    idle: int | tuple[str, ...],
+    time_s: float = 0.0,
+    down: int = 0,
+    idle_prefix: str = "idle",
+    sort_nodes: bool = False,
+    estimates: RuntimeEstimates = USER_ESTIMATES,
+) -> ClusterSnapshot:
+    """A snapshot whose allocated nodes are the ones the running jobs name.
+
+    Nodes: the idle ones (``idle`` names, or that many ``f"{idle_prefix}{i}"``), ``down``
+    unavailable ones ``f"down{i}"``, then each running job's nodes, allocated; sorted by name
+    with ``sort_nodes``. Jobs are put in submission order.
+    """
+    names = idle if isinstance(idle, tuple) else tuple(f"{idle_prefix}{i}" for i in range(idle))
+    views = [NodeView(n, NodeState.IDLE) for n in names]
+    views += [NodeView(f"down{i}", NodeState.UNAVAILABLE) for i in range(down)]
+    for j in jobs:
+        views += [NodeView(n, NodeState.ALLOCATED) for n in j.nodes]
+    if sort_nodes:
+        views.sort(key=lambda n: n.name)
+    ordered = tuple(sorted(jobs, key=lambda j: (j.submit_time_s, j.job_id)))
+    return ClusterSnapshot(time_s, ordered, tuple(views), estimates=estimates)
+
+
+__all__ = ["E", "M", "MO", "R", "held_snapshot", "job", "nodes", "snapshot"]

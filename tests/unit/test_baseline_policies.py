@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
+from snapshots import held_snapshot, job
+
 from elastic_slurm.model import (
     ClusterSnapshot,
     JobKind,
-    JobState,
     JobView,
-    NodeState,
-    NodeView,
     Start,
     Trigger,
 )
@@ -22,42 +21,17 @@ NOW = 1000.0
 
 
 def pending(job_id: int, nodes: int, walltime_s: float | None, **kw) -> JobView:  # noqa: ANN003
-    return JobView(
-        job_id=job_id,
-        kind=kw.pop("kind", JobKind.RIGID),
-        state=JobState.PENDING,
-        nodes=(),
-        nodes_requested=nodes,
-        nodes_min=kw.pop("nodes_min", nodes),
-        nodes_max=kw.pop("nodes_max", nodes),
-        submit_time_s=float(job_id),
-        walltime_s=walltime_s,
-        **kw,
-    )
+    return job(job_id, nodes, walltime=walltime_s, **kw)
 
 
 def running(job_id: int, nodes: tuple[str, ...], ends_in_s: float | None) -> JobView:
-    return JobView(
-        job_id=job_id,
-        kind=JobKind.RIGID,
-        state=JobState.RUNNING,
-        nodes=nodes,
-        nodes_requested=len(nodes),
-        nodes_min=len(nodes),
-        nodes_max=len(nodes),
-        submit_time_s=float(job_id),
-        start_time_s=0.0,
-        estimated_end_s=None if ends_in_s is None else NOW + ends_in_s,
+    return job(
+        job_id, running=True, names=nodes, end=None if ends_in_s is None else NOW + ends_in_s
     )
 
 
 def snapshot(idle: tuple[str, ...], *jobs: JobView) -> ClusterSnapshot:
-    nodes = [NodeView(n, NodeState.IDLE) for n in idle]
-    for job in jobs:
-        nodes += [NodeView(n, NodeState.ALLOCATED) for n in job.nodes]
-    nodes.sort(key=lambda n: n.name)
-    ordered = tuple(sorted(jobs, key=lambda j: (j.submit_time_s, j.job_id)))
-    return ClusterSnapshot(NOW, ordered, tuple(nodes))
+    return held_snapshot(*jobs, idle=idle, time_s=NOW, sort_nodes=True)
 
 
 def starts(policy, snap: ClusterSnapshot) -> list[tuple[int, int]]:  # noqa: ANN001

@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import pytest
+from snapshots import held_snapshot, job
 
 from elastic_slurm.errors import PolicyError
 from elastic_slurm.model import (
     ClusterSnapshot,
     JobKind,
-    JobState,
     JobView,
-    NodeState,
-    NodeView,
     Start,
     Trigger,
 )
+from elastic_slurm.model.estimates import TRUE_RUNTIMES
 from elastic_slurm.model.speedup import Amdahl, DowneyHigh, DowneyLow, Linear
 from elastic_slurm.plugins.policies.huang import (
     FairShareConfig,
@@ -35,16 +34,13 @@ MOLDABLE = JobKind.MOLDABLE
 
 def pending(job_id: int, runtime_s: float, speedup, requested: int = 4, **kw) -> JobView:  # noqa: ANN001, ANN003
     """A moldable job of range 1..nodes_max whose run time on ``requested`` nodes is given."""
-    return JobView(
-        job_id=job_id,
+    return job(
+        job_id,
+        requested,
         kind=kw.pop("kind", MOLDABLE),
-        state=JobState.PENDING,
-        nodes=(),
-        nodes_requested=requested,
         nodes_min=kw.pop("nodes_min", 1),
         nodes_max=kw.pop("nodes_max", 8),
-        submit_time_s=float(job_id),
-        walltime_s=kw.pop("walltime_s", 2 * runtime_s),
+        walltime=kw.pop("walltime_s", 2 * runtime_s),
         runtime_s=runtime_s,
         speedup=speedup,
         **kw,
@@ -52,29 +48,23 @@ def pending(job_id: int, runtime_s: float, speedup, requested: int = 4, **kw) ->
 
 
 def running(job_id: int, nodes: tuple[str, ...], ends_in_s: float, **kw) -> JobView:  # noqa: ANN003
-    return JobView(
-        job_id=job_id,
+    return job(
+        job_id,
         kind=kw.pop("kind", JobKind.RIGID),
-        state=JobState.RUNNING,
-        nodes=nodes,
-        nodes_requested=len(nodes),
-        nodes_min=len(nodes),
-        nodes_max=len(nodes),
-        submit_time_s=float(job_id),
-        start_time_s=0.0,
+        running=True,
+        names=nodes,
         runtime_s=kw.pop("runtime_s", NOW + ends_in_s),
-        estimated_end_s=kw.pop("estimated_end_s", NOW + ends_in_s),
+        end=kw.pop("estimated_end_s", NOW + ends_in_s),
         end_time_s=NOW + ends_in_s,
         **kw,
     )
 
 
 def snapshot(idle: int, *jobs: JobView) -> ClusterSnapshot:
-    nodes = [NodeView(f"i{k:02d}", NodeState.IDLE) for k in range(idle)]
-    for job in jobs:
-        nodes += [NodeView(n, NodeState.ALLOCATED) for n in job.nodes]
-    ordered = tuple(sorted(jobs, key=lambda j: (j.submit_time_s, j.job_id)))
-    return ClusterSnapshot(NOW, ordered, tuple(sorted(nodes, key=lambda n: n.name)))
+    idle_names = tuple(f"i{k:02d}" for k in range(idle))
+    return held_snapshot(
+        *jobs, idle=idle_names, time_s=NOW, sort_nodes=True, estimates=TRUE_RUNTIMES
+    )
 
 
 def starts(policy, snap: ClusterSnapshot) -> list[tuple[int, int]]:  # noqa: ANN001

@@ -42,10 +42,7 @@ from elastic_slurm.model import (
     ClusterSnapshot,
     Expand,
     JobKind,
-    JobState,
     JobView,
-    NodeState,
-    NodeView,
     Shrink,
     Start,
     Trigger,
@@ -127,24 +124,16 @@ def test_merge_steps_and_occupancy():
 # --- the policy --------------------------------------------------------------------------------
 
 
-def _nodes(idle: int, total: int = 4) -> tuple[NodeView, ...]:
-    return tuple(
-        NodeView(f"n{i}", NodeState.IDLE if i < idle else NodeState.ALLOCATED) for i in range(total)
-    )
-
-
 def _pending(job_id: int, size: int, walltime: float, kind: JobKind = JobKind.RIGID) -> JobView:
-    big = 4 if kind is JobKind.EVOLVING else size
-    return JobView(
-        job_id=job_id,
+    evolving = kind is JobKind.EVOLVING
+    return job(
+        job_id,
+        size,
         kind=kind,
-        state=JobState.PENDING,
-        nodes=(),
-        nodes_requested=size,
-        nodes_min=1 if kind is JobKind.EVOLVING else size,
-        nodes_max=big,
-        submit_time_s=0.0,
-        walltime_s=walltime,
+        nodes_min=1 if evolving else size,
+        nodes_max=4 if evolving else size,
+        submit=0.0,
+        walltime=walltime,
     )
 
 
@@ -159,20 +148,20 @@ def _running(
     first: int = 0,
 ) -> JobView:
     evolving = kind is JobKind.EVOLVING
-    return JobView(
-        job_id=job_id,
+    return job(
+        job_id,
+        size,
         kind=kind,
-        state=JobState.RUNNING,
-        nodes=tuple(f"x{job_id}_{i}" for i in range(size)),
-        nodes_requested=1 if evolving else size,
+        running=True,
+        node_prefix=f"x{job_id}_",
+        requested=1 if evolving else size,
         nodes_min=1 if evolving else size,
         nodes_max=4 if evolving else size,
-        submit_time_s=0.0,
-        start_time_s=start,
-        walltime_s=7.0 if evolving else end - start,
-        estimated_end_s=end,
-        evolving_request=request,
-        evolving_blocking=request != 0,
+        submit=0.0,
+        start=start,
+        walltime=7.0 if evolving else end - start,
+        end=end,
+        request=request,
     )
 
 
@@ -181,7 +170,7 @@ def _policy(variant: str) -> KleinPerez:
 
 
 def _snapshot(time_s: float, idle: int, *jobs: JobView) -> ClusterSnapshot:
-    return ClusterSnapshot(time_s, jobs, _nodes(idle))
+    return snapshot(*jobs, idle=idle, total=4, time_s=time_s)
 
 
 def test_noX_at_time_0_starts_A_and_C_and_plans_B_at_5():
