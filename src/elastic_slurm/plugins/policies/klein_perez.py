@@ -22,13 +22,16 @@ The pure functions of :mod:`~elastic_slurm.plugins.policies.klein_perez_fit` (``
 algorithm for fully-predictable applications could be re-run with updated information") and
 carries out what the schedule says is due now.
 
-How it degrades: the snapshot does not carry a job's evolution profile, so the profiles are
-given to the policy when it is built (``profiles``: job id to steps, what a fully-predictably
-evolving application declares at submission). A job without one is planned from the snapshot
-alone: one step at its size for its time limit, and for an evolving job a *pre-allocation* of
-``nodes_max`` for its whole time limit (CooRMv2's "sure execution", thesis section 6.4), inside
-which its requests are served as soon as nodes are idle. A job without a time limit is planned
-to run for ever. Nothing here reads node names.
+How it degrades: an evolving job declares its evolution profile in
+``JobView.evolution_profile`` (live and simulated alike); profiles given to the constructor
+(``profiles``: job id to steps) take precedence, for offline reproductions. An evolving job
+with no profile at all is planned at its current size for its time limit and a request for
+more nodes is placed like a profile's next step (it waits, holding its nodes, until the grown
+size fits); a policy meeting such jobs says so once (a warning in the log). Planning them as
+a pre-allocation of ``nodes_max`` instead (CooRMv2's "sure execution") reserved up to eight
+times their size for their whole run on converted traces. An evolving job whose snapshot is
+off its declared profile keeps that pre-allocation: the profile says it will grow. A job
+without a time limit is planned to run for ever. Nothing here reads node names.
 """
 
 from __future__ import annotations
@@ -161,11 +164,12 @@ class KleinPerez(Policy):
       starting at ``t``), and ``loc`` jumps to the end of the maximum's segment even when it
       lies past ``t1``, which skips only placements that fail anyway.
     * **Compacting** has no pseudo-code in the paper; see :func:`compact`.
-    * **Profiles** come from the constructor (the snapshot has no field for them); a job
-      without one is planned as the module docstring says (one step; evolving jobs with a
-      pre-allocation of ``nodes_max``). Profiles assume blocking requests (Klein and Pérez's
-      model: the application waits); a job's step is found from its estimated end
-      (``estimated_end_s``, else ``end_time_s``), exact when its time limit is its run time.
+    * **Profiles** come from the job views (``evolution_profile``) or the constructor; a job
+      without one is planned as the module docstring says (one step at its size; a request
+      for more nodes placed as the next step). Profiles assume blocking requests (Klein and
+      Pérez's model: the application waits); a job's step is found from its estimated end
+      (``estimated_end_s``, else the snapshot's ``estimates``), exact when its time limit is
+      its run time.
     * Running jobs that are neither evolving with a profile nor evolving at all hold their
       current size until their estimated end; malleable jobs are never resized.
 
