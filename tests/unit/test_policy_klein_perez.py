@@ -339,3 +339,18 @@ def test_a_running_job_without_profile_grows_when_the_plan_has_room():
     plan = KleinPerez().plan(snapshot(evolving, rigid, job(3, 3, walltime=10.0), idle=3))
     assert plan.decisions == (Start(3, 3, "its noX schedule starts now"),)
     assert plan.next_starts[1] == 20.0
+
+
+def test_decide_stops_placing_once_nothing_can_start_now():
+    # 4 nodes all busy until 10; six rigid jobs queued. Nobody can start now, so decide()
+    # places none of them, and decides what the complete plan decides (nothing).
+    queue = [_pending(10 + i, 1 + i % 3, 5.0) for i in range(6)]
+    snap = _snapshot(0.0, 0, _running(A, 4, 0.0, 10.0), *queue)
+    policy = KleinPerez()
+    fast, full = policy.plan(snap, complete=False), policy.plan(snap, complete=True)
+    assert fast.decisions == full.decisions == ()
+    assert not {j.job_id for j in queue} & set(fast.jobs)
+    # one idle node: the first 1-node job can start now, so the list is placed up to it
+    snap = _snapshot(0.0, 1, _running(A, 3, 0.0, 10.0), *queue)
+    fast, full = policy.plan(snap, complete=False), policy.plan(snap, complete=True)
+    assert fast.decisions == full.decisions == (Start(10, 1, "its noX schedule starts now"),)

@@ -8,6 +8,8 @@ more nodes than are free.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -16,6 +18,7 @@ from snapshots import MO, E, M, R, job, snapshot
 from elastic_slurm.model import Trigger
 from elastic_slurm.plugins.legality import check
 from elastic_slurm.plugins.policies.coorm import EquiPartition
+from elastic_slurm.plugins.policies.klein_perez import KleinPerez
 from elastic_slurm.plugins.registry import installed_registry, make_policy
 
 TICK = Trigger.periodic()
@@ -85,3 +88,29 @@ def test_coorm_never_expands_beyond_the_free_nodes():
     decisions = EquiPartition().decide(snap, TICK)
     assert all(v.legal for v in check(snap, decisions)), check(snap, decisions)
     assert sum(getattr(d, "count", 0) for d in decisions) == 26
+
+
+@st.composite
+def profiled_clusters(draw: st.DrawFn):
+    """Clusters whose evolving jobs publish random evolution profiles (on or off them)."""
+    snap = draw(clusters())
+    steps = st.tuples(st.sampled_from([0.0, 1.0, 3.0, 10.0]), st.integers(1, 6))
+    jobs = []
+    for view in snap.jobs:
+        if view.kind is E and draw(st.booleans()):
+            profile = draw(st.lists(steps, min_size=1, max_size=3))
+            profile[0] = (profile[0][0], view.nodes_requested)
+            view = dataclasses.replace(view, evolution_profile=tuple(profile))
+        jobs.append(view)
+    return dataclasses.replace(snap, jobs=tuple(jobs))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(snap=profiled_clusters())
+def test_klein_perez_decides_what_its_complete_plan_decides(snap):
+    # decide() stops placing the list once nobody left can be given nodes now; the decisions
+    # must be those of the complete plan
+    policy = KleinPerez(KleinPerez.Config(fit="2X+c"))
+    assert policy.decide(snap, TICK) == list(policy.plan(snap, complete=True).decisions)
+    noX = KleinPerez()
+    assert noX.decide(snap, TICK) == list(noX.plan(snap, complete=True).decisions)

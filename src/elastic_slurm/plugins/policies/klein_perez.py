@@ -36,6 +36,7 @@ without a time limit is planned to run for ever. Nothing here reads node names.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import logging
 import math
@@ -250,10 +251,17 @@ class KleinPerez(Policy):
         Ignores the trigger. Returns shrinks first, then starts and expansions in list order;
         no decision for a job that is resizing.
         """
-        return list(self.plan(snapshot).decisions)
+        return list(self.plan(snapshot, complete=False).decisions)
 
-    def plan(self, snapshot: ClusterSnapshot) -> Plan:
-        """Compute the cycle's schedule (a pure function of the snapshot and the profiles)."""
+    def plan(self, snapshot: ClusterSnapshot, *, complete: bool = True) -> Plan:
+        """Compute the cycle's schedule (a pure function of the snapshot and the profiles).
+
+        With ``complete=False`` (what :meth:`decide` uses) the list is placed only as far as
+        something can still be due now: once no job left in it could get its nodes now,
+        whatever is placed after cannot change this cycle's decisions (placing a job never
+        frees nodes now), so the rest is left out of ``jobs`` and ``next_starts``. The
+        decisions are the same; a deep queue costs little.
+        """
         now = _snap(snapshot.time_s)
         cap = machine_nodes(snapshot)
         jobs = sorted(snapshot.jobs, key=lambda j: (j.submit_time_s, j.job_id))
@@ -269,7 +277,10 @@ class KleinPerez(Policy):
             for s, t, n in (*e.fixed, *e.reserve):
                 occ.add(s, t, n)
         planned: dict[int, tuple[tuple[float, float, int], ...]] = {}
-        for e in entries:
+        slack = None if complete else _slack(entries, now)
+        for k, e in enumerate(entries):
+            if slack is not None and cap - _least_busy(occ, now) < slack[k]:
+                break  # nobody from here on can be given nodes now
             for s, t, n in (*e.fixed, *e.reserve):
                 occ.add(s, t, -n)
             segments = self._place(e, occ, cap, now)
@@ -427,6 +438,41 @@ class KleinPerez(Policy):
                         Expand(job.job_id, want, f"its {label} schedule starts the next step now")
                     )
         return next_starts, (*releases, *actions)
+
+
+def _slack(entries: Sequence[_Entry], now: float) -> list[float]:
+    """``out[k]``: the fewest free nodes (now) that any entry from ``k`` on needs to be due.
+
+    An entry can be due now only if its first step's nodes fit now (within ``_DUE_S``) once
+    its own holds are lifted; entries with nothing to place need ``inf``, a step of zero
+    duration (which fits anywhere) ``-inf``.
+    """
+    horizon = now + _DUE_S
+    out = [INFINITY] * (len(entries) + 1)
+    for k in range(len(entries) - 1, -1, -1):
+        e = entries[k]
+        need = INFINITY
+        if e.steps and e.action in ("start", "grow", "release"):
+            if any(not d > 0.0 for d, _ in e.steps):
+                need = -INFINITY
+            else:
+                own = sum(n for s, t, n in (*e.fixed, *e.reserve) if s <= horizon and t > now)
+                need = e.steps[0][1] - own
+        out[k] = min(out[k + 1], need)
+    return out
+
+
+def _least_busy(occ: Occupancy, now: float) -> int:
+    """The fewest nodes busy at any time in ``[now, now + _DUE_S]``."""
+    times, vals = occ.times, occ.vals
+    j = max(0, bisect.bisect_right(times, now) - 1)
+    least = vals[j] if times[j] <= now else 0
+    horizon = now + _DUE_S
+    j += 1
+    while j < len(times) and times[j] <= horizon:
+        least = min(least, vals[j])
+        j += 1
+    return least
 
 
 def _unprofiled(job: JobView, now: float, end: float, request: int) -> _Entry:
