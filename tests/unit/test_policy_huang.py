@@ -15,6 +15,7 @@ from elastic_slurm.model import (
 )
 from elastic_slurm.model.estimates import TRUE_RUNTIMES
 from elastic_slurm.model.speedup import Amdahl, DowneyHigh, DowneyLow, Linear
+from elastic_slurm.plugins.legality import check
 from elastic_slurm.plugins.policies.huang import (
     FairShareConfig,
     HuangConfig,
@@ -275,3 +276,15 @@ def test_parallel_beats_serial_for_a_poorly_scaling_pair_in_the_simulator() -> N
     assert par.metrics.avg_turnaround_s == pytest.approx(100.0)
     assert ser.metrics.avg_turnaround_s == pytest.approx(135.0)
     assert [(r.nodes_start, r.end_s) for r in ser.records] == [(8, 90.0), (8, 180.0)]
+
+
+def test_fairshare_does_not_start_a_job_on_the_nodes_of_a_job_past_its_estimate():
+    # 3 nodes at t = 1000: job 3 (1 node) should have ended at 1 s but still runs; jobs 1 (1
+    # node) and 2 (2 nodes) wait, without time limits. Job 1 starts on one of the 2 idle nodes;
+    # job 2 cannot start now (1 idle node): job 3 is expected to end just after now, not now.
+    # (Before the fix: Start(2, 2), which the simulator refuses.)
+    late = job(3, 1, running=True, walltime=1.0, end=1.0)
+    snap = held_snapshot(job(1, 1), job(2, 2), late, idle=2, time_s=NOW)
+    decisions = ModifiedFairShare().decide(snap, Trigger.periodic())
+    assert [(d.job_id, d.nodes) for d in decisions] == [(1, 1)]
+    assert all(v.legal for v in check(snap, decisions))
