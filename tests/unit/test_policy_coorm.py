@@ -7,6 +7,8 @@ preemptibly; evolving jobs pre-allocate ``nodes_max``.
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 from snapshots import job, snapshot
 
@@ -174,3 +176,18 @@ def test_a_job_past_its_estimate_keeps_its_nodes():
     assert EquiPartition().decide(snap, TICK) == [
         Start(3, 4, "its non-preemptible request fits now (conservative backfilling)"),
     ]
+
+
+def test_a_preallocation_far_above_the_request_is_reported_once(caplog):
+    # Evolving jobs of 2 nodes that may grow to 16 (Lina et al.'s conversion) pre-allocate 16:
+    # the policy says so once, naming the option that avoids it; with it there is no warning.
+    snap = _snap(16, _job(1, E, 2, 1, 16, running=False), _job(2, E, 2, 1, 16, running=False))
+    policy = EquiPartition()
+    with caplog.at_level(logging.WARNING, logger="elastic_slurm.plugins.policies.coorm"):
+        for _ in range(3):
+            policy.decide(snap, TICK)
+        EquiPartition(EquiPartition.Config(preallocate=False)).decide(snap, TICK)
+    warnings = [r.getMessage() for r in caplog.records]
+    assert len(warnings) == 1
+    assert "job 1 pre-allocates its maximum, 16 nodes, 8x" in warnings[0]
+    assert "preallocate=false" in warnings[0]

@@ -31,6 +31,7 @@ backfilling when no job is malleable or evolving.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 from collections.abc import Sequence
 from typing import ClassVar
@@ -43,6 +44,8 @@ from elastic_slurm.plugins.kit.nodes import machine_nodes, within_free
 from elastic_slurm.plugins.kit.occupancy import Occupancy
 from elastic_slurm.plugins.kit.queue import submit_order
 from elastic_slurm.plugins.policy import Policy
+
+log = logging.getLogger(__name__)
 
 INFINITY = math.inf
 
@@ -187,6 +190,10 @@ class EquiPartition(Policy):
                 if not isinstance(value, bool):
                     raise TypeError(f"{field.name} must be true or false, got {value!r}")
 
+    def __init__(self, config: EquiPartition.Config | None = None) -> None:
+        super().__init__(config)
+        self._warned = False  # wide pre-allocations are reported once
+
     def decide(self, snapshot: ClusterSnapshot, trigger: Trigger) -> list[Decision]:
         """Return this cycle's shrinks, starts and expansions (see the class docstring).
 
@@ -198,6 +205,19 @@ class EquiPartition(Policy):
         """
         cycle = _Cycle(self.config, snapshot)
         cycle.nonpreemptible_view()
+        if cycle.wide is not None and not self._warned:
+            self._warned = True
+            job = cycle.wide
+            log.warning(
+                "coorm_equipartition: evolving job %d pre-allocates its maximum, %d nodes, "
+                "%.0fx the %d it asks for (sure execution, thesis 6.4): such pre-allocations "
+                "keep nodes from other jobs for whole runs; option preallocate=false plans "
+                "evolving jobs at their current size (probable execution); said once",
+                job.job_id,
+                job.nodes_max,
+                job.nodes_max / max(1, job.nodes_requested),
+                job.nodes_requested,
+            )
         releases, growth = cycle.evolving_requests()
         shrinks, starts, grows = cycle.equipartition(releases)
         batch = [*releases, *shrinks, *starts, *growth, *grows]
@@ -218,6 +238,7 @@ class _Cycle:
         self.occ = Occupancy(self.now)
         self.starts: list[JobView] = []
         self.sizes = {j.job_id: j.size for j in self.running}
+        self.wide: JobView | None = None  # a pending pre-allocation over twice its request
 
     def nonpreemptible_view(self) -> None:
         """Step 1: running jobs' non-preemptible holds, then CBF of the queue's requests.
@@ -234,6 +255,8 @@ class _Cycle:
         full = occ.value_at(now) >= cap
         for job in self.pending:
             need = _np_need(job, self.config)
+            if self.wide is None and job.kind is JobKind.EVOLVING:
+                self.wide = job if need > 2 * max(1, job.nodes_requested) else None
             if need > cap:
                 continue  # can never start here: reserves nothing
             duration = job.walltime_at_s(_np_start(job))
