@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+
+import pytest
 from snapshots import held_snapshot, job
 
+from elastic_slurm.errors import PolicyError
 from elastic_slurm.model import (
     ClusterSnapshot,
     JobKind,
@@ -11,6 +15,7 @@ from elastic_slurm.model import (
     Start,
     Trigger,
 )
+from elastic_slurm.model.estimates import TRUE_RUNTIMES
 from elastic_slurm.model.speedup import Linear
 from elastic_slurm.plugins.policies.conservative_backfill import ConservativeBackfill
 from elastic_slurm.plugins.policies.easy_backfill import EasyBackfill
@@ -182,3 +187,19 @@ def test_easy_counts_jobs_started_in_the_same_cycle_in_the_reservation() -> None
         pending(4, 2, 100.0),
     )
     assert starts(EasyBackfill(), snap) == [(2, 2)]
+
+
+def test_easy_with_runtime_estimates_reads_the_snapshots_provider() -> None:
+    # As test_easy_refuses_a_job_that_would_delay_the_reservation, but job 3 really runs 50 s
+    # (its time limit says 200 s). With estimates="runtime" and the true run times, it ends
+    # before the reservation and starts; with the default (time limits) it does not.
+    snap = base(pending(3, 2, 200.0, runtime_s=50.0))
+    truth = dataclasses.replace(snap, estimates=TRUE_RUNTIMES)
+    runtime = EasyBackfill(EasyBackfill.Config(estimates="runtime"))
+    assert starts(runtime, truth) == [(3, 2)]
+    assert starts(EasyBackfill(), truth) == []
+    assert starts(runtime, snap) == []  # live: the provider gives the time limits
+    conservative = ConservativeBackfill(ConservativeBackfill.Config(estimates="runtime"))
+    assert starts(conservative, truth) == [(3, 2)]
+    with pytest.raises(PolicyError, match="estimates must be"):
+        EasyBackfill.from_options({"estimates": "oracle"})

@@ -16,9 +16,12 @@ from hypothesis import strategies as st
 from snapshots import MO, E, M, R, job, snapshot
 
 from elastic_slurm.model import Trigger
+from elastic_slurm.model.estimates import TRUE_RUNTIMES
 from elastic_slurm.plugins.legality import check
 from elastic_slurm.plugins.policies.coorm import EquiPartition
+from elastic_slurm.plugins.policies.easy_backfill import EasyBackfill
 from elastic_slurm.plugins.policies.klein_perez import KleinPerez
+from elastic_slurm.plugins.policies.lina import LinaElastic
 from elastic_slurm.plugins.registry import installed_registry, make_policy
 
 TICK = Trigger.periodic()
@@ -114,3 +117,49 @@ def test_klein_perez_decides_what_its_complete_plan_decides(snap):
     assert policy.decide(snap, TICK) == list(policy.plan(snap, complete=True).decisions)
     noX = KleinPerez()
     assert noX.decide(snap, TICK) == list(noX.plan(snap, complete=True).decisions)
+
+
+@st.composite
+def rigid_clusters(draw: st.DrawFn):
+    """Rigid jobs only, with true run times no longer than their time limits."""
+    total = draw(st.integers(1, 10))
+    free, jobs = total, []
+    for job_id in range(1, draw(st.integers(0, 8)) + 1):
+        running = draw(st.booleans()) and free > 0
+        size = draw(st.integers(1, free if running else total))
+        walltime = draw(st.sampled_from([5.0, 20.0, 100.0]))
+        runtime = walltime * draw(st.sampled_from([0.1, 0.5, 1.0]))
+        start = draw(st.sampled_from([0.0, 3.0]))
+        end = {"end_time_s": start + runtime} if running else {}
+        jobs.append(
+            job(
+                job_id,
+                size,
+                running=running,
+                start=start,
+                walltime=walltime,
+                end=start + walltime,
+                runtime_s=runtime,
+                **end,
+            )
+        )
+        free -= size if running else 0
+    idle = draw(st.integers(0, free))
+    return snapshot(
+        *jobs, idle=idle, total=idle + total - free, time_s=4.0, estimates=TRUE_RUNTIMES
+    )
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(snap=rigid_clusters())
+def test_lina_on_rigid_jobs_is_easy_given_the_same_estimates(snap):
+    # "Compare elastic against the same rigid baseline": on a rigid workload lina_elastic
+    # (estimates="runtime") starts what EASY with estimates="runtime" starts, and with
+    # estimates="walltime" what plain EASY starts.
+    def starts(policy):
+        return [(d.job_id, d.nodes) for d in policy.decide(snap, TICK)]
+
+    runtime = EasyBackfill(EasyBackfill.Config(estimates="runtime"))
+    assert starts(LinaElastic()) == starts(runtime)
+    walltime = LinaElastic(LinaElastic.Config(estimates="walltime"))
+    assert starts(walltime) == starts(EasyBackfill())

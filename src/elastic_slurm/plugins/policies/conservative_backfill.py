@@ -8,13 +8,19 @@ delays no job ahead of it in the queue, not just the first.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import ClassVar
 
 from elastic_slurm.model.decisions import Decision, Start
 from elastic_slurm.model.snapshot import ClusterSnapshot
 from elastic_slurm.model.triggers import Trigger
-from elastic_slurm.plugins.kit.backfill import FreeProfile, estimate_s, estimated_end_s
+from elastic_slurm.plugins.kit.backfill import (
+    FreeProfile,
+    estimate_s,
+    estimated_end_s,
+    estimates_for,
+)
 from elastic_slurm.plugins.kit.queue import INFINITY, start_size
 from elastic_slurm.plugins.policy import Policy
 
@@ -51,6 +57,32 @@ class ConservativeBackfill(Policy):
     job_kinds: ClassVar[tuple[str, ...]] = ("rigid",)
     resizes: ClassVar[bool] = False
 
+    @dataclasses.dataclass(frozen=True)
+    class Config:
+        """Options of :class:`ConservativeBackfill`.
+
+        Parameters
+        ----------
+        estimates
+            ``"walltime"``: run times are the users' time limits (the paper's setting, and
+            what a live site has); ``"runtime"``: the snapshot's estimates (the simulator's
+            true run times), so that an elastic policy run with perfect knowledge can be
+            compared with this baseline given the same knowledge.
+
+        Raises
+        ------
+        ValueError
+            For another value.
+        """
+
+        estimates: str = "walltime"
+
+        def __post_init__(self) -> None:
+            if self.estimates not in ("walltime", "runtime"):
+                raise ValueError(
+                    f"estimates must be 'walltime' or 'runtime', got {self.estimates!r}"
+                )
+
     def decide(self, snapshot: ClusterSnapshot, trigger: Trigger) -> list[Decision]:
         """Start the jobs whose reservation, made in queue order, is now."""
         pending = snapshot.pending()
@@ -58,16 +90,17 @@ class ConservativeBackfill(Policy):
         if not pending or idle == 0:
             return []
         now = snapshot.time_s
+        est = estimates_for(snapshot, self.config.estimates)
         after_now = math.nextafter(now, INFINITY)
         releases = []
         for job in snapshot.running():
-            end = estimated_end_s(job, now)
+            end = estimated_end_s(job, now, est)
             releases.append((end if end > now else after_now, job.size))
         profile = FreeProfile(now, idle, releases)
         decisions: list[Decision] = []
         for position, job in enumerate(pending):
             size = start_size(job)
-            duration = estimate_s(job, size)
+            duration = estimate_s(job, size, est)
             i = profile.earliest(size, max(duration, 0.0))
             if i == len(profile.times):
                 continue  # can never fit: reserves nothing

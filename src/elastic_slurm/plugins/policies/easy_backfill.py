@@ -11,12 +11,13 @@ real reservation: a later job starts early only if it cannot delay it.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import ClassVar
 
 from elastic_slurm.model.decisions import Decision, Start
 from elastic_slurm.model.snapshot import ClusterSnapshot
 from elastic_slurm.model.triggers import Trigger
-from elastic_slurm.plugins.kit.backfill import estimate_s, estimated_end_s, shadow
+from elastic_slurm.plugins.kit.backfill import estimate_s, estimated_end_s, estimates_for, shadow
 from elastic_slurm.plugins.kit.queue import start_size
 from elastic_slurm.plugins.policy import Policy
 
@@ -53,6 +54,32 @@ class EasyBackfill(Policy):
     job_kinds: ClassVar[tuple[str, ...]] = ("rigid",)
     resizes: ClassVar[bool] = False
 
+    @dataclasses.dataclass(frozen=True)
+    class Config:
+        """Options of :class:`EasyBackfill`.
+
+        Parameters
+        ----------
+        estimates
+            ``"walltime"``: run times are the users' time limits (the paper's setting, and
+            what a live site has); ``"runtime"``: the snapshot's estimates (the simulator's
+            true run times), so that an elastic policy run with perfect knowledge can be
+            compared with this baseline given the same knowledge.
+
+        Raises
+        ------
+        ValueError
+            For another value.
+        """
+
+        estimates: str = "walltime"
+
+        def __post_init__(self) -> None:
+            if self.estimates not in ("walltime", "runtime"):
+                raise ValueError(
+                    f"estimates must be 'walltime' or 'runtime', got {self.estimates!r}"
+                )
+
     def decide(self, snapshot: ClusterSnapshot, trigger: Trigger) -> list[Decision]:
         """Start the queue's fitting prefix, then backfill around the head's reservation."""
         pending = snapshot.pending()
@@ -60,6 +87,7 @@ class EasyBackfill(Policy):
             return []
         free = len(snapshot.idle_nodes())
         now = snapshot.time_s
+        est = estimates_for(snapshot, self.config.estimates)
         decisions: list[Decision] = []
         started: list[tuple[float, int]] = []  # (estimated end, nodes) of this cycle's starts
         head_index = len(pending)
@@ -69,7 +97,7 @@ class EasyBackfill(Policy):
                 head_index = i
                 break
             decisions.append(Start(job.job_id, size, "first come, first served"))
-            started.append((now + estimate_s(job, size), size))
+            started.append((now + estimate_s(job, size, est), size))
             free -= size
         if head_index >= len(pending) - 1 or free == 0:
             return decisions  # nobody blocked, nothing behind the head, or no idle node
@@ -84,9 +112,9 @@ class EasyBackfill(Policy):
             if size > free:
                 continue
             if shadow_s < 0.0:
-                ends = [(estimated_end_s(j, now), len(j.nodes)) for j in snapshot.running()]
+                ends = [(estimated_end_s(j, now, est), len(j.nodes)) for j in snapshot.running()]
                 shadow_s, extra = shadow([*started, *ends], free, start_size(head))
-            if now + estimate_s(job, size) <= shadow_s:
+            if now + estimate_s(job, size, est) <= shadow_s:
                 reason = (
                     f"backfilled: ends before job {head.job_id}'s reservation at {shadow_s:g} s"
                 )
