@@ -237,3 +237,11 @@ def test_policies_command_module_loads_without_heavy_imports() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_policy_that_failed_to_load_is_described_by_its_error() -> None:
+    reg = Registry([ep("broken", NEVER_LOADS)])
+    (info,) = reg.available()
+    row = policies_cli.describe(info)
+    assert row["name"] == "broken" and row["target"] == NEVER_LOADS
+    assert "could not be loaded" in row["error"] and "summary" not in row
