@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
+
+import pytest
+from snapshots import held_snapshot, job
+
+from elastic_slurm.errors import PolicyError
 from elastic_slurm.model import (
     ClusterSnapshot,
     JobKind,
-    JobState,
     JobView,
-    NodeState,
-    NodeView,
     Start,
     Trigger,
 )
+from elastic_slurm.model.estimates import TRUE_RUNTIMES
 from elastic_slurm.model.speedup import Linear
 from elastic_slurm.plugins.policies.conservative_backfill import ConservativeBackfill
 from elastic_slurm.plugins.policies.easy_backfill import EasyBackfill
@@ -22,42 +26,17 @@ NOW = 1000.0
 
 
 def pending(job_id: int, nodes: int, walltime_s: float | None, **kw) -> JobView:  # noqa: ANN003
-    return JobView(
-        job_id=job_id,
-        kind=kw.pop("kind", JobKind.RIGID),
-        state=JobState.PENDING,
-        nodes=(),
-        nodes_requested=nodes,
-        nodes_min=kw.pop("nodes_min", nodes),
-        nodes_max=kw.pop("nodes_max", nodes),
-        submit_time_s=float(job_id),
-        walltime_s=walltime_s,
-        **kw,
-    )
+    return job(job_id, nodes, walltime=walltime_s, **kw)
 
 
 def running(job_id: int, nodes: tuple[str, ...], ends_in_s: float | None) -> JobView:
-    return JobView(
-        job_id=job_id,
-        kind=JobKind.RIGID,
-        state=JobState.RUNNING,
-        nodes=nodes,
-        nodes_requested=len(nodes),
-        nodes_min=len(nodes),
-        nodes_max=len(nodes),
-        submit_time_s=float(job_id),
-        start_time_s=0.0,
-        estimated_end_s=None if ends_in_s is None else NOW + ends_in_s,
+    return job(
+        job_id, running=True, names=nodes, end=None if ends_in_s is None else NOW + ends_in_s
     )
 
 
 def snapshot(idle: tuple[str, ...], *jobs: JobView) -> ClusterSnapshot:
-    nodes = [NodeView(n, NodeState.IDLE) for n in idle]
-    for job in jobs:
-        nodes += [NodeView(n, NodeState.ALLOCATED) for n in job.nodes]
-    nodes.sort(key=lambda n: n.name)
-    ordered = tuple(sorted(jobs, key=lambda j: (j.submit_time_s, j.job_id)))
-    return ClusterSnapshot(NOW, ordered, tuple(nodes))
+    return held_snapshot(*jobs, idle=idle, time_s=NOW, sort_nodes=True)
 
 
 def starts(policy, snap: ClusterSnapshot) -> list[tuple[int, int]]:  # noqa: ANN001
@@ -208,3 +187,19 @@ def test_easy_counts_jobs_started_in_the_same_cycle_in_the_reservation() -> None
         pending(4, 2, 100.0),
     )
     assert starts(EasyBackfill(), snap) == [(2, 2)]
+
+
+def test_easy_with_runtime_estimates_reads_the_snapshots_provider() -> None:
+    # As test_easy_refuses_a_job_that_would_delay_the_reservation, but job 3 really runs 50 s
+    # (its time limit says 200 s). With estimates="runtime" and the true run times, it ends
+    # before the reservation and starts; with the default (time limits) it does not.
+    snap = base(pending(3, 2, 200.0, runtime_s=50.0))
+    truth = dataclasses.replace(snap, estimates=TRUE_RUNTIMES)
+    runtime = EasyBackfill(EasyBackfill.Config(estimates="runtime"))
+    assert starts(runtime, truth) == [(3, 2)]
+    assert starts(EasyBackfill(), truth) == []
+    assert starts(runtime, snap) == []  # live: the provider gives the time limits
+    conservative = ConservativeBackfill(ConservativeBackfill.Config(estimates="runtime"))
+    assert starts(conservative, truth) == [(3, 2)]
+    with pytest.raises(PolicyError, match="estimates must be"):
+        EasyBackfill.from_options({"estimates": "oracle"})

@@ -7,6 +7,7 @@ import dataclasses
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from snapshots import held_snapshot, job
 
 from elastic_slurm.errors import PolicyError
 from elastic_slurm.model import (
@@ -16,8 +17,6 @@ from elastic_slurm.model import (
     JobKind,
     JobState,
     JobView,
-    NodeState,
-    NodeView,
     Shrink,
     Start,
     Trigger,
@@ -43,16 +42,7 @@ def pending(
 ) -> JobView:
     """A pending job; submitted at ``job_id`` seconds unless told."""
     nmax = nmin if nmax is None else nmax
-    return JobView(
-        job_id=job_id,
-        kind=kind,
-        state=JobState.PENDING,
-        nodes=(),
-        nodes_requested=nmin if requested is None else requested,
-        nodes_min=nmin,
-        nodes_max=nmax,
-        submit_time_s=float(job_id) if submit is None else submit,
-    )
+    return job(job_id, nmin, kind=kind, nodes_max=nmax, submit=submit, requested=requested)
 
 
 def running(
@@ -68,31 +58,25 @@ def running(
     request: int = 0,
 ) -> JobView:
     """A running job on ``size`` nodes ``j<id>n<i>``; submitted at ``job_id`` s unless told."""
-    names = tuple(f"j{job_id}n{i}" for i in range(size))
-    return JobView(
-        job_id=job_id,
+    return job(
+        job_id,
+        size,
         kind=kind,
-        state=JobState.RUNNING,
-        nodes=names,
-        nodes_requested=size,
+        running=True,
         nodes_min=nmin,
         nodes_max=nmax,
-        submit_time_s=float(job_id) if submit is None else submit,
-        start_time_s=started,
+        submit=submit,
+        start=started,
         resizing=resizing,
-        batch_host=names[0],
-        evolving_request=request,
+        batch_host=f"j{job_id}n0",
+        request=request,
+        blocking=False,
     )
 
 
 def snapshot(idle: int, *jobs: JobView, down: int = 0) -> ClusterSnapshot:
     """``idle`` idle nodes, the running jobs' nodes allocated, ``down`` unavailable nodes."""
-    nodes = [NodeView(f"idle{i}", NodeState.IDLE) for i in range(idle)]
-    nodes += [NodeView(f"down{i}", NodeState.UNAVAILABLE) for i in range(down)]
-    for job in jobs:
-        nodes += [NodeView(name, NodeState.ALLOCATED) for name in job.nodes]
-    ordered = tuple(sorted(jobs, key=lambda j: (j.submit_time_s, j.job_id)))
-    return ClusterSnapshot(time_s=1000.0, jobs=ordered, nodes=tuple(nodes))
+    return held_snapshot(*jobs, idle=idle, down=down, time_s=1000.0)
 
 
 def decide(snap: ClusterSnapshot, **options: bool) -> list[tuple[str, int, int]]:

@@ -7,17 +7,17 @@ preemptibly; evolving jobs pre-allocate ``nodes_max``.
 
 from __future__ import annotations
 
+import logging
+
 import pytest
+from snapshots import job, snapshot
 
 from elastic_slurm.errors import PolicyError
 from elastic_slurm.model import (
     ClusterSnapshot,
     Expand,
     JobKind,
-    JobState,
     JobView,
-    NodeState,
-    NodeView,
     Shrink,
     Start,
     Trigger,
@@ -43,28 +43,21 @@ def _job(
     end: float = 100.0,
     request: int = 0,
 ) -> JobView:
-    return JobView(
-        job_id=job_id,
+    return job(
+        job_id,
+        size,
         kind=kind,
-        state=JobState.RUNNING if running else JobState.PENDING,
-        nodes=tuple(f"j{job_id}n{i}" for i in range(size)) if running else (),
-        nodes_requested=size,
+        running=running,
         nodes_min=nmin,
         nodes_max=nmax,
-        submit_time_s=float(job_id),
-        start_time_s=0.0 if running else None,
-        walltime_s=end,
-        estimated_end_s=end if running else None,
-        evolving_request=request,
-        evolving_blocking=request != 0,
+        walltime=end,
+        end=end,
+        request=request,
     )
 
 
 def _snap(idle: int, *jobs: JobView, total: int = 10) -> ClusterSnapshot:
-    nodes = tuple(
-        NodeView(f"n{i}", NodeState.IDLE if i < idle else NodeState.ALLOCATED) for i in range(total)
-    )
-    return ClusterSnapshot(0.0, jobs, nodes)
+    return snapshot(*jobs, idle=idle, total=total)
 
 
 @pytest.mark.parametrize(
@@ -178,13 +171,23 @@ def test_a_job_past_its_estimate_keeps_its_nodes():
     # (6 nodes) must wait for it (only 4 idle); rigid job 3 (4 nodes, 5 s) fits now. (Before
     # the fix, job 1 counted as gone and job 2 was started on nodes still held.)
     late = _job(1, R, 6, 6, 6, end=50.0)
-    snap = ClusterSnapshot(
-        60.0,
-        (late, _job(2, R, 6, 6, 6, running=False), _job(3, R, 4, 4, 4, running=False, end=5.0)),
-        tuple(
-            NodeView(f"n{i}", NodeState.IDLE if i < 4 else NodeState.ALLOCATED) for i in range(10)
-        ),
-    )
+    waiting = (_job(2, R, 6, 6, 6, running=False), _job(3, R, 4, 4, 4, running=False, end=5.0))
+    snap = snapshot(late, *waiting, idle=4, total=10, time_s=60.0)
     assert EquiPartition().decide(snap, TICK) == [
         Start(3, 4, "its non-preemptible request fits now (conservative backfilling)"),
     ]
+
+
+def test_a_preallocation_far_above_the_request_is_reported_once(caplog):
+    # Evolving jobs of 2 nodes that may grow to 16 (Lina et al.'s conversion) pre-allocate 16:
+    # the policy says so once, naming the option that avoids it; with it there is no warning.
+    snap = _snap(16, _job(1, E, 2, 1, 16, running=False), _job(2, E, 2, 1, 16, running=False))
+    policy = EquiPartition()
+    with caplog.at_level(logging.WARNING, logger="elastic_slurm.plugins.policies.coorm"):
+        for _ in range(3):
+            policy.decide(snap, TICK)
+        EquiPartition(EquiPartition.Config(preallocate=False)).decide(snap, TICK)
+    warnings = [r.getMessage() for r in caplog.records]
+    assert len(warnings) == 1
+    assert "job 1 pre-allocates its maximum, 16 nodes, 8x" in warnings[0]
+    assert "preallocate=false" in warnings[0]

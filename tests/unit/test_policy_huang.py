@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import pytest
+from snapshots import held_snapshot, job
 
 from elastic_slurm.errors import PolicyError
 from elastic_slurm.model import (
     ClusterSnapshot,
     JobKind,
-    JobState,
     JobView,
-    NodeState,
-    NodeView,
     Start,
     Trigger,
 )
+from elastic_slurm.model.estimates import TRUE_RUNTIMES
 from elastic_slurm.model.speedup import Amdahl, DowneyHigh, DowneyLow, Linear
+from elastic_slurm.plugins.legality import check
 from elastic_slurm.plugins.policies.huang import (
     FairShareConfig,
     HuangConfig,
@@ -35,16 +35,13 @@ MOLDABLE = JobKind.MOLDABLE
 
 def pending(job_id: int, runtime_s: float, speedup, requested: int = 4, **kw) -> JobView:  # noqa: ANN001, ANN003
     """A moldable job of range 1..nodes_max whose run time on ``requested`` nodes is given."""
-    return JobView(
-        job_id=job_id,
+    return job(
+        job_id,
+        requested,
         kind=kw.pop("kind", MOLDABLE),
-        state=JobState.PENDING,
-        nodes=(),
-        nodes_requested=requested,
         nodes_min=kw.pop("nodes_min", 1),
         nodes_max=kw.pop("nodes_max", 8),
-        submit_time_s=float(job_id),
-        walltime_s=kw.pop("walltime_s", 2 * runtime_s),
+        walltime=kw.pop("walltime_s", 2 * runtime_s),
         runtime_s=runtime_s,
         speedup=speedup,
         **kw,
@@ -52,29 +49,23 @@ def pending(job_id: int, runtime_s: float, speedup, requested: int = 4, **kw) ->
 
 
 def running(job_id: int, nodes: tuple[str, ...], ends_in_s: float, **kw) -> JobView:  # noqa: ANN003
-    return JobView(
-        job_id=job_id,
+    return job(
+        job_id,
         kind=kw.pop("kind", JobKind.RIGID),
-        state=JobState.RUNNING,
-        nodes=nodes,
-        nodes_requested=len(nodes),
-        nodes_min=len(nodes),
-        nodes_max=len(nodes),
-        submit_time_s=float(job_id),
-        start_time_s=0.0,
+        running=True,
+        names=nodes,
         runtime_s=kw.pop("runtime_s", NOW + ends_in_s),
-        estimated_end_s=kw.pop("estimated_end_s", NOW + ends_in_s),
+        end=kw.pop("estimated_end_s", NOW + ends_in_s),
         end_time_s=NOW + ends_in_s,
         **kw,
     )
 
 
 def snapshot(idle: int, *jobs: JobView) -> ClusterSnapshot:
-    nodes = [NodeView(f"i{k:02d}", NodeState.IDLE) for k in range(idle)]
-    for job in jobs:
-        nodes += [NodeView(n, NodeState.ALLOCATED) for n in job.nodes]
-    ordered = tuple(sorted(jobs, key=lambda j: (j.submit_time_s, j.job_id)))
-    return ClusterSnapshot(NOW, ordered, tuple(sorted(nodes, key=lambda n: n.name)))
+    idle_names = tuple(f"i{k:02d}" for k in range(idle))
+    return held_snapshot(
+        *jobs, idle=idle_names, time_s=NOW, sort_nodes=True, estimates=TRUE_RUNTIMES
+    )
 
 
 def starts(policy, snap: ClusterSnapshot) -> list[tuple[int, int]]:  # noqa: ANN001
@@ -285,3 +276,15 @@ def test_parallel_beats_serial_for_a_poorly_scaling_pair_in_the_simulator() -> N
     assert par.metrics.avg_turnaround_s == pytest.approx(100.0)
     assert ser.metrics.avg_turnaround_s == pytest.approx(135.0)
     assert [(r.nodes_start, r.end_s) for r in ser.records] == [(8, 90.0), (8, 180.0)]
+
+
+def test_fairshare_does_not_start_a_job_on_the_nodes_of_a_job_past_its_estimate():
+    # 3 nodes at t = 1000: job 3 (1 node) should have ended at 1 s but still runs; jobs 1 (1
+    # node) and 2 (2 nodes) wait, without time limits. Job 1 starts on one of the 2 idle nodes;
+    # job 2 cannot start now (1 idle node): job 3 is expected to end just after now, not now.
+    # (Before the fix: Start(2, 2), which the simulator refuses.)
+    late = job(3, 1, running=True, walltime=1.0, end=1.0)
+    snap = held_snapshot(job(1, 1), job(2, 2), late, idle=2, time_s=NOW)
+    decisions = ModifiedFairShare().decide(snap, Trigger.periodic())
+    assert [(d.job_id, d.nodes) for d in decisions] == [(1, 1)]
+    assert all(v.legal for v in check(snap, decisions))

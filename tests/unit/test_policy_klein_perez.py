@@ -30,19 +30,19 @@ on 2 nodes, 12 node-s. Compacting gives the noX schedule again. All end at 15.
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 import math
 
 import pytest
+from snapshots import job, snapshot
 
 from elastic_slurm.errors import PolicyError
 from elastic_slurm.model import (
     ClusterSnapshot,
     Expand,
     JobKind,
-    JobState,
     JobView,
-    NodeState,
-    NodeView,
     Shrink,
     Start,
     Trigger,
@@ -57,6 +57,7 @@ from elastic_slurm.plugins.policies.klein_perez import (
 )
 from elastic_slurm.plugins.registry import make_policy
 
+E_KIND = JobKind.EVOLVING
 A, C, B = 1, 2, 3
 B_PROFILE = ((2.0, 1), (3.0, 2), (2.0, 4))
 TICK = Trigger.periodic()
@@ -123,24 +124,16 @@ def test_merge_steps_and_occupancy():
 # --- the policy --------------------------------------------------------------------------------
 
 
-def _nodes(idle: int, total: int = 4) -> tuple[NodeView, ...]:
-    return tuple(
-        NodeView(f"n{i}", NodeState.IDLE if i < idle else NodeState.ALLOCATED) for i in range(total)
-    )
-
-
 def _pending(job_id: int, size: int, walltime: float, kind: JobKind = JobKind.RIGID) -> JobView:
-    big = 4 if kind is JobKind.EVOLVING else size
-    return JobView(
-        job_id=job_id,
+    evolving = kind is JobKind.EVOLVING
+    return job(
+        job_id,
+        size,
         kind=kind,
-        state=JobState.PENDING,
-        nodes=(),
-        nodes_requested=size,
-        nodes_min=1 if kind is JobKind.EVOLVING else size,
-        nodes_max=big,
-        submit_time_s=0.0,
-        walltime_s=walltime,
+        nodes_min=1 if evolving else size,
+        nodes_max=4 if evolving else size,
+        submit=0.0,
+        walltime=walltime,
     )
 
 
@@ -155,20 +148,20 @@ def _running(
     first: int = 0,
 ) -> JobView:
     evolving = kind is JobKind.EVOLVING
-    return JobView(
-        job_id=job_id,
+    return job(
+        job_id,
+        size,
         kind=kind,
-        state=JobState.RUNNING,
-        nodes=tuple(f"x{job_id}_{i}" for i in range(size)),
-        nodes_requested=1 if evolving else size,
+        running=True,
+        node_prefix=f"x{job_id}_",
+        requested=1 if evolving else size,
         nodes_min=1 if evolving else size,
         nodes_max=4 if evolving else size,
-        submit_time_s=0.0,
-        start_time_s=start,
-        walltime_s=7.0 if evolving else end - start,
-        estimated_end_s=end,
-        evolving_request=request,
-        evolving_blocking=request != 0,
+        submit=0.0,
+        start=start,
+        walltime=7.0 if evolving else end - start,
+        end=end,
+        request=request,
     )
 
 
@@ -177,7 +170,7 @@ def _policy(variant: str) -> KleinPerez:
 
 
 def _snapshot(time_s: float, idle: int, *jobs: JobView) -> ClusterSnapshot:
-    return ClusterSnapshot(time_s, jobs, _nodes(idle))
+    return snapshot(*jobs, idle=idle, total=4, time_s=time_s)
 
 
 def test_noX_at_time_0_starts_A_and_C_and_plans_B_at_5():
@@ -304,3 +297,60 @@ def test_a_job_past_its_estimate_keeps_its_nodes():
     assert plan.decisions == ()
     assert 6.0 < plan.next_starts[5] < 6.001
     assert plan.next_starts[6] == pytest.approx(11.0, abs=0.001)
+
+
+# --- profiles published in the job view, and jobs without one ---------------------------------
+
+
+def test_a_profile_published_in_the_job_view_plans_as_one_given_to_the_constructor():
+    # the 2X walk-through's first cycle, with B's profile in its view instead of the policy's
+    b = dataclasses.replace(_pending(B, 1, 7.0, JobKind.EVOLVING), evolution_profile=B_PROFILE)
+    snap = _snapshot(2.0, 1, _running(A, 1, 0.0, 4.0), _running(C, 2, 0.0, 10.0), b)
+    published = KleinPerez(KleinPerez.Config(fit="2X")).plan(snap)
+    given = _policy("2X").plan(_snapshot(2.0, 1, *snap.jobs[:2], _pending(B, 1, 7.0, E_KIND)))
+    assert published.decisions == given.decisions == (Start(B, 1, "its 2X schedule starts now"),)
+    assert published.jobs == given.jobs
+
+
+def test_an_evolving_job_without_profile_starts_at_its_size_not_a_preallocation(caplog):
+    # 16 nodes; a rigid job holds 8 until 100. Pending evolving job 2 asks for 2 nodes (1 to
+    # 16, as Lina et al.'s conversion makes them: up to 8x its size). It starts now on 2 nodes
+    # (before the fix: planned as a pre-allocation of 16 nodes, so it waited until 100).
+    # Jobs without a profile are reported once per policy, not once per cycle.
+    rigid = job(1, 8, running=True, walltime=100.0, end=100.0)
+    evolving = job(2, 2, kind=E_KIND, nodes_min=1, nodes_max=16, walltime=10.0)
+    policy = KleinPerez()
+    with caplog.at_level(logging.WARNING, logger="elastic_slurm.plugins.policies.klein_perez"):
+        for _ in range(3):
+            plan = policy.plan(snapshot(rigid, evolving, idle=8))
+    assert plan.decisions == (Start(2, 2, "its noX schedule starts now"),)
+    assert plan.jobs[2] == ((0.0, 10.0, 2),)
+    warnings = [r for r in caplog.records if "no evolution profile" in r.getMessage()]
+    assert len(warnings) == 1
+
+
+def test_a_running_job_without_profile_grows_when_the_plan_has_room():
+    # 8 nodes: evolving job 1 (2 nodes, 1 to 8, until 50) asks for 4 more; rigid job 2 holds 3
+    # until 20; 3 idle. The grown size (6) fits only when job 2 ends: it waits, holding its 2.
+    # Pending rigid job 3 (3 nodes, 10 s) may not take the nodes job 1 waits for after 20,
+    # but fits before: it starts now.
+    evolving = job(1, 2, kind=E_KIND, running=True, nodes_min=1, nodes_max=8, end=50.0, request=4)
+    rigid = job(2, 3, running=True, end=20.0)
+    plan = KleinPerez().plan(snapshot(evolving, rigid, job(3, 3, walltime=10.0), idle=3))
+    assert plan.decisions == (Start(3, 3, "its noX schedule starts now"),)
+    assert plan.next_starts[1] == 20.0
+
+
+def test_decide_stops_placing_once_nothing_can_start_now():
+    # 4 nodes all busy until 10; six rigid jobs queued. Nobody can start now, so decide()
+    # places none of them, and decides what the complete plan decides (nothing).
+    queue = [_pending(10 + i, 1 + i % 3, 5.0) for i in range(6)]
+    snap = _snapshot(0.0, 0, _running(A, 4, 0.0, 10.0), *queue)
+    policy = KleinPerez()
+    fast, full = policy.plan(snap, complete=False), policy.plan(snap, complete=True)
+    assert fast.decisions == full.decisions == ()
+    assert not {j.job_id for j in queue} & set(fast.jobs)
+    # one idle node: the first 1-node job can start now, so the list is placed up to it
+    snap = _snapshot(0.0, 1, _running(A, 3, 0.0, 10.0), *queue)
+    fast, full = policy.plan(snap, complete=False), policy.plan(snap, complete=True)
+    assert fast.decisions == full.decisions == (Start(10, 1, "its noX schedule starts now"),)

@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import pytest
+from snapshots import held_snapshot, job
 
 from elastic_slurm.errors import PolicyError
 from elastic_slurm.model import (
     ClusterSnapshot,
     Expand,
     JobKind,
-    JobState,
     JobView,
-    NodeState,
-    NodeView,
     Shrink,
     Start,
     Trigger,
 )
+from elastic_slurm.model.estimates import TRUE_RUNTIMES
 from elastic_slurm.model.speedup import LinaResizeCost
 from elastic_slurm.plugins.policies.lina import LinaElastic
 from elastic_slurm.plugins.registry import make_policy
@@ -40,17 +39,8 @@ def pending(
     runtime: float = 1000.0,
 ) -> JobView:
     """A pending job asking for ``size`` nodes, submitted at ``job_id`` s, running ``runtime``."""
-    return JobView(
-        job_id=job_id,
-        kind=kind,
-        state=JobState.PENDING,
-        nodes=(),
-        nodes_requested=size,
-        nodes_min=size if nmin is None else nmin,
-        nodes_max=size if nmax is None else nmax,
-        submit_time_s=float(job_id),
-        walltime_s=runtime,
-        runtime_s=runtime,
+    return job(
+        job_id, size, kind=kind, nodes_min=nmin, nodes_max=nmax, walltime=runtime, runtime_s=runtime
     )
 
 
@@ -69,31 +59,26 @@ def running(
     cost: LinaResizeCost | None = None,
 ) -> JobView:
     """A running job on ``size`` nodes that the simulator predicts to end at ``ends`` s."""
-    return JobView(
-        job_id=job_id,
+    return job(
+        job_id,
+        size,
         kind=kind,
-        state=JobState.RUNNING,
-        nodes=tuple(f"j{job_id}n{i}" for i in range(size)),
-        nodes_requested=size,
+        running=True,
         nodes_min=nmin,
         nodes_max=nmax,
-        submit_time_s=float(job_id),
-        start_time_s=started,
-        estimated_end_s=ends,
+        start=started,
+        end=ends,
         end_time_s=ends,
         gain_nodes=gain,
         expansions=expansions,
-        evolving_request=request,
+        request=request,
+        blocking=False,
         resize_cost=cost,
     )
 
 
 def snapshot(idle: int, *jobs: JobView) -> ClusterSnapshot:
-    nodes = [NodeView(f"idle{i}", NodeState.IDLE) for i in range(idle)]
-    for job in jobs:
-        nodes += [NodeView(name, NodeState.ALLOCATED) for name in job.nodes]
-    ordered = tuple(sorted(jobs, key=lambda j: (j.submit_time_s, j.job_id)))
-    return ClusterSnapshot(time_s=NOW, jobs=ordered, nodes=tuple(nodes))
+    return held_snapshot(*jobs, idle=idle, time_s=NOW, estimates=TRUE_RUNTIMES)
 
 
 def decide(snap: ClusterSnapshot, **options: object) -> list[tuple[str, int, int]]:

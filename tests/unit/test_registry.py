@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
@@ -10,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from elastic_slurm.cli import policies as policies_cli
 from elastic_slurm.errors import PolicyError
-from elastic_slurm.model import ClusterSnapshot, Decision, Trigger
+from elastic_slurm.model import ClusterSnapshot, Decision, JobKind, Trigger
 from elastic_slurm.plugins import registry
 from elastic_slurm.plugins.policies.pending_first import PendingFirst
 from elastic_slurm.plugins.policy import Policy
@@ -191,3 +194,54 @@ def test_installed_pending_first_loads() -> None:
             "elastic-slurm",
         )
     ]
+
+
+def test_every_shipped_policy_describes_itself() -> None:
+    # `elastic-slurm policies` shows each policy's summary, paper and section, job kinds,
+    # options and whether it resizes; the backfilling baselines say they never resize.
+    rows = {row["name"]: row for row in map(policies_cli.describe, registry.available())}
+    assert len(rows) >= 9
+    for name, row in rows.items():
+        assert row["error"] is None, name
+        assert row["summary"] and (row["paper"] or row["section"]), name
+        assert row["job_kinds"] and set(row["job_kinds"]) <= {k.value for k in JobKind}, name
+        assert isinstance(row["options"], dict), name
+    for name in ("fcfs", "easy_backfill", "conservative_backfill"):
+        assert rows[name]["resizes"] is False
+    for name in ("pending_first", "coorm_equipartition", "lina_elastic", "klein_perez"):
+        assert rows[name]["resizes"] is True
+    assert rows["coorm_equipartition"]["options"] == {
+        "smart": "default True",
+        "preallocate": "default True",
+    }
+
+
+def test_policies_command_prints_metadata_as_json_and_as_a_table(capsys) -> None:
+    import argparse
+
+    assert policies_cli.run(argparse.Namespace(json=True)) == 0
+    rows = json.loads(capsys.readouterr().out)
+    easy = next(r for r in rows if r["name"] == "easy_backfill")
+    assert easy["paper"].startswith("A. W. Mu'alem") and easy["resizes"] is False
+    assert policies_cli.run(argparse.Namespace(json=False)) == 0
+    table = capsys.readouterr().out
+    assert "never" in table and "Mu'alem" in table and "preallocate" in table
+
+
+def test_policies_command_module_loads_without_heavy_imports() -> None:
+    code = (
+        "import sys, elastic_slurm.cli.policies\n"
+        "heavy = [m for m in ('numpy', 'matplotlib', 'rich', 'elastic_slurm.simulator') "
+        "if m in sys.modules]\n"
+        "print(heavy)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_a_policy_that_failed_to_load_is_described_by_its_error() -> None:
+    reg = Registry([ep("broken", NEVER_LOADS)])
+    (info,) = reg.available()
+    row = policies_cli.describe(info)
+    assert row["name"] == "broken" and row["target"] == NEVER_LOADS
+    assert "could not be loaded" in row["error"] and "summary" not in row

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass, fields
 from typing import Any
 
+from elastic_slurm.model.estimates import USER_ESTIMATES, RuntimeEstimates
 from elastic_slurm.model.request import JobKind
 from elastic_slurm.model.speedup import ResizeCost, SpeedupModel
 
@@ -96,6 +97,11 @@ class JobView:
     gain_nodes
         Nodes added by expansions minus nodes removed by shrinks so far (Lina et al. section 4,
         the "gain" priority).
+    evolution_profile
+        Evolving jobs: the evolution profile the application declared, ``(duration_s, nodes)``
+        per step at its own speed, the first step at ``nodes_requested`` (Klein and Pérez
+        2011, section 3.1); ``None`` when it declared none. Published live and simulated
+        alike, so that a planner sees the same thing in both.
     """
 
     job_id: int
@@ -121,6 +127,7 @@ class JobView:
     expansions: int = 0
     shrinks: int = 0
     gain_nodes: int = 0
+    evolution_profile: tuple[tuple[float, int], ...] | None = None
 
     @property
     def size(self) -> int:
@@ -211,6 +218,10 @@ class ClusterSnapshot:
     anyway; then ``jobs`` and ``nodes`` are assembled only if read. Both kinds are equal when
     they hold the same jobs and nodes.
 
+    ``estimates`` is what policies may believe about run times
+    (:mod:`~elastic_slurm.model.estimates`): the users' time limits unless the host knows
+    better (the simulator: the true run times).
+
     Parameters
     ----------
     time_s
@@ -219,11 +230,14 @@ class ClusterSnapshot:
         Every known job, by submission time, then id.
     nodes
         Every node.
+    estimates
+        The run-time estimates policies read (default: the users' time limits).
     """
 
     time_s: float
     jobs: tuple[JobView, ...]
     nodes: tuple[NodeView, ...]
+    estimates: RuntimeEstimates = USER_ESTIMATES
 
     @classmethod
     def from_parts(
@@ -234,6 +248,7 @@ class ClusterSnapshot:
         idle: tuple[str, ...],
         node_names: tuple[str, ...],
         lookup: JobLookup | None = None,
+        estimates: RuntimeEstimates = USER_ESTIMATES,
     ) -> ClusterSnapshot:
         """A snapshot of pending and running jobs only (as the controller's are), built in O(1).
 
@@ -251,6 +266,8 @@ class ClusterSnapshot:
             An index of the caller's, asked first by :meth:`job` (:data:`JobLookup`); it must
             answer with exactly the views given here, or ``None`` from the moment it cannot
             (then the snapshot builds its own index). ``None``: the snapshot builds its own.
+        estimates
+            The run-time estimates policies read (the simulator's: the true run times).
 
         Returns
         -------
@@ -266,6 +283,7 @@ class ClusterSnapshot:
             "_idle": idle,
             "_names": node_names,
             "_lookup": lookup,
+            "estimates": estimates,
         }
         object.__setattr__(snap, "__dict__", state)
         return snap

@@ -35,7 +35,9 @@ class Policy(abc.ABC):
     """Base class of scheduling policies.
 
     Subclasses set ``name`` (the registry name), may set ``Config`` (a frozen dataclass of
-    options with defaults) and implement :meth:`decide`.
+    options with defaults) and implement :meth:`decide`. The class attributes ``summary``,
+    ``paper``, ``section``, ``job_kinds`` and ``resizes`` describe the policy to users
+    (``elastic-slurm policies``); :meth:`describe` gathers them with the options.
 
     Parameters
     ----------
@@ -45,6 +47,16 @@ class Policy(abc.ABC):
 
     name: ClassVar[str] = ""
     Config: ClassVar[type] = NoOptions
+    #: One line: what the policy does (shown by ``elastic-slurm policies``).
+    summary: ClassVar[str] = ""
+    #: The source of the algorithm: authors, title, year ("" for none).
+    paper: ClassVar[str] = ""
+    #: Where in the paper: section, algorithm or figure.
+    section: ClassVar[str] = ""
+    #: The job kinds whose size it chooses or changes; other kinds start at their request.
+    job_kinds: ClassVar[tuple[str, ...]] = ("rigid",)
+    #: Whether it ever resizes running jobs (expands or shrinks).
+    resizes: ClassVar[bool] = False
 
     def __init__(self, config: Any | None = None) -> None:
         self.config = config if config is not None else self.Config()
@@ -71,6 +83,26 @@ class Policy(abc.ABC):
             return cls(cls.Config(**options))
         except (TypeError, ValueError) as exc:
             raise PolicyError(f"policy {cls.name!r}: bad options {options}: {exc}") from exc
+
+    @classmethod
+    def describe(cls) -> dict[str, Any]:
+        """The policy's metadata and options, as ``elastic-slurm policies --json`` prints them.
+
+        Returns
+        -------
+        dict
+            ``name``, ``summary``, ``paper``, ``section``, ``job_kinds`` (list of kind names),
+            ``resizes`` (bool) and ``options`` (name to ``"default ..."`` or ``"required"``).
+        """
+        return {
+            "name": cls.name,
+            "summary": cls.summary,
+            "paper": cls.paper,
+            "section": cls.section,
+            "job_kinds": list(cls.job_kinds),
+            "resizes": cls.resizes,
+            "options": {f.name: _default(f) for f in dataclasses.fields(cls.Config)},
+        }
 
     @abc.abstractmethod
     def decide(self, snapshot: ClusterSnapshot, trigger: Trigger) -> list[Decision]:

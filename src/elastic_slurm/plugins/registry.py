@@ -22,7 +22,7 @@ from __future__ import annotations
 import importlib.metadata
 import inspect
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from elastic_slurm.errors import PolicyError
@@ -49,12 +49,16 @@ class PolicyInfo:
     distribution
         The installed distribution that declares the entry point, ``None`` when unknown
         (entry points built by hand, as in tests).
+    policy_class
+        The loaded class (its metadata: :meth:`Policy.describe`); ``None`` when it failed.
+        Not compared: two infos are equal when name, target, error and distribution are.
     """
 
     name: str
     target: str
     error: PolicyError | None = None
     distribution: str | None = None
+    policy_class: type[Policy] | None = field(default=None, compare=False)
 
 
 class _Entry:
@@ -105,7 +109,7 @@ class _Entry:
 
     def info(self, entry_point: importlib.metadata.EntryPoint) -> PolicyInfo:
         dist = entry_point.dist.name if entry_point.dist is not None else None
-        return PolicyInfo(self.name, entry_point.value, self.error, dist)
+        return PolicyInfo(self.name, entry_point.value, self.error, dist, self.policy_class)
 
 
 def _describe(entry_points: Iterable[importlib.metadata.EntryPoint]) -> str:

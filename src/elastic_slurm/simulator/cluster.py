@@ -49,6 +49,7 @@ from typing import Any
 
 from elastic_slurm.errors import PolicyError
 from elastic_slurm.model.decisions import Decision, Expand, Shrink, Start
+from elastic_slurm.model.estimates import TRUE_RUNTIMES
 from elastic_slurm.model.request import JobKind
 from elastic_slurm.model.snapshot import (
     ClusterSnapshot,
@@ -392,7 +393,9 @@ class VirtualCluster:
         if idle is None:
             idle = self._idle = tuple(self.free)
         lookup = _Lookup(live, live.epoch).__call__
-        snap = ClusterSnapshot.from_parts(now_s, pending, running, idle, self._names, lookup)
+        snap = ClusterSnapshot.from_parts(
+            now_s, pending, running, idle, self._names, lookup, estimates=TRUE_RUNTIMES
+        )
         self._last_snapshot = (live.epoch, snap)
         return snap
 
@@ -428,6 +431,7 @@ class VirtualCluster:
                 "runtime_s": s.runtime_s,
                 "speedup": s.speedup,
                 "resize_cost": s.resize_cost,
+                "evolution_profile": s.evolution_profile,
             }
         )
 
@@ -462,6 +466,7 @@ class VirtualCluster:
                 "expansions": job.expansions,
                 "shrinks": job.shrinks,
                 "gain_nodes": job.gain,
+                "evolution_profile": s.evolution_profile,
             }
         )
 

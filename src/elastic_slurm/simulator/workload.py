@@ -122,6 +122,10 @@ class SimJob:
         Cost of a size change; ``None`` for none.
     evolving
         For evolving jobs, the requests the application will make, by increasing ``at_work``.
+    evolution_profile
+        For evolving jobs that declare it: ``(duration_s, nodes)`` per step at the job's own
+        speed (Klein and Pérez 2011, section 3.1), published to policies in
+        :attr:`~elastic_slurm.model.snapshot.JobView.evolution_profile`; ``None``: undeclared.
     user_id, status
         From the trace, for analysis (``-1`` when unknown).
 
@@ -146,6 +150,7 @@ class SimJob:
     evolving: tuple[EvolvingEvent, ...] = ()
     user_id: int = -1
     status: int = -1
+    evolution_profile: tuple[tuple[float, int], ...] | None = None
 
     def __post_init__(self) -> None:
         if self.nodes_min == 0:

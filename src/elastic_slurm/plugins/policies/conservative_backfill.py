@@ -8,65 +8,21 @@ delays no job ahead of it in the queue, not just the first.
 
 from __future__ import annotations
 
-import bisect
+import dataclasses
 import math
 from typing import ClassVar
 
 from elastic_slurm.model.decisions import Decision, Start
 from elastic_slurm.model.snapshot import ClusterSnapshot
 from elastic_slurm.model.triggers import Trigger
-from elastic_slurm.plugins.policies.fcfs import INFINITY, estimate_s, estimated_end_s, start_size
+from elastic_slurm.plugins.kit.backfill import (
+    FreeProfile,
+    estimate_s,
+    estimated_end_s,
+    estimates_for,
+)
+from elastic_slurm.plugins.kit.queue import INFINITY, start_size
 from elastic_slurm.plugins.policy import Policy
-
-
-class _Profile:
-    """Free nodes over time, a step function: ``free[i]`` nodes on ``[times[i], times[i+1])``."""
-
-    def __init__(self, now_s: float, idle: int, releases: list[tuple[float, int]]) -> None:
-        self.times = [now_s]
-        self.free = [idle]
-        for when, count in sorted(releases):
-            if when == self.times[-1]:
-                self.free[-1] += count
-            else:
-                self.times.append(when)
-                self.free.append(self.free[-1] + count)
-
-    def earliest(self, need: int, duration_s: float) -> int:
-        """Index of the first breakpoint from which ``need`` nodes stay free for ``duration_s``.
-
-        Returns ``len(times)`` when there is none (only possible for a job wider than the
-        nodes that will ever be free).
-        """
-        times, free = self.times, self.free
-        i = 0
-        n = len(times)
-        while i < n:
-            if free[i] < need:
-                i += 1
-                continue
-            end = times[i] + duration_s
-            j = i + 1
-            while j < n and times[j] < end and free[j] >= need:
-                j += 1
-            if j >= n or times[j] >= end:
-                return i
-            i = j + 1  # free[j] < need: no start before j + 1 can work
-        return n
-
-    def reserve(self, i: int, need: int, duration_s: float) -> None:
-        """Take ``need`` nodes from breakpoint ``i`` for ``duration_s`` seconds."""
-        times, free = self.times, self.free
-        end = times[i] + duration_s
-        if end < INFINITY:
-            k = bisect.bisect_left(times, end)
-            if k == len(times) or times[k] != end:
-                times.insert(k, end)
-                free.insert(k, free[k - 1])
-        else:
-            k = len(times)
-        for j in range(i, k):
-            free[j] -= need
 
 
 class ConservativeBackfill(Policy):
@@ -92,6 +48,40 @@ class ConservativeBackfill(Policy):
     """
 
     name: ClassVar[str] = "conservative_backfill"
+    summary: ClassVar[str] = (
+        "Conservative backfilling: every queued job gets a reservation in order; a job starts"
+        " early only if it delays none. Never resizes elastic jobs."
+    )
+    paper: ClassVar[str] = "A. W. Mu'alem and D. G. Feitelson, IEEE TPDS 12(6), 2001"
+    section: ClassVar[str] = "section 2"
+    job_kinds: ClassVar[tuple[str, ...]] = ("rigid",)
+    resizes: ClassVar[bool] = False
+
+    @dataclasses.dataclass(frozen=True)
+    class Config:
+        """Options of :class:`ConservativeBackfill`.
+
+        Parameters
+        ----------
+        estimates
+            ``"walltime"``: run times are the users' time limits (the paper's setting, and
+            what a live site has); ``"runtime"``: the snapshot's estimates (the simulator's
+            true run times), so that an elastic policy run with perfect knowledge can be
+            compared with this baseline given the same knowledge.
+
+        Raises
+        ------
+        ValueError
+            For another value.
+        """
+
+        estimates: str = "walltime"
+
+        def __post_init__(self) -> None:
+            if self.estimates not in ("walltime", "runtime"):
+                raise ValueError(
+                    f"estimates must be 'walltime' or 'runtime', got {self.estimates!r}"
+                )
 
     def decide(self, snapshot: ClusterSnapshot, trigger: Trigger) -> list[Decision]:
         """Start the jobs whose reservation, made in queue order, is now."""
@@ -100,16 +90,17 @@ class ConservativeBackfill(Policy):
         if not pending or idle == 0:
             return []
         now = snapshot.time_s
+        est = estimates_for(snapshot, self.config.estimates)
         after_now = math.nextafter(now, INFINITY)
         releases = []
         for job in snapshot.running():
-            end = estimated_end_s(job, now)
+            end = estimated_end_s(job, now, est)
             releases.append((end if end > now else after_now, job.size))
-        profile = _Profile(now, idle, releases)
+        profile = FreeProfile(now, idle, releases)
         decisions: list[Decision] = []
         for position, job in enumerate(pending):
             size = start_size(job)
-            duration = estimate_s(job, size)
+            duration = estimate_s(job, size, est)
             i = profile.earliest(size, max(duration, 0.0))
             if i == len(profile.times):
                 continue  # can never fit: reserves nothing

@@ -31,6 +31,7 @@ backfilling when no job is malleable or evolving.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 from collections.abc import Sequence
 from typing import ClassVar
@@ -39,8 +40,12 @@ from elastic_slurm.model.decisions import Decision, Expand, Shrink, Start
 from elastic_slurm.model.request import JobKind
 from elastic_slurm.model.snapshot import ClusterSnapshot, JobView
 from elastic_slurm.model.triggers import Trigger
-from elastic_slurm.plugins.policies.klein_perez import Occupancy, fit, machine_nodes
+from elastic_slurm.plugins.kit.nodes import machine_nodes, within_free
+from elastic_slurm.plugins.kit.occupancy import Occupancy
+from elastic_slurm.plugins.kit.queue import submit_order
 from elastic_slurm.plugins.policy import Policy
+
+log = logging.getLogger(__name__)
 
 INFINITY = math.inf
 
@@ -148,6 +153,14 @@ class EquiPartition(Policy):
     """
 
     name: ClassVar[str] = "coorm_equipartition"
+    summary: ClassVar[str] = (
+        "CooRMv2: pre-allocations and non-preemptible requests by conservative backfilling, "
+        "preemptible nodes equi-partitioned among malleable jobs."
+    )
+    paper: ClassVar[str] = "C. Klein, PhD thesis, ENS Lyon, 2012"
+    section: ClassVar[str] = "chapter 6 (6.3-6.5), appendix A.1"
+    job_kinds: ClassVar[tuple[str, ...]] = ("moldable", "malleable", "evolving")
+    resizes: ClassVar[bool] = True
 
     @dataclasses.dataclass(frozen=True)
     class Config:
@@ -177,145 +190,187 @@ class EquiPartition(Policy):
                 if not isinstance(value, bool):
                     raise TypeError(f"{field.name} must be true or false, got {value!r}")
 
+    def __init__(self, config: EquiPartition.Config | None = None) -> None:
+        super().__init__(config)
+        self._warned = False  # wide pre-allocations are reported once
+
     def decide(self, snapshot: ClusterSnapshot, trigger: Trigger) -> list[Decision]:
         """Return this cycle's shrinks, starts and expansions (see the class docstring).
 
         Ignores the trigger. Every count is at least one; no job goes below ``nodes_min`` or
         above ``nodes_max``; the nodes started and expanded never exceed the idle nodes plus
-        the nodes the shrinks give back.
+        the nodes the shrinks give back (:func:`~elastic_slurm.plugins.kit.nodes.within_free`
+        enforces it when the snapshot contradicts itself, for example a malleable job that is
+        resizing on nodes an evolving job has pre-allocated).
         """
-        config: EquiPartition.Config = self.config
-        now = snapshot.time_s
-        cap = machine_nodes(snapshot)
-        order = sorted(snapshot.jobs, key=lambda j: (j.submit_time_s, j.job_id))
-        running = [j for j in order if j.start_time_s is not None]
-        pending = [j for j in order if j.start_time_s is None]
+        cycle = _Cycle(self.config, snapshot)
+        cycle.nonpreemptible_view()
+        if cycle.wide is not None and not self._warned:
+            self._warned = True
+            job = cycle.wide
+            log.warning(
+                "coorm_equipartition: evolving job %d pre-allocates its maximum, %d nodes, "
+                "%.0fx the %d it asks for (sure execution, thesis 6.4): such pre-allocations "
+                "keep nodes from other jobs for whole runs; option preallocate=false plans "
+                "evolving jobs at their current size (probable execution); said once",
+                job.job_id,
+                job.nodes_max,
+                job.nodes_max / max(1, job.nodes_requested),
+                job.nodes_requested,
+            )
+        releases, growth = cycle.evolving_requests()
+        shrinks, starts, grows = cycle.equipartition(releases)
+        batch = [*releases, *shrinks, *starts, *growth, *grows]
+        return within_free(batch, len(snapshot.idle_nodes()))
 
-        # 1. non-preemptible view: what running jobs hold for sure, then CBF for the queue
-        occ = Occupancy(now)
+
+class _Cycle:
+    """One cycle's state: the jobs, the non-preemptible occupancy, this cycle's sizes."""
+
+    def __init__(self, config: EquiPartition.Config, snapshot: ClusterSnapshot) -> None:
+        self.config = config
+        self.snapshot = snapshot
+        self.now = snapshot.time_s
+        self.cap = machine_nodes(snapshot)
+        order = sorted(snapshot.jobs, key=submit_order)
+        self.running = [j for j in order if j.start_time_s is not None]
+        self.pending = [j for j in order if j.start_time_s is None]
+        self.occ = Occupancy(self.now)
+        self.starts: list[JobView] = []
+        self.sizes = {j.job_id: j.size for j in self.running}
+        self.wide: JobView | None = None  # a pending pre-allocation over twice its request
+
+    def nonpreemptible_view(self) -> None:
+        """Step 1: running jobs' non-preemptible holds, then CBF of the queue's requests.
+
+        Once no node is left non-preemptibly now, only a job of zero duration could still
+        start now, and later reservations do not change what is used now: the scan stops
+        placing the others (the schedule now is the same, and long queues cost little).
+        """
+        now, cap, occ = self.now, self.cap, self.occ
         just_after = math.nextafter(now, INFINITY)  # a job past its estimate ends "soon"
-        for job in running:
+        for job in self.running:
             end = job.estimated_end_s if job.estimated_end_s is not None else INFINITY
-            occ.add(now, max(end, just_after), self._np_hold(job))
-        starts: list[JobView] = []
-        for job in pending:
-            need = self._np_need(job)
+            occ.add(now, max(end, just_after), _np_hold(job, self.config))
+        full = occ.value_at(now) >= cap
+        for job in self.pending:
+            need = _np_need(job, self.config)
+            if self.wide is None and job.kind is JobKind.EVOLVING:
+                self.wide = job if need > 2 * max(1, job.nodes_requested) else None
             if need > cap:
                 continue  # can never start here: reserves nothing
-            duration = job.walltime_at_s(self._np_start(job))
+            duration = job.walltime_at_s(_np_start(job))
             step = ((INFINITY if duration is None else max(duration, 0.0)), need)
-            (begin,) = fit((step,), occ, cap, 1.0, now)
+            if full:
+                if step[0] == 0.0:
+                    self.starts.append(job)  # fits anywhere, now included
+                continue
+            begin = occ.earliest(need, step[0], cap, now)
             if begin == INFINITY:
                 continue
             if begin <= now:
-                starts.append(job)
+                self.starts.append(job)
             occ.add(begin, begin + step[0], need)
+            if begin <= now:
+                full = occ.value_at(now) >= cap
 
-        # 2. evolving requests, and what everybody uses non-preemptibly now
+    def evolving_requests(self) -> tuple[list[Shrink], list[Decision]]:
+        """Step 2: releases at once; growth inside the pre-allocation (or on free nodes)."""
+        config, sizes = self.config, self.sizes
+        evolving = [j for j in self.running if j.kind is JobKind.EVOLVING and not j.resizing]
         releases: list[Shrink] = []
         growth: list[Decision] = []
-        sizes = {j.job_id: j.size for j in running}
-        requests = {j.job_id: (0 if j.resizing else j.evolving_request) for j in running}
-        np_free = cap - occ.value_at(now)  # for growth without a pre-allocation
-        for job in running:
-            if job.kind is JobKind.EVOLVING and requests[job.job_id] < 0:
-                give = min(-requests[job.job_id], job.size - max(1, job.nodes_min))
+        np_free = self.cap - self.occ.value_at(self.now)  # for growth without a pre-allocation
+        for job in evolving:
+            if job.evolving_request < 0:
+                give = min(-job.evolving_request, job.size - max(1, job.nodes_min))
                 if give >= 1:
                     releases.append(Shrink(job.job_id, give, "the application releases nodes"))
                     sizes[job.job_id] -= give
                     np_free += give if not config.preallocate else 0
-        for job in running:
-            if job.kind is JobKind.EVOLVING and requests[job.job_id] > 0:
-                want = min(requests[job.job_id], job.nodes_max - job.size)
+        why = "inside its pre-allocation" if config.preallocate else "nodes are free"
+        for job in evolving:
+            if job.evolving_request > 0:
+                want = min(job.evolving_request, job.nodes_max - job.size)
                 if not config.preallocate:
                     want = min(want, np_free)
                 if want >= 1:
                     np_free -= want
-                    why = "inside its pre-allocation" if config.preallocate else "nodes are free"
                     growth.append(Expand(job.job_id, want, f"the application grows ({why})"))
                     sizes[job.job_id] += want
-        used = 0  # nodes used non-preemptibly now, after this cycle's decisions
-        malleable: list[JobView] = []
-        for job in running:
-            if job.kind is JobKind.MALLEABLE and not job.resizing:
-                malleable.append(job)
-                used += max(1, job.nodes_min)
-            else:
-                used += sizes[job.job_id]
-        for job in starts:
+        return releases, growth
+
+    def equipartition(
+        self, releases: list[Shrink]
+    ) -> tuple[list[Decision], list[Decision], list[Decision]]:
+        """Step 3: share the preemptible nodes; the shrinks, starts and expansions it takes."""
+        malleable = [j for j in self.running if j.kind is JobKind.MALLEABLE and not j.resizing]
+        used = sum(max(1, j.nodes_min) for j in malleable)  # non-preemptibly used now
+        used += sum(self.sizes[j.job_id] for j in self.running if j not in malleable)
+        for job in self.starts:
             if job.kind is JobKind.MALLEABLE:
                 malleable.append(job)
                 used += max(1, job.nodes_min)
             else:
-                used += self._np_start(job)
-
-        # 3. equi-partition what is left among the malleable jobs
-        pool = cap - used
+                used += _np_start(job)
         asks = [max(0, j.nodes_max - max(1, j.nodes_min)) for j in malleable]
-        grants = equipartition(asks, pool, smart=config.smart)
-        kind = "smart" if config.smart else "strict"
+        grants = equipartition(asks, self.cap - used, smart=self.config.smart)
+        target = {j.job_id: max(1, j.nodes_min) + g for j, g in zip(malleable, grants, strict=True)}
+        kind = "smart" if self.config.smart else "strict"
+        # the nodes this cycle can hand out: idle ones and those the shrinks give back
+        avail = len(self.snapshot.idle_nodes()) + sum(d.count for d in releases)
         shrinks: list[Decision] = []
         grows: list[Decision] = []
-        start_decisions: list[Decision] = []
-        parts = dict(zip((j.job_id for j in malleable), grants, strict=True))
-        # the nodes this cycle can hand out: idle ones and those the shrinks give back
-        avail = len(snapshot.idle_nodes()) + sum(d.count for d in releases)
         for job in malleable:
-            if job.start_time_s is not None:
-                avail += max(0, job.size - max(1, job.nodes_min) - parts[job.job_id])
-        for job in starts:
+            if job.start_time_s is None:
+                continue
+            goal = target[job.job_id]
+            why = f"{kind} equi-partition: {goal} node(s)"
+            if job.size > goal:
+                avail += job.size - goal
+                shrinks.append(Shrink(job.job_id, job.size - goal, why))
+            elif job.size < goal:
+                grows.append(Expand(job.job_id, goal - job.size, why))
+        starts: list[Decision] = []
+        for job in self.starts:
             if job.kind is JobKind.MALLEABLE:
-                size = max(1, job.nodes_min) + parts[job.job_id]
-                why = f"minimum {max(1, job.nodes_min)} + {parts[job.job_id]} preemptible ({kind})"
+                size, low = target[job.job_id], max(1, job.nodes_min)
+                why = f"minimum {low} + {size - low} preemptible ({kind})"
             else:
-                size = self._np_start(job)
+                size = _np_start(job)
                 why = "its non-preemptible request fits now (conservative backfilling)"
             if size > avail:  # only when the snapshot contradicts itself: wait
                 continue
             avail -= size
-            start_decisions.append(Start(job.job_id, size, why))
-        for job in malleable:
-            if job.start_time_s is None:
-                continue
-            target = max(1, job.nodes_min) + parts[job.job_id]
-            if job.size > target:
-                shrinks.append(
-                    Shrink(
-                        job.job_id, job.size - target, f"{kind} equi-partition: {target} node(s)"
-                    )
-                )
-            elif job.size < target:
-                grows.append(
-                    Expand(
-                        job.job_id, target - job.size, f"{kind} equi-partition: {target} node(s)"
-                    )
-                )
-        return [*releases, *shrinks, *start_decisions, *growth, *grows]
+            starts.append(Start(job.job_id, size, why))
+        return shrinks, starts, grows
 
-    # ------------------------------------------------------------------ requests
-    def _np_hold(self, job: JobView) -> int:
-        """Nodes a running job holds non-preemptibly (its pre-allocation, for evolving jobs)."""
-        if job.resizing:
-            return job.size
-        if job.kind is JobKind.MALLEABLE:
-            return max(1, job.nodes_min)
-        if job.kind is JobKind.EVOLVING and self.config.preallocate:
-            return max(job.size, job.nodes_max)
+
+# ---------------------------------------------------------------------------- requests
+def _np_hold(job: JobView, config: EquiPartition.Config) -> int:
+    """Nodes a running job holds non-preemptibly (its pre-allocation, for evolving jobs)."""
+    if job.resizing:
         return job.size
+    if job.kind is JobKind.MALLEABLE:
+        return max(1, job.nodes_min)
+    if job.kind is JobKind.EVOLVING and config.preallocate:
+        return max(job.size, job.nodes_max)
+    return job.size
 
-    def _np_need(self, job: JobView) -> int:
-        """Nodes a pending job's pre-allocation or non-preemptible request asks for."""
-        if job.kind is JobKind.MALLEABLE:
-            return max(1, job.nodes_min)
-        if job.kind is JobKind.EVOLVING and self.config.preallocate:
-            return max(job.nodes_requested, job.nodes_max)
-        return self._np_start(job)
 
-    @staticmethod
-    def _np_start(job: JobView) -> int:
-        """The size a non-malleable pending job starts at (malleable: its minimum)."""
-        if job.kind is JobKind.MALLEABLE:
-            return max(1, job.nodes_min)
-        if job.kind is JobKind.MOLDABLE:
-            return min(max(job.nodes_requested, job.nodes_min, 1), max(job.nodes_max, 1))
-        return job.nodes_requested
+def _np_need(job: JobView, config: EquiPartition.Config) -> int:
+    """Nodes a pending job's pre-allocation or non-preemptible request asks for."""
+    if job.kind is JobKind.MALLEABLE:
+        return max(1, job.nodes_min)
+    if job.kind is JobKind.EVOLVING and config.preallocate:
+        return max(job.nodes_requested, job.nodes_max)
+    return _np_start(job)
+
+
+def _np_start(job: JobView) -> int:
+    """The size a non-malleable pending job starts at (malleable: its minimum)."""
+    if job.kind is JobKind.MALLEABLE:
+        return max(1, job.nodes_min)
+    if job.kind is JobKind.MOLDABLE:
+        return min(max(job.nodes_requested, job.nodes_min, 1), max(job.nodes_max, 1))
+    return job.nodes_requested

@@ -11,12 +11,14 @@ real reservation: a later job starts early only if it cannot delay it.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import ClassVar
 
 from elastic_slurm.model.decisions import Decision, Start
 from elastic_slurm.model.snapshot import ClusterSnapshot
 from elastic_slurm.model.triggers import Trigger
-from elastic_slurm.plugins.policies.fcfs import INFINITY, estimate_s, start_size
+from elastic_slurm.plugins.kit.backfill import estimate_s, estimated_end_s, estimates_for, shadow
+from elastic_slurm.plugins.kit.queue import start_size
 from elastic_slurm.plugins.policy import Policy
 
 
@@ -43,6 +45,40 @@ class EasyBackfill(Policy):
     """
 
     name: ClassVar[str] = "easy_backfill"
+    summary: ClassVar[str] = (
+        "EASY backfilling: FCFS with a reservation for the first blocked job; later jobs "
+        "start early if they cannot delay it. Never resizes elastic jobs."
+    )
+    paper: ClassVar[str] = "A. W. Mu'alem and D. G. Feitelson, IEEE TPDS 12(6), 2001"
+    section: ClassVar[str] = "section 2"
+    job_kinds: ClassVar[tuple[str, ...]] = ("rigid",)
+    resizes: ClassVar[bool] = False
+
+    @dataclasses.dataclass(frozen=True)
+    class Config:
+        """Options of :class:`EasyBackfill`.
+
+        Parameters
+        ----------
+        estimates
+            ``"walltime"``: run times are the users' time limits (the paper's setting, and
+            what a live site has); ``"runtime"``: the snapshot's estimates (the simulator's
+            true run times), so that an elastic policy run with perfect knowledge can be
+            compared with this baseline given the same knowledge.
+
+        Raises
+        ------
+        ValueError
+            For another value.
+        """
+
+        estimates: str = "walltime"
+
+        def __post_init__(self) -> None:
+            if self.estimates not in ("walltime", "runtime"):
+                raise ValueError(
+                    f"estimates must be 'walltime' or 'runtime', got {self.estimates!r}"
+                )
 
     def decide(self, snapshot: ClusterSnapshot, trigger: Trigger) -> list[Decision]:
         """Start the queue's fitting prefix, then backfill around the head's reservation."""
@@ -51,6 +87,7 @@ class EasyBackfill(Policy):
             return []
         free = len(snapshot.idle_nodes())
         now = snapshot.time_s
+        est = estimates_for(snapshot, self.config.estimates)
         decisions: list[Decision] = []
         started: list[tuple[float, int]] = []  # (estimated end, nodes) of this cycle's starts
         head_index = len(pending)
@@ -60,13 +97,13 @@ class EasyBackfill(Policy):
                 head_index = i
                 break
             decisions.append(Start(job.job_id, size, "first come, first served"))
-            started.append((now + estimate_s(job, size), size))
+            started.append((now + estimate_s(job, size, est), size))
             free -= size
         if head_index >= len(pending) - 1 or free == 0:
             return decisions  # nobody blocked, nothing behind the head, or no idle node
 
         head = pending[head_index]
-        shadow = -1.0  # computed when the first candidate that fits now is found
+        shadow_s = -1.0  # computed when the first candidate that fits now is found
         extra = 0
         for job in pending[head_index + 1 :]:
             if job.nodes_min > free:
@@ -74,10 +111,13 @@ class EasyBackfill(Policy):
             size = start_size(job)
             if size > free:
                 continue
-            if shadow < 0.0:
-                shadow, extra = _shadow(snapshot, started, free, start_size(head), now)
-            if now + estimate_s(job, size) <= shadow:
-                reason = f"backfilled: ends before job {head.job_id}'s reservation at {shadow:g} s"
+            if shadow_s < 0.0:
+                ends = [(estimated_end_s(j, now, est), len(j.nodes)) for j in snapshot.running()]
+                shadow_s, extra = shadow([*started, *ends], free, start_size(head))
+            if now + estimate_s(job, size, est) <= shadow_s:
+                reason = (
+                    f"backfilled: ends before job {head.job_id}'s reservation at {shadow_s:g} s"
+                )
             elif size <= extra:
                 extra -= size
                 reason = f"backfilled: uses {size} of the nodes job {head.job_id} leaves spare"
@@ -88,25 +128,3 @@ class EasyBackfill(Policy):
             if free == 0:
                 break
         return decisions
-
-
-def _shadow(
-    snapshot: ClusterSnapshot, started: list[tuple[float, int]], free: int, need: int, now: float
-) -> tuple[float, int]:
-    """The head job's reservation: ``(shadow time in seconds, extra nodes)``.
-
-    Running jobs (and those started in this cycle) are taken by estimated end until the nodes
-    they free plus the ``free`` idle ones reach ``need``. ``(inf, 0)`` when they never do (a
-    job without an estimate holds its nodes for ever, as far as the reservation goes).
-    """
-    ends = list(started)
-    for job in snapshot.running():
-        end = job.estimated_end_s
-        ends.append((INFINITY if end is None else (end if end > now else now), len(job.nodes)))
-    ends.sort()
-    available = free
-    for end, size in ends:
-        available += size
-        if available >= need:
-            return end, available - need
-    return INFINITY, 0

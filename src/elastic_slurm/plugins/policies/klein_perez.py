@@ -15,27 +15,32 @@ base ``fit`` found, which removes needless expansion. The five variants of secti
 ``noX`` (``l = 1``), ``2X`` and ``2X+c`` (``l = 2``, without and with compacting), ``infX`` and
 ``infX+c`` (no limit). The ``+c`` in these names means compacting; it is not a parameter.
 
-The pure functions here (:func:`fit`, :func:`compact`, :func:`schedule`) are the paper's
-offline algorithm; :class:`KleinPerez` is the online policy that re-runs it at every cycle
+The pure functions of :mod:`~elastic_slurm.plugins.policies.klein_perez_fit` (``fit``,
+``compact``, ``schedule``) are the paper's offline algorithm, re-exported here;
+:class:`KleinPerez` is the online policy that re-runs it at every cycle
 (thesis section 5.1: "each time an application submits a change to the RMS, the scheduling
 algorithm for fully-predictable applications could be re-run with updated information") and
 carries out what the schedule says is due now.
 
-How it degrades: the snapshot does not carry a job's evolution profile, so the profiles are
-given to the policy when it is built (``profiles``: job id to steps, what a fully-predictably
-evolving application declares at submission). A job without one is planned from the snapshot
-alone: one step at its size for its time limit, and for an evolving job a *pre-allocation* of
-``nodes_max`` for its whole time limit (CooRMv2's "sure execution", thesis section 6.4), inside
-which its requests are served as soon as nodes are idle. A job without a time limit is planned
-to run for ever. Nothing here reads node names.
+How it degrades: an evolving job declares its evolution profile in
+``JobView.evolution_profile`` (live and simulated alike); profiles given to the constructor
+(``profiles``: job id to steps) take precedence, for offline reproductions. An evolving job
+with no profile at all is planned at its current size for its time limit and a request for
+more nodes is placed like a profile's next step (it waits, holding its nodes, until the grown
+size fits); a policy meeting such jobs says so once (a warning in the log). Planning them as
+a pre-allocation of ``nodes_max`` instead (CooRMv2's "sure execution") reserved up to eight
+times their size for their whole run on converted traces. An evolving job whose snapshot is
+off its declared profile keeps that pre-allocation: the profile says it will grow. A job
+without a time limit is planned to run for ever. Nothing here reads node names.
 """
 
 from __future__ import annotations
 
 import bisect
 import dataclasses
+import logging
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -43,22 +48,24 @@ from elastic_slurm.model.decisions import Decision, Expand, Shrink, Start
 from elastic_slurm.model.request import JobKind
 from elastic_slurm.model.snapshot import ClusterSnapshot, JobView
 from elastic_slurm.model.triggers import Trigger
+from elastic_slurm.plugins.kit.nodes import machine_nodes
+from elastic_slurm.plugins.kit.occupancy import Occupancy
+from elastic_slurm.plugins.policies.klein_perez_fit import (
+    FITS,
+    ScheduledEP,
+    Step,
+    compact,
+    fit,
+    holds,
+    merge_steps,
+    schedule,
+    variant,
+)
 from elastic_slurm.plugins.policy import Policy
 
+log = logging.getLogger(__name__)
+
 INFINITY = math.inf
-
-Step = tuple[float, int]
-"""One step of an evolution profile: ``(duration_s, nodes)``."""
-
-#: The variants of section 5.1: expand limit and compacting.
-FITS: dict[str, tuple[float, bool]] = {
-    "noX": (1.0, False),
-    "2X": (2.0, False),
-    "2X+c": (2.0, True),
-    "infX": (INFINITY, False),
-    "infX+c": (INFINITY, True),
-}
-
 _TIME_DIGITS = 6  # times taken from a snapshot are snapped to the microsecond
 _DUE_S = 1e-6  # a start planned this close after now is due now
 
@@ -66,435 +73,6 @@ _DUE_S = 1e-6  # a start planned this close after now is due now
 def _snap(t: float) -> float:
     """Round a time to the microsecond, so that ends and starts computed apart coincide."""
     return t if t in (INFINITY, -INFINITY) else round(t, _TIME_DIGITS)
-
-
-class Occupancy:
-    """A resource EP: nodes busy over absolute time, a step function.
-
-    ``vals[i]`` nodes are busy on ``[times[i], times[i + 1])`` and ``vals[-1]`` from
-    ``times[-1]`` on; none before ``times[0]``.
-
-    Parameters
-    ----------
-    origin_s
-        The first time of interest (seconds); queries start there or later.
-
-    >>> occ = Occupancy(0.0)
-    >>> occ.add(0.0, 10.0, 3)
-    >>> occ.add(5.0, 20.0, 2)
-    >>> occ.max_and_last_end(0.0, 8.0), occ.max_and_first_start(6.0, 30.0)
-    ((5, 10.0), (5, 5.0))
-    """
-
-    __slots__ = ("times", "vals")
-
-    def __init__(self, origin_s: float = 0.0) -> None:
-        self.times = [origin_s]
-        self.vals = [0]
-
-    def _split(self, t: float) -> int:
-        times = self.times
-        i = bisect.bisect_left(times, t)
-        if i < len(times) and times[i] == t:
-            return i
-        times.insert(i, t)
-        self.vals.insert(i, self.vals[i - 1] if i > 0 else 0)
-        return i
-
-    def add(self, start_s: float, end_s: float, nodes: int) -> None:
-        """Add ``nodes`` (negative to remove) on ``[start_s, end_s)``."""
-        if not end_s > start_s or nodes == 0:
-            return
-        i = self._split(start_s)
-        k = self._split(end_s) if end_s < INFINITY else len(self.times)
-        vals = self.vals
-        for j in range(i, k):
-            vals[j] += nodes
-
-    def max_and_last_end(self, t0: float, t1: float) -> tuple[int, float]:
-        """The paper's ``max(ep, t0, t1)`` and ``loc(ep, t0, t1)``.
-
-        Returns the most nodes busy on ``[t0, t1)`` (0 when ``t0 >= t1``) and the end of the
-        last segment where that many are busy. The paper restricts ``loc`` to ``[t0, t1]``;
-        the segment's true end is an equally safe place to jump to (every start before it
-        overlaps the segment) and saves iterations.
-        """
-        if not t1 > t0:
-            return 0, t0
-        times, vals = self.times, self.vals
-        j = bisect.bisect_right(times, t0) - 1
-        n = len(times)
-        best = 0 if j < 0 else vals[j]
-        last = times[0] if j < 0 else (times[j + 1] if j + 1 < n else INFINITY)
-        j += 1
-        while j < n and times[j] < t1:
-            v = vals[j]
-            if v >= best:
-                best = v
-                last = times[j + 1] if j + 1 < n else INFINITY
-            j += 1
-        return best, last
-
-    def max_and_first_start(self, t0: float, t1: float) -> tuple[int, float]:
-        """The most nodes busy on ``[t0, t1)`` and the start of the first segment with that many.
-
-        The mirror image of :meth:`max_and_last_end`, for compacting (right to left).
-        """
-        if not t1 > t0:
-            return 0, t1
-        times, vals = self.times, self.vals
-        j = bisect.bisect_right(times, t0) - 1
-        n = len(times)
-        best = 0 if j < 0 else vals[j]
-        first = -INFINITY if j < 0 else times[j]
-        j += 1
-        while j < n and times[j] < t1:
-            v = vals[j]
-            if v > best:
-                best = v
-                first = times[j]
-            j += 1
-        return best, first
-
-    def value_at(self, t: float) -> int:
-        """Nodes busy at time ``t``."""
-        j = bisect.bisect_right(self.times, t) - 1
-        return 0 if j < 0 else self.vals[j]
-
-
-def _fit_from(
-    occ: Occupancy,
-    steps: Sequence[Step],
-    cap: int,
-    limit: float,
-    i: int,
-    t0: float,
-) -> tuple[float, list[float] | None]:
-    """Algorithm 2 from step ``i`` on: ``(t_s, starts of steps i..)`` or ``(retry, None)``.
-
-    ``t0`` is the earliest start of step ``i`` (the end of step ``i - 1``'s computation).
-    On failure the caller must move step ``i - 1`` to start at ``retry`` or later.
-    """
-    if i == len(steps):
-        return t0, []
-    d, n = steps[i]
-    ts = t0
-    while True:
-        if ts == INFINITY:
-            return INFINITY, [INFINITY] * (len(steps) - i)
-        busy, loc = occ.max_and_last_end(ts, ts + d)
-        if cap - busy < n:  # lines 6-7: the step does not fit here, jump past the maximum
-            ts = loc
-            continue
-        if i > 0:
-            dp, np_ = steps[i - 1]
-            if limit < INFINITY:  # lines 8-11: the previous step would exceed the limit
-                earliest_allowed = ts - limit * dp
-                if earliest_allowed > t0 - dp:
-                    return earliest_allowed, None
-            busy, loc = occ.max_and_last_end(t0, ts)
-            if cap - busy < np_:  # lines 12-13: it could not hold its nodes meanwhile
-                return loc, None
-        tail_t, tail = _fit_from(occ, steps, cap, limit, i + 1, ts + d)  # line 14
-        if tail is None:  # lines 15-16
-            ts = tail_t
-            continue
-        return ts, [ts, *tail]
-
-
-def fit(
-    steps: Sequence[Step],
-    occ: Occupancy,
-    cap: int,
-    limit: float,
-    t0: float = 0.0,
-    *,
-    first_fixed: bool = False,
-) -> list[float]:
-    """Klein and Pérez's base ``fit`` (Algorithm 2): the start time of every step.
-
-    Step ``i`` then holds its nodes from ``starts[i]`` to ``starts[i + 1]`` (the last one for
-    its duration): it is *expanded* when that is longer than its duration.
-
-    Parameters
-    ----------
-    steps
-        The requested EP, ``(duration_s, nodes)`` per step.
-    occ
-        The resource EP (not changed).
-    cap
-        Nodes in the machine.
-    limit
-        The expand limit ``l >= 1`` (``math.inf`` for none).
-    t0
-        The earliest start (seconds).
-    first_fixed
-        False for an application not started yet: its first step is *delayed* to end where
-        the second starts, instead of being expanded (Algorithm 2, lines 18-20). True for the
-        rest of a running application, whose preceding step is already under way: the first
-        step given here is then placed like any other (and expanding the step under way is
-        the caller's business).
-
-    Returns
-    -------
-    list of float
-        One start per step; every one is ``math.inf`` when the EP never fits (a step wider
-        than the machine, or the machine busy for ever).
-
-    Notes
-    -----
-    As printed, line 17 reads ``if i > 0`` with steps numbered from 1, which would make the
-    else branch (the first step's delay, lines 18-20) dead code; we read ``i > 1``, as the
-    text says ("the first step is delayed instead of being expanded").
-    """
-    if not steps:
-        return []
-    if any(n > cap for _, n in steps):
-        return [INFINITY] * len(steps)
-    _, starts = _fit_from(occ, steps, cap, limit, 0, t0)
-    assert starts is not None  # level 0 never fails: it retries later
-    if starts[-1] == INFINITY:  # some step never fits: the EP never completes
-        return [INFINITY] * len(steps)
-    if not first_fixed and len(starts) > 1:
-        starts[0] = starts[1] - steps[0][0]
-    return starts
-
-
-def compact(
-    steps: Sequence[Step],
-    starts: Sequence[float],
-    occ: Occupancy,
-    cap: int,
-    limit: float,
-    lo: float,
-    *,
-    before: tuple[int, float | None, float] | None = None,
-) -> list[float]:
-    """Klein and Pérez's compacting (section 4.2): re-place the steps from right to left.
-
-    The last step keeps the completion time found by :func:`fit`; each earlier step is then
-    placed as late as it can be, "similarly to the base algorithm" but mirrored: a step that
-    cannot be placed just before the next one moves earlier and holds its nodes (expands) up
-    to it, within the expand limit, and when even that fails the next step moves earlier.
-    The first step of an application not started yet is only ever delayed, never expanded.
-
-    Parameters
-    ----------
-    steps, starts
-        The EP and the start of each step found by :func:`fit`.
-    occ, cap, limit
-        As for :func:`fit`.
-    lo
-        No step may start before this time (seconds).
-    before
-        For the rest of a running application: ``(nodes, start_s, duration_s)`` of the step
-        under way, which holds its nodes from ``lo`` until the first step given here starts
-        (that hold must fit, and, when ``start_s`` is known, last at most ``limit`` times
-        ``duration_s`` from ``start_s``). ``None`` for an application not started.
-
-    Returns
-    -------
-    list of float
-        The compacted starts, or ``starts`` unchanged when no compacted placement is found
-        (the paper: "in the worst case, no compacting occurs").
-
-    Notes
-    -----
-    The paper gives no pseudo-code for compacting. Ours is Algorithm 2 with time reversed;
-    as there, every jump skips only placements that cannot work, so the result is the latest
-    placement, step by step from the last, that keeps the completion time.
-    """
-    n_steps = len(steps)
-    if n_steps < 2 and before is None or not starts or starts[-1] == INFINITY:
-        return list(starts)
-    end = starts[-1] + steps[-1][0]
-    if end == INFINITY:  # a step that never ends: nothing to compact against
-        return list(starts)
-
-    def level(i: int, t_end: float) -> tuple[bool, float, list[float]]:
-        d, n = steps[i]
-        te = t_end
-        no_gap = i == n_steps - 1 or (i == 0 and before is None)
-        while True:
-            s = te - d
-            if s < lo:
-                return False, -INFINITY, []
-            busy, first = occ.max_and_first_start(s, te)
-            if cap - busy < n:
-                te = first
-                continue
-            if te < t_end:
-                if no_gap:
-                    return False, te, []
-                if limit < INFINITY and t_end - s > limit * d:
-                    return False, s + limit * d, []
-                busy, first = occ.max_and_first_start(te, t_end)
-                if cap - busy < n:
-                    return False, first, []
-            if i == 0:
-                if before is not None and s > lo:
-                    n_prev, prev_start, d_prev = before
-                    busy, first = occ.max_and_first_start(lo, s)
-                    if cap - busy < n_prev:
-                        te = first + d
-                        continue
-                    if prev_start is not None and limit < INFINITY:
-                        latest = prev_start + limit * d_prev
-                        if s > latest:
-                            te = latest + d
-                            continue
-                return True, 0.0, [s]
-            ok, hint, left = level(i - 1, s)
-            if ok:
-                left.append(s)
-                return True, 0.0, left
-            te = hint + d
-
-    ok, _, placed = level(n_steps - 1, end)
-    if not ok:
-        return list(starts)
-    return placed
-
-
-def holds(steps: Sequence[Step], starts: Sequence[float]) -> list[tuple[float, float, int]]:
-    """The scheduled EP as ``(start_s, end_s, nodes)`` segments.
-
-    Each step holds its nodes until the next one starts (the last for its duration).
-    """
-    out = []
-    last = len(steps) - 1
-    for i, (d, n) in enumerate(steps):
-        s = starts[i]
-        e = starts[i + 1] if i < last else s + d
-        out.append((s, e, n))
-    return out
-
-
-@dataclass(frozen=True)
-class ScheduledEP:
-    """One application's schedule: when each step starts, and what it holds.
-
-    Parameters
-    ----------
-    steps
-        The requested EP, ``(duration_s, nodes)`` per step.
-    starts
-        When each step starts (seconds); step ``i`` holds its nodes until step ``i + 1``
-        starts.
-    """
-
-    steps: tuple[Step, ...]
-    starts: tuple[float, ...]
-
-    @property
-    def start_s(self) -> float:
-        """When the application starts (the end of its delay)."""
-        return self.starts[0]
-
-    @property
-    def end_s(self) -> float:
-        """When the application completes."""
-        return self.starts[-1] + self.steps[-1][0]
-
-    @property
-    def used_node_s(self) -> float:
-        """Node-seconds computed: the requested EP's area."""
-        return sum(d * n for d, n in self.steps)
-
-    @property
-    def allocated_node_s(self) -> float:
-        """Node-seconds held, computing or waiting."""
-        return sum((e - s) * n for s, e, n in holds(self.steps, self.starts))
-
-    @property
-    def expanded(self) -> bool:
-        """True when some step holds its nodes longer than its duration."""
-        return any(
-            e - s > d
-            for (s, e, _), (d, _) in zip(holds(self.steps, self.starts), self.steps, strict=True)
-        )
-
-    @property
-    def expansion_s(self) -> float:
-        """Seconds spent waiting between steps (scheduled minus requested duration)."""
-        return self.end_s - self.start_s - sum(d for d, _ in self.steps)
-
-
-def schedule(
-    profiles: Iterable[Sequence[Step]],
-    nodes: int,
-    *,
-    fit_name: str = "noX",
-    expand_limit: float | None = None,
-    compacting: bool | None = None,
-    origin_s: float = 0.0,
-) -> list[ScheduledEP]:
-    """Klein and Pérez's Algorithm 1: schedule the applications offline, in the order given.
-
-    Parameters
-    ----------
-    profiles
-        Each application's requested EP, ``(duration_s, nodes)`` per step.
-    nodes
-        Nodes in the machine.
-    fit_name
-        One of :data:`FITS` (``"noX"``, ``"2X"``, ``"2X+c"``, ``"infX"``, ``"infX+c"``).
-    expand_limit, compacting
-        Override the variant's expand limit (``>= 1``) or compacting.
-    origin_s
-        No application starts before this time.
-
-    Returns
-    -------
-    list of ScheduledEP
-        In the order given; an EP wider than the machine starts at ``math.inf``.
-
-    Raises
-    ------
-    ValueError
-        For an unknown ``fit_name`` or a limit below 1.
-
-    >>> eps = schedule([[(10.0, 2)], [(5.0, 1), (5.0, 2)]], 3, fit_name="noX")
-    >>> [(e.start_s, e.end_s) for e in eps]
-    [(0.0, 10.0), (5.0, 15.0)]
-    """
-    limit, comp = _variant(fit_name, expand_limit, compacting)
-    occ = Occupancy(origin_s)
-    out = []
-    for profile in profiles:
-        steps = tuple((float(d), int(n)) for d, n in profile)
-        starts = fit(steps, occ, nodes, limit, origin_s)
-        if comp:
-            starts = compact(steps, starts, occ, nodes, limit, origin_s)
-        for s, e, n in holds(steps, starts):
-            occ.add(s, e, n)
-        out.append(ScheduledEP(steps, tuple(starts)))
-    return out
-
-
-def _variant(name: str, limit: float | None, comp: bool | None) -> tuple[float, bool]:
-    if name not in FITS:
-        raise ValueError(f"unknown fit variant {name!r}; the variants are {', '.join(FITS)}")
-    base_limit, base_comp = FITS[name]
-    limit = base_limit if limit is None else float(limit)
-    if not limit >= 1.0:
-        raise ValueError(f"the expand limit must be at least 1 (1 means no expansion), got {limit}")
-    return limit, base_comp if comp is None else comp
-
-
-def merge_steps(steps: Iterable[Step]) -> tuple[Step, ...]:
-    """Merge consecutive steps with the same node count (the application asks nothing there).
-
-    >>> merge_steps([(10.0, 2), (5.0, 2), (1.0, 3)])
-    ((15.0, 2), (1.0, 3))
-    """
-    out: list[Step] = []
-    for d, n in steps:
-        if out and out[-1][1] == n:
-            out[-1] = (out[-1][0] + d, n)
-        else:
-            out.append((float(d), int(n)))
-    return tuple(out)
 
 
 # ---------------------------------------------------------------------------------- online
@@ -587,11 +165,12 @@ class KleinPerez(Policy):
       starting at ``t``), and ``loc`` jumps to the end of the maximum's segment even when it
       lies past ``t1``, which skips only placements that fail anyway.
     * **Compacting** has no pseudo-code in the paper; see :func:`compact`.
-    * **Profiles** come from the constructor (the snapshot has no field for them); a job
-      without one is planned as the module docstring says (one step; evolving jobs with a
-      pre-allocation of ``nodes_max``). Profiles assume blocking requests (Klein and Pérez's
-      model: the application waits); a job's step is found from its estimated end
-      (``estimated_end_s``, else ``end_time_s``), exact when its time limit is its run time.
+    * **Profiles** come from the job views (``evolution_profile``) or the constructor; a job
+      without one is planned as the module docstring says (one step at its size; a request
+      for more nodes placed as the next step). Profiles assume blocking requests (Klein and
+      Pérez's model: the application waits); a job's step is found from its estimated end
+      (``estimated_end_s``, else the snapshot's ``estimates``), exact when its time limit is
+      its run time.
     * Running jobs that are neither evolving with a profile nor evolving at all hold their
       current size until their estimated end; malleable jobs are never resized.
 
@@ -606,6 +185,16 @@ class KleinPerez(Policy):
     """
 
     name: ClassVar[str] = "klein_perez"
+    summary: ClassVar[str] = (
+        "List scheduling of evolving applications by their evolution profiles with fit (noX, "
+        "2X, infX, +c)."
+    )
+    paper: ClassVar[str] = (
+        "C. Klein and C. Pérez, Towards Scheduling Evolving Applications, CoreGRID 2011"
+    )
+    section: ClassVar[str] = "sections 4-5, Algorithms 1-2"
+    job_kinds: ClassVar[tuple[str, ...]] = ("evolving",)
+    resizes: ClassVar[bool] = True
 
     @dataclasses.dataclass(frozen=True)
     class Config:
@@ -639,7 +228,7 @@ class KleinPerez(Policy):
                 raise TypeError(f"compacting must be true or false, got {self.compacting!r}")
             if self.expand_limit is not None and not isinstance(self.expand_limit, int | float):
                 raise TypeError(f"expand_limit must be a number, got {self.expand_limit!r}")
-            _variant(self.fit, self.expand_limit, self.compacting)
+            variant(self.fit, self.expand_limit, self.compacting)
 
     def __init__(
         self,
@@ -648,11 +237,13 @@ class KleinPerez(Policy):
     ) -> None:
         super().__init__(config)
         cfg: KleinPerez.Config = self.config
-        self.limit, self.compacting = _variant(cfg.fit, cfg.expand_limit, cfg.compacting)
+        self.limit, self.compacting = variant(cfg.fit, cfg.expand_limit, cfg.compacting)
         self.profiles = {
             int(job_id): merge_steps(steps) for job_id, steps in (profiles or {}).items()
         }
         self._suffixes = {job_id: _suffix_sums(steps) for job_id, steps in self.profiles.items()}
+        self._published: dict[int, tuple[tuple[Step, ...], tuple[Step, ...]]] = {}
+        self._warned = False
 
     def decide(self, snapshot: ClusterSnapshot, trigger: Trigger) -> list[Decision]:
         """Re-run Algorithm 1 and return what it schedules now (see the class docstring).
@@ -660,14 +251,21 @@ class KleinPerez(Policy):
         Ignores the trigger. Returns shrinks first, then starts and expansions in list order;
         no decision for a job that is resizing.
         """
-        return list(self.plan(snapshot).decisions)
+        return list(self.plan(snapshot, complete=False).decisions)
 
-    def plan(self, snapshot: ClusterSnapshot) -> Plan:
-        """Compute the cycle's schedule (a pure function of the snapshot and the profiles)."""
+    def plan(self, snapshot: ClusterSnapshot, *, complete: bool = True) -> Plan:
+        """Compute the cycle's schedule (a pure function of the snapshot and the profiles).
+
+        With ``complete=False`` (what :meth:`decide` uses) the list is placed only as far as
+        something can still be due now: once no job left in it could get its nodes now,
+        whatever is placed after cannot change this cycle's decisions (placing a job never
+        frees nodes now), so the rest is left out of ``jobs`` and ``next_starts``. The
+        decisions are the same; a deep queue costs little.
+        """
         now = _snap(snapshot.time_s)
         cap = machine_nodes(snapshot)
         jobs = sorted(snapshot.jobs, key=lambda j: (j.submit_time_s, j.job_id))
-        entries = [self._entry(j, now) for j in jobs]
+        entries = [self._entry(j, now, snapshot) for j in jobs]
         # a waiting application holds at least the nodes of the step it waits for, for as long
         # as that step lasts (it keeps its nodes until the step starts): reserve that much
         # before anybody is fitted, so that no job listed earlier is planned onto them
@@ -679,7 +277,10 @@ class KleinPerez(Policy):
             for s, t, n in (*e.fixed, *e.reserve):
                 occ.add(s, t, n)
         planned: dict[int, tuple[tuple[float, float, int], ...]] = {}
-        for e in entries:
+        slack = None if complete else _slack(entries, now)
+        for k, e in enumerate(entries):
+            if slack is not None and cap - _least_busy(occ, now) < slack[k]:
+                break  # nobody from here on can be given nodes now
             for s, t, n in (*e.fixed, *e.reserve):
                 occ.add(s, t, -n)
             segments = self._place(e, occ, cap, now)
@@ -689,28 +290,56 @@ class KleinPerez(Policy):
         return Plan(now, planned, *self._decisions(entries, snapshot, now))
 
     # ------------------------------------------------------------------ planning
-    def _entry(self, job: JobView, now: float) -> _Entry:
-        """What of ``job`` is fixed and what is left to place (see the class docstring)."""
+    def _profile(self, job: JobView) -> tuple[Step, ...] | None:
+        """The job's evolution profile: given to the constructor, else published in its view."""
         profile = self.profiles.get(job.job_id)
+        if profile is not None or job.evolution_profile is None:
+            return profile
+        raw = job.evolution_profile
+        known = self._published.get(job.job_id)
+        if known is None or known[0] != raw:
+            known = (raw, merge_steps(raw))
+            self._published[job.job_id] = known
+            self._suffixes[job.job_id] = _suffix_sums(known[1])
+        return known[1]
+
+    def _warn_unprofiled(self, job: JobView) -> None:
+        if not self._warned:
+            self._warned = True
+            log.warning(
+                "klein_perez: evolving job %d has no evolution profile; such jobs are planned "
+                "at their current size and their requests served when the plan has room (no "
+                "pre-allocation of nodes_max); this is said once per policy",
+                job.job_id,
+            )
+
+    def _entry(self, job: JobView, now: float, snapshot: ClusterSnapshot) -> _Entry:
+        """What of ``job`` is fixed and what is left to place (see the class docstring)."""
+        profile = self._profile(job)
+        if job.kind is JobKind.EVOLVING and profile is None:
+            self._warn_unprofiled(job)
         if job.start_time_s is None:  # pending
             if profile is not None and profile[0][1] == job.nodes_requested:
                 return _Entry(job, [], profile, now, None, self.compacting, "start")
             size = job.nodes_requested
-            if job.kind is JobKind.EVOLVING:
-                size = max(size, job.nodes_max)  # the pre-allocation
+            if job.kind is JobKind.EVOLVING and profile is not None:
+                size = max(size, job.nodes_max)  # off its profile: a pre-allocation
             else:
                 size = min(max(size, job.nodes_min, 1), max(job.nodes_max, 1))
             duration = job.walltime_at_s(job.nodes_requested)
             step = (INFINITY if duration is None else max(duration, 0.0), size)
             return _Entry(job, [], (step,), now, None, False, "start")
-        end = job.estimated_end_s if job.estimated_end_s is not None else job.end_time_s
+        end = job.estimated_end_s  # the time limit's, else what the host's estimates say
+        end = snapshot.estimates.end_s(job, now) if end is None else end
         end = INFINITY if end is None else max(_snap(end), now)
         request = 0 if job.resizing else job.evolving_request
-        if job.kind is JobKind.EVOLVING and profile is not None and end < INFINITY:
+        if job.kind is JobKind.EVOLVING and profile is None:
+            return _unprofiled(job, now, end, request)
+        if job.kind is JobKind.EVOLVING and end < INFINITY:
             entry = self._profiled(job, profile, end - now, now, request)
             if entry is not None:
                 return entry
-        if job.kind is JobKind.EVOLVING:  # no usable profile: a pre-allocation of nodes_max
+        if job.kind is JobKind.EVOLVING:  # off its profile: a pre-allocation of nodes_max
             held = [(now, end, max(job.size, job.nodes_max))]
             action = "release" if request < 0 else ("grow" if request > 0 else "")
             return _Entry(job, held, (), end, None, False, action, due_now=bool(action))
@@ -802,7 +431,7 @@ class KleinPerez(Policy):
                         Start(job.job_id, job.nodes_requested, f"its {label} schedule starts now")
                     )
             elif e.action == "grow":
-                want = job.evolving_request
+                want = min(job.evolving_request, job.nodes_max - job.size)
                 if 1 <= want <= free:
                     free -= want
                     actions.append(
@@ -811,10 +440,55 @@ class KleinPerez(Policy):
         return next_starts, (*releases, *actions)
 
 
-def machine_nodes(snapshot: ClusterSnapshot) -> int:
-    """Nodes that can run jobs: the idle ones and those the jobs hold (down nodes left out)."""
-    held = sum(len(j.nodes) for j in snapshot.running())
-    return len(snapshot.idle_nodes()) + held
+def _slack(entries: Sequence[_Entry], now: float) -> list[float]:
+    """``out[k]``: the fewest free nodes (now) that any entry from ``k`` on needs to be due.
+
+    An entry can be due now only if its first step's nodes fit now (within ``_DUE_S``) once
+    its own holds are lifted; entries with nothing to place need ``inf``, a step of zero
+    duration (which fits anywhere) ``-inf``.
+    """
+    horizon = now + _DUE_S
+    out = [INFINITY] * (len(entries) + 1)
+    for k in range(len(entries) - 1, -1, -1):
+        e = entries[k]
+        need = INFINITY
+        if e.steps and e.action in ("start", "grow", "release"):
+            if any(not d > 0.0 for d, _ in e.steps):
+                need = -INFINITY
+            else:
+                own = sum(n for s, t, n in (*e.fixed, *e.reserve) if s <= horizon and t > now)
+                need = e.steps[0][1] - own
+        out[k] = min(out[k + 1], need)
+    return out
+
+
+def _least_busy(occ: Occupancy, now: float) -> int:
+    """The fewest nodes busy at any time in ``[now, now + _DUE_S]``."""
+    times, vals = occ.times, occ.vals
+    j = max(0, bisect.bisect_right(times, now) - 1)
+    least = vals[j] if times[j] <= now else 0
+    horizon = now + _DUE_S
+    j += 1
+    while j < len(times) and times[j] <= horizon:
+        least = min(least, vals[j])
+        j += 1
+    return least
+
+
+def _unprofiled(job: JobView, now: float, end: float, request: int) -> _Entry:
+    """A running evolving job that declared no profile: it holds its size until ``end``.
+
+    A request for more nodes is placed like a profile's next step (the job keeps its nodes
+    until the grown size fits, for the rest of its run); a release is served at once.
+    """
+    if request > 0 and job.nodes_max > job.size:
+        grown = min(job.size + request, job.nodes_max)
+        return _Entry(job, [], ((end - now, grown),), now, (job.size, None, 0.0), False, "grow")
+    if request < 0:
+        kept = job.size - min(-request, job.size - max(1, job.nodes_min))
+        return _Entry(job, [(now, end, kept)], (), end, None, False, "release", due_now=True)
+    end = max(end, now + 2 * _DUE_S)  # past its estimate: it ends soon, not now
+    return _Entry(job, [(now, end, job.size)], (), end, None, False, "")
 
 
 def _suffix_sums(steps: Sequence[Step]) -> tuple[float, ...]:
@@ -832,3 +506,19 @@ def _step_at(suffix: Sequence[float], left: float, tol: float) -> int:
         if left > suffix[k + 1] + tol:
             return k
     return n - 1
+
+
+__all__ = [
+    "FITS",
+    "KleinPerez",
+    "Occupancy",
+    "Plan",
+    "ScheduledEP",
+    "Step",
+    "compact",
+    "fit",
+    "holds",
+    "machine_nodes",
+    "merge_steps",
+    "schedule",
+]

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from elastic_slurm.model.decisions import Decision, Expand, Shrink, Start
+from elastic_slurm.model.estimates import USER_ESTIMATES
 from elastic_slurm.model.request import JobKind
 from elastic_slurm.model.snapshot import ClusterSnapshot, JobView
 from elastic_slurm.model.triggers import Trigger
@@ -123,9 +124,10 @@ class LinaElastic(Policy):
     * **ExpandRunningMalleableJobs** has no pseudo-code; the sentence above is what we built.
       A job shrunk in this cycle is not expanded in it.
     * **Run times.** Lina et al.'s simulator knows jobs' run times; with ``estimates =
-      "runtime"`` we use the simulator's ``end_time_s`` and ``runtime_s`` when present, and
-      the time limits otherwise (live); ``"walltime"`` always uses the time limits (then a
-      rigid workload is scheduled exactly as by ``easy_backfill``).
+      "runtime"`` we use the snapshot's estimates (``ClusterSnapshot.estimates``: the true
+      run times when the simulator supplies them, the time limits live); ``"walltime"``
+      always uses the time limits (then a rigid workload is scheduled exactly as by
+      ``easy_backfill``).
 
     Parameters
     ----------
@@ -134,6 +136,14 @@ class LinaElastic(Policy):
     """
 
     name: ClassVar[str] = "lina_elastic"
+    summary: ClassVar[str] = (
+        "EASY for the initial allocation, then shrinking malleable jobs for the queue "
+        "(Default, Application or System selection) and expanding them into idle nodes."
+    )
+    paper: ClassVar[str] = "Lina, Ghafoor and Hines"
+    section: ClassVar[str] = "sections 4-5, Algorithms 1-7"
+    job_kinds: ClassVar[tuple[str, ...]] = ("moldable", "malleable", "evolving")
+    resizes: ClassVar[bool] = True
 
     @dataclasses.dataclass(frozen=True)
     class Config:
@@ -158,8 +168,9 @@ class LinaElastic(Policy):
         system_requires_ending_job
             Algorithm 7 as printed: above ``u``, refuse only when a job ends within ``t``.
         estimates
-            ``"runtime"``: the simulator's true run times when present (the paper's
-            simulator), else time limits; ``"walltime"``: time limits only.
+            ``"runtime"``: the snapshot's estimates (``ClusterSnapshot.estimates``: the
+            simulator supplies true run times, as the paper's simulator knows them; time
+            limits live); ``"walltime"``: time limits only.
         initial_allocation
             ``"easy"`` (EASY backfilling) or ``"first_fit"`` (Algorithm 3 as printed).
         partial_evolving
@@ -232,6 +243,7 @@ class _Cycle:
         self.config = config
         self.snapshot = snapshot
         self.now = snapshot.time_s
+        self.estimates = snapshot.estimates if config.estimates == "runtime" else USER_ESTIMATES
         self.free = len(snapshot.idle_nodes())
         running = snapshot.running()
         self.running = running
@@ -532,12 +544,8 @@ class _Cycle:
 
     def running_end_s(self, job: JobView) -> float:
         """When a running job is predicted to end (seconds); ``inf`` when unknown."""
-        end = job.end_time_s if self.config.estimates == "runtime" else None
-        if end is None:
-            end = job.estimated_end_s
-            if end is None:
-                return INFINITY
-        return max(end, self.now)
+        end = self.estimates.end_s(job, self.now)
+        return INFINITY if end is None else max(end, self.now)
 
     def remaining_s(self, job: JobView) -> float:
         return self.running_end_s(job) - self.now
@@ -550,9 +558,7 @@ class _Cycle:
         return (self.now - start) / (end - start)
 
     def pending_runtime_s(self, job: JobView, size: int) -> float:
-        run = job.runtime_at_s(size) if self.config.estimates == "runtime" else None
-        if run is None:
-            run = job.walltime_at_s(size)
+        run = self.estimates.runtime_s(job, size)
         return INFINITY if run is None else run
 
 

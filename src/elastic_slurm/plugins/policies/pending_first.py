@@ -18,6 +18,7 @@ from elastic_slurm.model.decisions import Decision, Expand, Shrink, Start
 from elastic_slurm.model.request import JobKind
 from elastic_slurm.model.snapshot import ClusterSnapshot, JobView
 from elastic_slurm.model.triggers import Trigger
+from elastic_slurm.plugins.kit.queue import growable, releasable, start_order, start_range
 from elastic_slurm.plugins.policy import Policy
 
 
@@ -94,6 +95,14 @@ class PendingFirst(Policy):
     """
 
     name: ClassVar[str] = "pending_first"
+    summary: ClassVar[str] = (
+        "FCFS that shrinks malleable jobs to start pending ones, gives leftover idle nodes to"
+        " them, and serves evolving requests."
+    )
+    paper: ClassVar[str] = "S. K. Ghafoor, PhD dissertation, Mississippi State University, 2007"
+    section: ClassVar[str] = "sections 4.2.4 and 4.3.1"
+    job_kinds: ClassVar[tuple[str, ...]] = ("moldable", "malleable", "evolving")
+    resizes: ClassVar[bool] = True
 
     @dataclasses.dataclass(frozen=True)
     class Config:
@@ -158,7 +167,7 @@ class PendingFirst(Policy):
         """Releases of running evolving jobs (served at once), and the jobs asking to grow."""
         releases: list[Decision] = []
         growers = []
-        for job in sorted(snapshot.running(), key=_start_order):
+        for job in sorted(snapshot.running(), key=start_order):
             if job.kind is not JobKind.EVOLVING or job.resizing or not job.evolving_request:
                 continue
             if job.evolving_request < 0:
@@ -184,58 +193,80 @@ class PendingFirst(Policy):
         jobs asking to grow are served after the pending jobs, before expansions.
         """
         config: PendingFirst.Config = self.config
-        idle = len(snapshot.idle_nodes()) + released
-        pending = snapshot.pending()  # already first come, first served
-        machine = snapshot.node_count
-        resizable = [
+        cycle = _Cycle(snapshot, released, config.shrink_for_pending)
+        blocked = cycle.admit(snapshot.pending())  # 1. maximum fit, FCFS, at minimum sizes
+        cycle.shrink_for_pending()  # 2. release the shortfall
+        cycle.start_admitted()  # 3. leftover idle nodes to the jobs being started
+        for job in growers:  # 3b. evolving jobs asking to grow (thesis 3.1.1.4)
+            cycle.grow_evolving(job)
+        if config.expand_idle:  # 4. idle nodes no pending job can use
+            cycle.expand_idle(blocked)
+        return cycle.decisions
+
+
+class _Cycle:
+    """One cycle of :meth:`PendingFirst._schedule`: its admitted jobs, nodes and decisions."""
+
+    def __init__(self, snapshot: ClusterSnapshot, released: int, shrink: bool) -> None:
+        self.idle = len(snapshot.idle_nodes()) + released
+        self.machine = snapshot.node_count
+        self.shrink = shrink
+        self.resizable = [
             j
-            for j in sorted(snapshot.running(), key=_start_order)
+            for j in sorted(snapshot.running(), key=start_order)
             if j.kind is JobKind.MALLEABLE and not j.resizing
         ]
-        preemptible = sum(_releasable(j) for j in resizable) if config.shrink_for_pending else 0
+        self.admitted: list[tuple[JobView, int, int]] = []
+        self.demand = 0
+        self.leftover = 0
+        self.decisions: list[Decision] = []
+        self.taken: dict[int, int] = {}  # nodes each malleable job gives back this cycle
 
-        # Step 1: maximum fit, first come first served, at minimum sizes.
-        capacity = idle + preemptible
-        admitted: list[tuple[JobView, int, int]] = []
-        blocked: JobView | None = None
-        for job in pending:
-            low, high = _start_range(job)
-            if low > machine:
+    def admit(self, pending: Sequence[JobView]) -> JobView | None:
+        """Step 1: admit pending jobs in order at their minimum; the first that does not fit."""
+        preemptible = sum(releasable(j) for j in self.resizable) if self.shrink else 0
+        capacity = self.idle + preemptible
+        for job in pending:  # already first come, first served
+            low, high = start_range(job)
+            if low > self.machine:
                 continue  # wider than the whole cluster: it can never start, do not wait for it
             if low > capacity:
-                blocked = job
-                break
-            admitted.append((job, low, high))
+                return job
+            self.admitted.append((job, low, high))
             capacity -= low
-        demand = sum(low for _, low, _ in admitted)
+            self.demand += low
+        return None
 
-        # Step 2: release the shortfall, earliest-started malleable job first, maximum first.
-        decisions: list[Decision] = []
-        shortfall = demand - idle
-        if shortfall > 0:
-            served = _served_by_shrinking(admitted, idle)
-            for job in resizable:
-                take = min(_releasable(job), shortfall)
-                if take < 1:
-                    continue
-                decisions.append(
-                    Shrink(
-                        job.job_id,
-                        take,
-                        f"release {take} node(s) for pending job(s) {served}: the "
-                        "earliest-started malleable job gives as much as it can first",
-                    )
+    def shrink_for_pending(self) -> None:
+        """Step 2: the shortfall from the earliest-started malleable job first, maximum first."""
+        shortfall = self.demand - self.idle
+        if shortfall <= 0:
+            return
+        served = _served_by_shrinking(self.admitted, self.idle)
+        for job in self.resizable:
+            take = min(releasable(job), shortfall)
+            if take < 1:
+                continue
+            self.decisions.append(
+                Shrink(
+                    job.job_id,
+                    take,
+                    f"release {take} node(s) for pending job(s) {served}: the "
+                    "earliest-started malleable job gives as much as it can first",
                 )
-                shortfall -= take
-                if shortfall == 0:
-                    break
+            )
+            self.taken[job.job_id] = take
+            shortfall -= take
+            if shortfall == 0:
+                break
 
-        # Step 3: leftover idle nodes to the jobs being started, FCFS, up to their maximum.
-        leftover = max(0, idle - demand)
+    def start_admitted(self) -> None:
+        """Step 3: start the admitted jobs, leftover idle nodes to them FCFS up to their max."""
+        self.leftover = max(0, self.idle - self.demand)
         used = 0
-        for job, low, high in admitted:
-            extra = min(high - low, leftover)
-            leftover -= extra
+        for job, low, high in self.admitted:
+            extra = min(high - low, self.leftover)
+            self.leftover -= extra
             used += low
             if extra > 0:
                 reason = f"first come, first served: minimum {low} + {extra} leftover idle node(s)"
@@ -243,107 +274,72 @@ class PendingFirst(Policy):
                 reason = f"first come, first served: at its minimum of {low} node(s)"
             else:
                 reason = f"first come, first served: {low} node(s)"
-            if used > idle:
+            if used > self.idle:
                 reason += ", using nodes released by shrinking malleable jobs"
-            decisions.append(Start(job.job_id, low + extra, reason))
+            self.decisions.append(Start(job.job_id, low + extra, reason))
 
-        # Step 3b: evolving jobs asking to grow (thesis 3.1.1.4), after the pending jobs: from
-        # the idle nodes left, then from running malleable jobs (earliest-started first, as
-        # much as each can give); a request that cannot be met fully is met partly.
-        taken = {d.job_id: d.count for d in decisions if isinstance(d, Shrink)}
-        for job in growers:
-            want = min(job.evolving_request, job.nodes_max - job.size)
-            from_idle = min(want, leftover)
-            leftover -= from_idle
-            need = want - from_idle
-            for victim in resizable if config.shrink_for_pending else []:
-                take = min(_releasable(victim) - taken.get(victim.job_id, 0), need)
-                if take < 1:
-                    continue
-                taken[victim.job_id] = taken.get(victim.job_id, 0) + take
-                need -= take
-                why = f"release {take} node(s) for evolving job {job.job_id} (3.1.1.4)"
-                earlier = next(
-                    (
-                        i
-                        for i, d in enumerate(decisions)
-                        if isinstance(d, Shrink) and d.job_id == victim.job_id
-                    ),
-                    None,
-                )
-                if earlier is None:
-                    decisions.append(Shrink(victim.job_id, take, why))
-                else:  # one shrink per job and cycle: add to the one for pending jobs
-                    prev = decisions[earlier]
-                    assert isinstance(prev, Shrink)
-                    decisions[earlier] = Shrink(
-                        victim.job_id, prev.count + take, f"{prev.reason}; {why}"
-                    )
-                if need == 0:
-                    break
-            got = want - need
-            if got >= 1:
-                part = (
-                    "" if got == job.evolving_request else f" of the {job.evolving_request} asked"
-                )
-                decisions.append(
-                    Expand(
-                        job.job_id,
-                        got,
-                        f"the application asks for more nodes: {got}{part} (Ghafoor 3.1.1.4)",
-                    )
-                )
-
-        # Step 4: idle nodes no pending job can use go to running malleable jobs.
-        if config.expand_idle and leftover > 0:
-            why = (
-                f"pending job {blocked.job_id} does not fit"
-                if blocked is not None
-                else "no other pending job can start"
+    def grow_evolving(self, job: JobView) -> None:
+        """Step 3b: from the idle nodes left, then from malleable jobs; partly if need be."""
+        want = min(job.evolving_request, job.nodes_max - job.size)
+        from_idle = min(want, self.leftover)
+        self.leftover -= from_idle
+        need = want - from_idle
+        for victim in self.resizable if self.shrink else []:
+            take = min(releasable(victim) - self.taken.get(victim.job_id, 0), need)
+            if take < 1:
+                continue
+            self._take(
+                victim, take, f"release {take} node(s) for evolving job {job.job_id} (3.1.1.4)"
             )
-            for job in resizable:
-                if taken.get(job.job_id):
-                    continue  # being shrunk for an evolving job this very cycle
-                give = min(_growable(job), leftover)
-                if give < 1:
-                    continue
-                decisions.append(
-                    Expand(
-                        job.job_id,
-                        give,
-                        f"{give} idle node(s) unused ({why}): earliest-started malleable "
-                        "job first, up to its maximum",
-                    )
+            need -= take
+            if need == 0:
+                break
+        got = want - need
+        if got >= 1:
+            part = "" if got == job.evolving_request else f" of the {job.evolving_request} asked"
+            self.decisions.append(
+                Expand(
+                    job.job_id,
+                    got,
+                    f"the application asks for more nodes: {got}{part} (Ghafoor 3.1.1.4)",
                 )
-                leftover -= give
-                if leftover == 0:
-                    break
-        return decisions
+            )
 
+    def _take(self, victim: JobView, take: int, why: str) -> None:
+        """Shrink ``victim`` by ``take`` more: one shrink per job and cycle, reasons joined."""
+        self.taken[victim.job_id] = self.taken.get(victim.job_id, 0) + take
+        for i, d in enumerate(self.decisions):
+            if isinstance(d, Shrink) and d.job_id == victim.job_id:
+                self.decisions[i] = Shrink(victim.job_id, d.count + take, f"{d.reason}; {why}")
+                return
+        self.decisions.append(Shrink(victim.job_id, take, why))
 
-def _start_order(job: JobView) -> tuple[float, float, int]:
-    """Sort key of running jobs: earliest start first (unknown start last)."""
-    start = job.start_time_s if job.start_time_s is not None else float("inf")
-    return (start, job.submit_time_s, job.job_id)
-
-
-def _start_range(job: JobView) -> tuple[int, int]:
-    """Return the sizes (nodes) a pending job may start at, as ``(low, high)``, ``low >= 1``."""
-    if job.kind in (JobKind.MOLDABLE, JobKind.MALLEABLE):
-        low = max(1, job.nodes_min)
-        return low, max(low, job.nodes_max)
-    size = max(1, job.nodes_requested)
-    return size, size
-
-
-def _releasable(job: JobView) -> int:
-    """Nodes a running malleable job can give back without going below its minimum."""
-    return max(0, job.size - max(1, job.nodes_min))
-
-
-def _growable(job: JobView) -> int:
-    """Nodes a running malleable job can take without going above its maximum."""
-    return max(0, job.nodes_max - job.size)
+    def expand_idle(self, blocked: JobView | None) -> None:
+        """Step 4: idle nodes left go to running malleable jobs, earliest-started first."""
+        if self.leftover <= 0:
+            return
+        why = (
+            f"pending job {blocked.job_id} does not fit"
+            if blocked is not None
+            else "no other pending job can start"
+        )
+        for job in self.resizable:
+            if self.taken.get(job.job_id):
+                continue  # being shrunk for an evolving job this very cycle
+            give = min(growable(job), self.leftover)
+            if give < 1:
+                continue
+            self.decisions.append(
+                Expand(
+                    job.job_id,
+                    give,
+                    f"{give} idle node(s) unused ({why}): earliest-started malleable "
+                    "job first, up to its maximum",
+                )
+            )
+            self.leftover -= give
+            if self.leftover == 0:
+                break
 
 
 def _served_by_shrinking(admitted: Sequence[tuple[JobView, int, int]], idle: int) -> str:

@@ -155,6 +155,7 @@ def evolving_jobs(
                 walltime_s=total,
                 speedup=Amdahl(0.0),
                 evolving=tuple(events),
+                evolution_profile=tuple((float(d), int(n)) for d, n in steps),
             )
         )
     return tuple(jobs)

@@ -1,0 +1,156 @@
+"""Busy nodes over time: a resource *evolution profile* (Klein and Pérez 2011, section 3.1).
+
+A step function of absolute time that planners add requests to and query for the most nodes
+busy over an interval (the paper's ``max`` and ``loc``). Used by :mod:`klein_perez`'s ``fit``
+and by CooRMv2's conservative backfilling of pre-allocations.
+"""
+
+from __future__ import annotations
+
+import bisect
+
+from elastic_slurm.plugins.kit.queue import INFINITY
+
+
+class Occupancy:
+    """A resource EP: nodes busy over absolute time, a step function.
+
+    ``vals[i]`` nodes are busy on ``[times[i], times[i + 1])`` and ``vals[-1]`` from
+    ``times[-1]`` on; none before ``times[0]``.
+
+    Parameters
+    ----------
+    origin_s
+        The first time of interest (seconds); queries start there or later.
+
+    >>> occ = Occupancy(0.0)
+    >>> occ.add(0.0, 10.0, 3)
+    >>> occ.add(5.0, 20.0, 2)
+    >>> occ.max_and_last_end(0.0, 8.0), occ.max_and_first_start(6.0, 30.0)
+    ((5, 10.0), (5, 5.0))
+    """
+
+    __slots__ = ("times", "vals")
+
+    def __init__(self, origin_s: float = 0.0) -> None:
+        self.times = [origin_s]
+        self.vals = [0]
+
+    def _split(self, t: float) -> int:
+        times = self.times
+        i = bisect.bisect_left(times, t)
+        if i < len(times) and times[i] == t:
+            return i
+        times.insert(i, t)
+        self.vals.insert(i, self.vals[i - 1] if i > 0 else 0)
+        return i
+
+    def add(self, start_s: float, end_s: float, nodes: int) -> None:
+        """Add ``nodes`` (negative to remove) on ``[start_s, end_s)``."""
+        if not end_s > start_s or nodes == 0:
+            return
+        i = self._split(start_s)
+        k = self._split(end_s) if end_s < INFINITY else len(self.times)
+        vals = self.vals
+        for j in range(i, k):
+            vals[j] += nodes
+
+    def max_and_last_end(self, t0: float, t1: float) -> tuple[int, float]:
+        """The paper's ``max(ep, t0, t1)`` and ``loc(ep, t0, t1)``.
+
+        Returns the most nodes busy on ``[t0, t1)`` (0 when ``t0 >= t1``) and the end of the
+        last segment where that many are busy. The paper restricts ``loc`` to ``[t0, t1]``;
+        the segment's true end is an equally safe place to jump to (every start before it
+        overlaps the segment) and saves iterations.
+        """
+        if not t1 > t0:
+            return 0, t0
+        times, vals = self.times, self.vals
+        j = bisect.bisect_right(times, t0) - 1
+        n = len(times)
+        best = 0 if j < 0 else vals[j]
+        last = times[0] if j < 0 else (times[j + 1] if j + 1 < n else INFINITY)
+        j += 1
+        while j < n and times[j] < t1:
+            v = vals[j]
+            if v >= best:
+                best = v
+                last = times[j + 1] if j + 1 < n else INFINITY
+            j += 1
+        return best, last
+
+    def max_and_first_start(self, t0: float, t1: float) -> tuple[int, float]:
+        """The most nodes busy on ``[t0, t1)`` and the start of the first segment with that many.
+
+        The mirror image of :meth:`max_and_last_end`, for compacting (right to left).
+        """
+        if not t1 > t0:
+            return 0, t1
+        times, vals = self.times, self.vals
+        j = bisect.bisect_right(times, t0) - 1
+        n = len(times)
+        best = 0 if j < 0 else vals[j]
+        first = -INFINITY if j < 0 else times[j]
+        j += 1
+        while j < n and times[j] < t1:
+            v = vals[j]
+            if v > best:
+                best = v
+                first = times[j]
+            j += 1
+        return best, first
+
+    def earliest(self, need: int, duration_s: float, cap: int, t0_s: float) -> float:
+        """The earliest start at or after ``t0_s`` where ``need`` more nodes fit (seconds).
+
+        For ``duration_s`` seconds on a machine of ``cap`` nodes; ``math.inf`` when never.
+
+        What Klein and Pérez's ``fit`` (Algorithm 2) gives for a one-step request, found in
+        one pass: a feasible start is ``t0_s`` or the start of a segment, and a segment with
+        too many nodes busy rules out every start before its end.
+
+        >>> occ = Occupancy(0.0)
+        >>> occ.add(0.0, 10.0, 3)
+        >>> occ.earliest(2, 5.0, 4, 0.0), occ.earliest(1, 5.0, 4, 0.0)
+        (10.0, 0.0)
+        """
+        if need > cap:
+            return INFINITY
+        if not duration_s > 0.0:
+            return t0_s  # an empty interval fits anywhere
+        limit = cap - need  # most nodes that may be busy
+        times, vals = self.times, self.vals
+        n = len(times)
+        i = bisect.bisect_right(times, t0_s) - 1
+        start = t0_s
+        if i < 0:  # t0_s before the origin: nothing busy until times[0]
+            if start + duration_s <= times[0]:
+                return start
+            i = 0
+            start = times[0] if vals[0] > limit else start
+        while i < n:
+            if vals[i] > limit:
+                i += 1
+                if i == n:
+                    return INFINITY
+                start = times[i]
+                continue
+            end = start + duration_s
+            j = i + 1
+            while j < n and times[j] < end and vals[j] <= limit:
+                j += 1
+            if j >= n or times[j] >= end:
+                return start
+            i = j + 1  # vals[j] > limit: no start before times[j + 1] can work
+            if i == n:
+                return INFINITY
+            start = times[i]
+        return INFINITY
+
+    def value_at(self, t: float) -> int:
+        """Nodes busy at time ``t``."""
+        j = bisect.bisect_right(self.times, t) - 1
+        return 0 if j < 0 else self.vals[j]
+
+
+__all__ = ["Occupancy"]
