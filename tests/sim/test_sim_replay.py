@@ -18,6 +18,7 @@ from elastic_slurm.model import (
     Trigger,
     TriggerKind,
 )
+from elastic_slurm.model.estimates import TRUE_RUNTIMES
 from elastic_slurm.model.speedup import Linear, LinearResizeCost
 from elastic_slurm.plugins.policies.easy_backfill import EasyBackfill
 from elastic_slurm.plugins.policies.fcfs import FCFS
@@ -437,7 +438,8 @@ def test_sim_snapshot_behaves_as_the_plain_snapshot() -> None:
     assert len(seen) > 4
     for snap in seen:
         assert type(snap) is ClusterSnapshot  # no subclass
-        plain = ClusterSnapshot(snap.time_s, snap.jobs, snap.nodes)
+        plain = ClusterSnapshot(snap.time_s, snap.jobs, snap.nodes, estimates=snap.estimates)
+        assert snap.estimates is TRUE_RUNTIMES  # the simulator knows the true run times
         assert plain == snap
         assert plain.jobs == snap.jobs and plain.nodes == snap.nodes
         assert plain.pending() == snap.pending()

@@ -38,7 +38,7 @@ COMMANDS: dict[str, str] = {
     "run": "run an elastic MPI application inside its Slurm job (in a batch script)",
     "demo": "run heat2d as a malleable job that grows and shrinks on the local cluster",
     "controller": "run a scheduling policy against live Slurm",
-    "policies": "list the scheduling policies and load errors",
+    "policies": "list the scheduling policies, what each does, and load errors",
     "doctor": (
         "probe Slurm and MPI and say how jobs will grow (runs a test MPI spawn here and two "
         "one-node job steps, srun and mpirun, on the cluster)"
