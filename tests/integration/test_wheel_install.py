@@ -165,9 +165,11 @@ def test_the_python_api_of_the_wheel_runs_a_job(installed: Venv, local_cluster, 
     assert res.stdout.split() == ["COMPLETED", "from-the-wheel"]
 
 
-def test_the_simulator_names_its_extra_on_the_base_install(installed: Venv):
+def test_the_simulator_runs_on_the_base_install_and_its_plots_name_the_extra(installed: Venv):
     trace = tiny_swf(installed.cwd / "tiny.swf")
-    res = installed.cli("simulate", str(trace), "--json")
+    res = installed.cli("simulate", str(trace), "--json")  # the simulator needs no numpy
+    assert res.returncode == 0 and json.loads(res.stdout.splitlines()[-1])["jobs"] > 0, _clean(res)
+    res = installed.cli("simulate", str(trace), "--plot", str(installed.cwd / "p.png"))
     text = _clean(res)
     assert res.returncode != 0 and f"[{EXTRA}]" in res.stderr, text
     assert len(res.stderr.strip().splitlines()) == 1, text

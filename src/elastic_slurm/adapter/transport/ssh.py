@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import os
 import re
 import select
 import shlex
@@ -189,6 +190,36 @@ def _prefer_known_key_types(known: list[paramiko.PKey]) -> Callable[..., paramik
     return factory
 
 
+class _ProxyCommand(paramiko.ProxyCommand):
+    """paramiko's ProxyCommand, whose ``recv`` says end of file as a socket does.
+
+    paramiko's own ``recv`` loops on an output that has ended until its timeout (the banner
+    timeout: 10 s by default), so a ProxyCommand that exits at once looked like a slow login
+    node. Returning what was read (``b""`` at the end) lets paramiko see the end at once.
+    """
+
+    def recv(self, size: int) -> bytes:
+        """Up to ``size`` bytes of the command's output; ``b""`` once it has ended.
+
+        Raises
+        ------
+        TimeoutError
+            Nothing arrived within ``self.timeout`` seconds (``socket.timeout``).
+        paramiko.ProxyCommandFailure
+            Reading the command's output failed.
+        """
+        fd = self.process.stdout.fileno()
+        try:
+            ready, _, _ = select.select([fd], [], [], self.timeout)
+            if not ready:
+                raise TimeoutError(f"no output from the ProxyCommand in {self.timeout} s")
+            return os.read(fd, size)  # b"" at the end of its output
+        except OSError as exc:
+            if isinstance(exc, TimeoutError):
+                raise
+            raise paramiko.ProxyCommandFailure(" ".join(self.cmd), exc.strerror) from exc
+
+
 class SSHTransport(Transport):
     """Commands on a login node over one reused SSH connection (see the module docstring).
 
@@ -276,7 +307,7 @@ class SSHTransport(Transport):
     def _proxy(target: SSHTarget) -> paramiko.ProxyCommand:
         """Start ``target``'s ``ProxyCommand`` (its argument list, no shell)."""
         try:
-            return paramiko.ProxyCommand(target.proxy_command)
+            return _ProxyCommand(target.proxy_command)
         except (OSError, ValueError) as exc:
             raise ConfigError(
                 f"the ProxyCommand of {target.label} ({target.proxy_command!r}) cannot be "
@@ -352,6 +383,11 @@ class SSHTransport(Transport):
                 raise
             if isinstance(exc, paramiko.AuthenticationException):
                 raise self._error(target, exc, keys=keys) from exc
+            if isinstance(sock, paramiko.ProxyCommand):
+                try:  # its output ended: give it a moment to be reaped
+                    sock.process.wait(timeout=1.0)
+                except Exception:  # noqa: BLE001 - still running: not its failure
+                    pass
             if isinstance(sock, paramiko.ProxyCommand) and sock.process.poll() is not None:
                 said = (sock.process.stderr.read() or b"").decode(errors="replace").strip()
                 raise SlurmCommandError(
