@@ -10,12 +10,38 @@ Estimates in Scheduling the IBM SP2 with Backfilling", IEEE TPDS 12(6), 2001, se
 from __future__ import annotations
 
 import bisect
+import dataclasses
 from collections.abc import Iterable
 from typing import Literal
 
 from elastic_slurm.model.estimates import USER_ESTIMATES, RuntimeEstimates
 from elastic_slurm.model.snapshot import ClusterSnapshot, JobView
 from elastic_slurm.plugins.kit.queue import INFINITY
+
+
+@dataclasses.dataclass(frozen=True)
+class BackfillOptions:
+    """Options of the backfilling baselines (EASY and conservative).
+
+    Parameters
+    ----------
+    estimates
+        ``"walltime"``: run times are the users' time limits (the paper's setting, and what a
+        live site has); ``"runtime"``: the snapshot's estimates (the simulator's true run
+        times), so that an elastic policy run with perfect knowledge can be compared with this
+        baseline given the same knowledge.
+
+    Raises
+    ------
+    ValueError
+        For another value.
+    """
+
+    estimates: str = "walltime"
+
+    def __post_init__(self) -> None:
+        if self.estimates not in ("walltime", "runtime"):
+            raise ValueError(f"estimates must be 'walltime' or 'runtime', got {self.estimates!r}")
 
 
 def estimates_for(
@@ -137,4 +163,11 @@ class FreeProfile:
             free[j] -= need
 
 
-__all__ = ["FreeProfile", "estimate_s", "estimated_end_s", "estimates_for", "shadow"]
+__all__ = [
+    "BackfillOptions",
+    "FreeProfile",
+    "estimate_s",
+    "estimated_end_s",
+    "estimates_for",
+    "shadow",
+]

@@ -8,7 +8,6 @@ delays no job ahead of it in the queue, not just the first.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import ClassVar
 
@@ -16,6 +15,7 @@ from elastic_slurm.model.decisions import Decision, Start
 from elastic_slurm.model.snapshot import ClusterSnapshot
 from elastic_slurm.model.triggers import Trigger
 from elastic_slurm.plugins.kit.backfill import (
+    BackfillOptions,
     FreeProfile,
     estimate_s,
     estimated_end_s,
@@ -57,31 +57,7 @@ class ConservativeBackfill(Policy):
     job_kinds: ClassVar[tuple[str, ...]] = ("rigid",)
     resizes: ClassVar[bool] = False
 
-    @dataclasses.dataclass(frozen=True)
-    class Config:
-        """Options of :class:`ConservativeBackfill`.
-
-        Parameters
-        ----------
-        estimates
-            ``"walltime"``: run times are the users' time limits (the paper's setting, and
-            what a live site has); ``"runtime"``: the snapshot's estimates (the simulator's
-            true run times), so that an elastic policy run with perfect knowledge can be
-            compared with this baseline given the same knowledge.
-
-        Raises
-        ------
-        ValueError
-            For another value.
-        """
-
-        estimates: str = "walltime"
-
-        def __post_init__(self) -> None:
-            if self.estimates not in ("walltime", "runtime"):
-                raise ValueError(
-                    f"estimates must be 'walltime' or 'runtime', got {self.estimates!r}"
-                )
+    Config: ClassVar[type] = BackfillOptions
 
     def decide(self, snapshot: ClusterSnapshot, trigger: Trigger) -> list[Decision]:
         """Start the jobs whose reservation, made in queue order, is now."""

@@ -11,13 +11,18 @@ real reservation: a later job starts early only if it cannot delay it.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import ClassVar
 
 from elastic_slurm.model.decisions import Decision, Start
 from elastic_slurm.model.snapshot import ClusterSnapshot
 from elastic_slurm.model.triggers import Trigger
-from elastic_slurm.plugins.kit.backfill import estimate_s, estimated_end_s, estimates_for, shadow
+from elastic_slurm.plugins.kit.backfill import (
+    BackfillOptions,
+    estimate_s,
+    estimated_end_s,
+    estimates_for,
+    shadow,
+)
 from elastic_slurm.plugins.kit.queue import start_size
 from elastic_slurm.plugins.policy import Policy
 
@@ -54,31 +59,7 @@ class EasyBackfill(Policy):
     job_kinds: ClassVar[tuple[str, ...]] = ("rigid",)
     resizes: ClassVar[bool] = False
 
-    @dataclasses.dataclass(frozen=True)
-    class Config:
-        """Options of :class:`EasyBackfill`.
-
-        Parameters
-        ----------
-        estimates
-            ``"walltime"``: run times are the users' time limits (the paper's setting, and
-            what a live site has); ``"runtime"``: the snapshot's estimates (the simulator's
-            true run times), so that an elastic policy run with perfect knowledge can be
-            compared with this baseline given the same knowledge.
-
-        Raises
-        ------
-        ValueError
-            For another value.
-        """
-
-        estimates: str = "walltime"
-
-        def __post_init__(self) -> None:
-            if self.estimates not in ("walltime", "runtime"):
-                raise ValueError(
-                    f"estimates must be 'walltime' or 'runtime', got {self.estimates!r}"
-                )
+    Config: ClassVar[type] = BackfillOptions
 
     def decide(self, snapshot: ClusterSnapshot, trigger: Trigger) -> list[Decision]:
         """Start the queue's fitting prefix, then backfill around the head's reservation."""
