@@ -587,20 +587,20 @@ our reconstructions decide the outcome (the sensitivity table below tries the ot
   allocation, whose runs are longer ({par_run:.0f} s against {aux_run:.0f} s) on fewer nodes.
   Read as starting a job on any size from one node up (`aux_from_one`, Fig. 9 alone allows
   it), the auxiliary approach starts jobs near their knee without waiting, and parallel
-  allocation loses at every point: the paper's Figs. 13-14 rule that reading out.
+  allocation loses to it (the `aux_from_one` row), against the paper's Figs. 13-14.
 * *The improved policy against fair share.* Our fair-share baseline is the strongest reading
   of [9, 10]: the first waiting job gets the size of earliest completion under exact run
   times and a reservation, later jobs backfill around it (EASY), and no job gets more nodes
   than its size of highest speedup; jobs wait {fs_wait:.0f} s on average, against
-  {imp_wait:.0f} s under the improved policy, which never reserves or backfills. Only the
+  {imp_wait:.0f} s under the improved policy, which never reserves or backfills. The
   readings without that cap (`fs_no_speedup_cap`, `fs_no_cap_strict_fcfs`: the paper gives
-  the limit as the only cap) let the improved policy win, and then at load factor 1 only; no
-  reading tried reproduces the paper's improvement at every load factor, nor its "up to 89 %".
+  the limit as the only cap) weaken the baseline most; the table says where the improved
+  policy then wins.
 * *The improved policy against parallel allocation.* Holding jobs back when releases are due,
   instead of starting every waiting job on a sliver of the machine, shortens the runs more
   than it lengthens the waits: the mechanism of the paper's Figs. 10 and 11. Fig. 12 read
   line by line (`improved_as_printed`: the first job alone takes every free node, even those
-  it cannot use) loses this too.
+  it cannot use) is in the table.
 
 """
 
