@@ -119,7 +119,9 @@ def test_each_reading_changes_what_it_names_and_nothing_else(name: str) -> None:
         )
     for s, instead in reading.algorithms.items():
         assert read("w", 20, s) == get("w", 20, instead) != get("w", 20, s)
-        assert read("w", 20, s, "random") == get("w", 20, s, "random")  # gain priority only
+        # not where priorities are compared (Table 3 names every priority, gain too)
+        assert read("w", 20, s, "random") == get("w", 20, s, "random")
+        assert read("w", 20, s, "gain") == get("w", 20, s, "gain")
     if reading.rigid:
         assert read("w", 0) == get("w", 0, reading.rigid) != get("w", 0)
     else:
