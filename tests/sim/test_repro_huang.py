@@ -6,8 +6,28 @@ from pathlib import Path
 
 import pytest
 
+from elastic_slurm.model import (
+    ClusterSnapshot,
+    JobKind,
+    JobState,
+    JobView,
+    NodeState,
+    NodeView,
+    Trigger,
+)
+from elastic_slurm.model.speedup import DowneyLow
+from elastic_slurm.plugins.policy import Policy
 from elastic_slurm.simulator.repro import Section
-from elastic_slurm.simulator.repro.huang import SDSC, reproduce, simulate, trace_dir
+from elastic_slurm.simulator.repro.huang import (
+    POLICIES,
+    READINGS,
+    SDSC,
+    ImprovedAsPrinted,
+    reproduce,
+    sensitivity_table,
+    simulate,
+    trace_dir,
+)
 
 pytestmark = pytest.mark.skipif(
     not (trace_dir() / SDSC).is_file(), reason=f"the SDSC-SP2 trace is not in {trace_dir()}"
@@ -41,3 +61,99 @@ def test_one_workload_is_deterministic() -> None:
     assert strip == {p: {k: v for k, v in m.items() if k != "seconds"} for p, m in second.items()}
     assert set(first) == {"auxiliary", "parallel", "improved", "fairshare"}
     assert all(m["jobs"] == 300 for m in first.values())
+
+
+# ------------------------------------------------------------------ readings under test
+def _snapshot(idle: int, *jobs: JobView) -> ClusterSnapshot:
+    nodes = [NodeView(f"i{k:02d}", NodeState.IDLE) for k in range(idle)]
+    for job in jobs:
+        nodes += [NodeView(n, NodeState.ALLOCATED) for n in job.nodes]
+    return ClusterSnapshot(1000.0, jobs, tuple(sorted(nodes, key=lambda n: n.name)))
+
+
+def _pending(job_id: int, requested: int = 4) -> JobView:
+    return JobView(
+        job_id=job_id,
+        kind=JobKind.MOLDABLE,
+        state=JobState.PENDING,
+        nodes=(),
+        nodes_requested=requested,
+        nodes_min=1,
+        nodes_max=16,
+        submit_time_s=float(job_id),
+        walltime_s=2000.0,
+        runtime_s=1000.0,
+        speedup=DowneyLow(4, 0.5),  # highest speedup from 2A - 1 = 7 nodes
+    )
+
+
+def _running(job_id: int, nodes: tuple[str, ...], ends_in_s: float) -> JobView:
+    return JobView(
+        job_id=job_id,
+        kind=JobKind.RIGID,
+        state=JobState.RUNNING,
+        nodes=nodes,
+        nodes_requested=len(nodes),
+        nodes_min=len(nodes),
+        nodes_max=len(nodes),
+        submit_time_s=0.0,
+        start_time_s=0.0,
+        runtime_s=1000.0 + ends_in_s,
+        estimated_end_s=1000.0 + ends_in_s,
+        end_time_s=1000.0 + ends_in_s,
+    )
+
+
+def _starts(policy: Policy, snap: ClusterSnapshot) -> list[tuple[int, int]]:
+    return [(d.job_id, d.nodes) for d in policy.decide(snap, Trigger.periodic())]
+
+
+def test_the_default_auxiliary_waits_for_the_users_size_and_aux_from_one_does_not() -> None:
+    # 3 nodes free, the first job asked for 4: the default reading of [18] keeps it waiting
+    # (first come, first served), the aux_from_one reading starts it on 3 (below its knee 4)
+    snap = _snapshot(3, _pending(1, requested=4))
+    assert _starts(POLICIES["auxiliary"](), snap) == []
+    assert _starts(READINGS["aux_from_one"].policies["auxiliary"](), snap) == [(1, 3)]
+
+
+def test_improved_as_printed_starts_only_the_first_job_with_every_free_node() -> None:
+    # 2 waiting jobs, 2 future releases: Fig. 12's serial branch (lines 9-13) starts the first
+    # job alone; uncapped it takes all 12 free nodes, capped it takes 7 (2A - 1). The default
+    # improved policy gives the nodes the first cannot use to the second.
+    ends = (_running(10, ("r0",), 50.0), _running(11, ("r1",), 80.0))
+    snap = _snapshot(12, *ends, _pending(1), _pending(2))
+    assert _starts(POLICIES["improved"](), snap) == [(1, 7), (2, 5)]
+    assert _starts(ImprovedAsPrinted(), snap) == [(1, 12)]
+    assert _starts(ImprovedAsPrinted(cap=True), snap) == [(1, 7)]
+
+
+def test_fair_share_first_at_limit_waits_for_its_whole_limit() -> None:
+    # 4 nodes, one running a sequential job (left out of the fair-share sums) for 500 s more:
+    # the waiting job's limit is 4. T(n) is 3.75/n + 0.25 (x 1000 s / T(4)): 1263 s on the 3
+    # free nodes now, 1000 s on 4 from t + 500 s. The default takes the earliest completion
+    # (3 nodes now), the reading waits for its whole limit.
+    snap = _snapshot(3, _running(10, ("r0",), 500.0), _pending(1))
+    assert _starts(POLICIES["fairshare"](), snap) == [(1, 3)]
+    assert _starts(READINGS["fs_first_at_limit"].policies["fairshare"](), snap) == []
+
+
+@pytest.mark.parametrize("name", sorted(READINGS))
+def test_each_reading_changes_what_it_names(name: str) -> None:
+    task = (SDSC, 1000, "downey_low", 1, "log_uniform", "")
+    base = simulate(task)
+    read = simulate((*task[:5], name))
+    reading = READINGS[name]
+    # only the replaced policies run (all four when the workload changes)
+    assert set(read) == (set(reading.policies) or set(POLICIES))
+    changed = [p for p in read if read[p]["tat"] != base[p]["tat"]]
+    assert changed, f"{name} changed no policy's turnaround"
+    if reading.parallelism == "log_uniform":
+        assert set(changed) <= set(reading.policies)
+
+
+def test_sensitivity_table_counts_agreements_per_reading() -> None:
+    cells = [("downey_low", 1)]
+    table = sensitivity_table(cells, lambda *a: 10.0, lambda name, *a: -1.0)
+    assert table[0][:3] == ("default", 3, 3)
+    assert [r[0] for r in table[1:]] == list(READINGS)
+    assert all(r[1:3] == (0, 3) for r in table[1:])

@@ -87,3 +87,57 @@ def test_a_run_is_deterministic_with_the_random_priority() -> None:
     first = run(workload, policy, conversion=conversion, seed=1)
     again = run(workload, LinaElastic(policy.config), conversion=conversion, seed=1)
     assert first == again
+
+
+# ------------------------------------------------------------------ readings under test
+def _fake_runs() -> dict[tuple[str, int, str, str], dict[str, float]]:
+    metrics = {"tat": 1.0, "util": 0.5, "bsld": 2.0, "sld": 9.0}
+    metrics |= {"util_computing": 0.4, "util_start_span": 0.6}
+    runs = {}
+    for s in (*lina.ALGORITHMS, lina.USERS_ESTIMATES):
+        for prio in ("gain", "random"):
+            runs[("w", 20, s, prio)] = {**metrics, "tat": float(len(s) + len(prio))}
+    runs[("w", 0, "default", "gain")] = {**metrics, "tat": 100.0}
+    runs[("w", 0, lina.USERS_ESTIMATES, "gain")] = {**metrics, "tat": 200.0}
+    return runs
+
+
+@pytest.mark.parametrize("name", sorted(lina.READINGS))
+def test_each_reading_changes_what_it_names_and_nothing_else(name: str) -> None:
+    runs = _fake_runs()
+
+    def get(w: str, p: int, s: str = "default", prio: str = "gain") -> dict[str, float]:
+        return runs[(w, p, s, prio)]
+
+    reading = lina.READINGS[name]
+    read = lina.reading_getter(get, reading)
+    for key, source in reading.metrics.items():
+        assert (
+            read("w", 20, "system")[key]
+            == get("w", 20, "system")[source]
+            != get("w", 20, "system")[key]
+        )
+    for s, instead in reading.algorithms.items():
+        assert read("w", 20, s) == get("w", 20, instead) != get("w", 20, s)
+        # not where priorities are compared (Table 3 names every priority, gain too)
+        assert read("w", 20, s, "random") == get("w", 20, s, "random")
+        assert read("w", 20, s, "gain") == get("w", 20, s, "gain")
+    if reading.rigid:
+        assert read("w", 0) == get("w", 0, reading.rigid) != get("w", 0)
+    else:
+        assert read("w", 0)["tat"] == get("w", 0)["tat"]
+    if not reading.algorithms:
+        assert read("w", 20, "system")["tat"] == get("w", 20, "system")["tat"]
+
+
+def test_the_readings_metrics_are_measured_in_every_run() -> None:
+    m = lina.simulate((lina.SYNTHETIC, 200, 100, "default", "gain"))
+    assert m["sld"] >= m["bsld"] > 0  # plain slowdown is never below the bounded one here
+    assert 0 < m["util_computing"] <= m["util"]  # resizes are left out
+    assert m["util_start_span"] >= m["util"]  # the span from the first start is not longer
+
+
+def test_the_quick_report_has_a_sensitivity_row_per_reading(tmp_path: Path) -> None:
+    section = lina.reproduce(tmp_path, quick=True)
+    for name in ("default", *lina.READINGS):
+        assert f"| `{name}` |" in section.markdown

@@ -5,7 +5,8 @@ HPC as a Service with Application Speedup Model and Execution Time Information",
 every job of the SDSC-SP2 log moldable on its 128 processors, with Downey's low- or
 high-variance speedup model (random ``A`` and ``sigma``), at integer load factors that multiply
 the run times. Figs. 13-14 compare their section 3 approach (parallel allocation, our
-``huang_moldable`` with ``variant="parallel"``) with the auxiliary approach of their [18];
+``huang_moldable`` with ``variant="parallel"``) with the auxiliary approach of their [18]
+(``variant="auxiliary"``, a job started at its user's size or more, up to its knee);
 Figs. 15-16 their improved approach (Fig. 12, ``variant="improved"``) with the corrected
 modified fair-share strategy of their [9] (``huang_fairshare``) and with the section 3
 approach. The paper prints no number from these figures, only the largest improvements in
@@ -30,13 +31,16 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+from elastic_slurm.model import ClusterSnapshot, Decision, JobView, Trigger
 from elastic_slurm.plugins.policies.huang import (
+    ExecutionTime,
     FairShareConfig,
     HuangConfig,
     HuangMoldable,
@@ -53,13 +57,134 @@ SDSC = "SDSC-SP2-1998-4.2-cln.swf.gz"
 OTHERS = ("KTH-SP2-1996-2.1-cln.swf.gz", "lublin_256.swf.gz")
 MODELS = {"downey_low": "low variance", "downey_high": "high variance"}
 FIGURES = {"downey_low": ("13", "15"), "downey_high": ("14", "16")}
-#: The four policies of every comparison, by our short name.
+#: The four policies of every comparison, by our short name. The auxiliary approach of [18]
+#: starts a job at its user's size or more (``auxiliary_min="request"``): section 5 says the
+#: HPCaaS approach "not only can relieve users' burden of specifying an appropriate amount of
+#: processors upon job submission, but also outperforms the previous method", so [18] is a
+#: method where users give a size, and Fig. 9 has it add nodes up to the knee. The reading
+#: where it may start a job on one node is the ``aux_from_one`` row of :data:`READINGS`.
 POLICIES: dict[str, Callable[[], Policy]] = {
-    "auxiliary": lambda: HuangMoldable(HuangConfig("auxiliary", auxiliary_min="one")),
+    "auxiliary": lambda: HuangMoldable(HuangConfig("auxiliary", auxiliary_min="request")),
     "parallel": lambda: HuangMoldable(HuangConfig("parallel")),
     "improved": lambda: HuangMoldable(HuangConfig("improved")),
     "fairshare": lambda: ModifiedFairShare(FairShareConfig()),
 }
+
+
+class FairShareFirstAtLimit(ModifiedFairShare):
+    """A reading under test of [9]: the first waiting job waits for its whole fair-share limit.
+
+    :class:`ModifiedFairShare` gives the first job the size, up to its limit, that completes
+    earliest; here it takes exactly its limit (the smaller of the limit and its size range's
+    top), as a submit-time reading of "a limit on the maximum allowable amount of processors"
+    (Huang et al. section 4.1) would. Backfilled jobs are unchanged.
+    """
+
+    @staticmethod
+    def _earliest(  # noqa: PLR0913
+        job: JobView,
+        low: int,
+        high: int,
+        free: int,
+        profile: list[tuple[float, int]],
+        now: float,
+        source: ExecutionTime,
+    ) -> tuple[float, int, int]:
+        return ModifiedFairShare._earliest(job, high, high, free, profile, now, source)
+
+
+class ImprovedAsPrinted(HuangMoldable):
+    """A reading under test of Huang et al.'s Fig. 12, line by line.
+
+    :class:`HuangMoldable` (``variant="improved"``) gives nodes the chosen jobs cannot use to
+    the next waiting jobs and caps every job at its size of highest speedup. Fig. 12 starts
+    only the first ``numRD`` jobs (lines 1-6) or only the first job "with all current free
+    processors" (lines 11-12), so here nothing else starts; ``cap=False`` also caps no size
+    (line 12 read literally: all free nodes, even those it cannot use).
+    """
+
+    def __init__(self, cap: bool = False) -> None:
+        super().__init__(HuangConfig("improved", cap_at_max_speedup=cap))
+
+    def decide(self, snapshot: ClusterSnapshot, trigger: Trigger) -> list[Decision]:
+        """The default's starts, cut to Fig. 12's ``numRD`` jobs, or to its first job."""
+        decisions = super().decide(snapshot, trigger)
+        n = len(snapshot.pending()) - self._releases(snapshot)
+        return decisions[: max(n, 1)]
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One reading of what the paper leaves open, run beside the default.
+
+    Attributes
+    ----------
+    what
+        What it changes, in words.
+    source
+        Where the paper is ambiguous (section, figure).
+    policies
+        Policies replaced, by short name (:data:`POLICIES`); the others are the default's.
+    parallelism
+        How Downey's ``A`` is drawn (``HuangConversion.parallelism``).
+    """
+
+    what: str
+    source: str
+    policies: Mapping[str, Callable[[], Policy]] = field(default_factory=dict)
+    parallelism: str = "log_uniform"
+
+
+#: Readings under test, by name: each is run at the SDSC-SP2 points and its agreement count
+#: reported beside the default's (the sensitivity table).
+READINGS: dict[str, Reading] = {
+    "aux_from_one": Reading(
+        "[18] may start a job on any size from one node up to its knee (serial, knee-capped)",
+        "sec. 3, Fig. 9 (the only description of [18])",
+        {"auxiliary": lambda: HuangMoldable(HuangConfig("auxiliary", auxiliary_min="one"))},
+    ),
+    "fs_strict_fcfs": Reading(
+        "fair share [9] without backfilling (strict first come, first served)",
+        "sec. 4.1 gives only the limit's formula; sec. 2 calls [9, 10] 'aggressive'",
+        {"fairshare": lambda: ModifiedFairShare(FairShareConfig(backfill=False))},
+    ),
+    "fs_first_at_limit": Reading(
+        "fair share [9]: the first waiting job waits for its whole limit",
+        "sec. 4.1 ('a limit on the maximum allowable amount of processors')",
+        {"fairshare": FairShareFirstAtLimit},
+    ),
+    "fs_no_speedup_cap": Reading(
+        "fair share [9] not capped at the size of highest speedup",
+        "sec. 4.1 (the limit is the only cap given)",
+        {"fairshare": lambda: ModifiedFairShare(FairShareConfig(cap_at_max_speedup=False))},
+    ),
+    "improved_as_printed": Reading(
+        "improved approach exactly as Fig. 12 prints it (only numRD jobs or the first job, "
+        "all free nodes, no cap)",
+        "sec. 4.2, Fig. 12 lines 1-14",
+        {"improved": ImprovedAsPrinted},
+    ),
+    "improved_as_printed_capped": Reading(
+        "improved approach as Fig. 12 prints it, but no job above its size of highest speedup",
+        "sec. 4.2, Fig. 12 lines 1-14",
+        {"improved": lambda: ImprovedAsPrinted(cap=True)},
+    ),
+    "fs_no_cap_strict_fcfs": Reading(
+        "fair share [9] neither capped at the size of highest speedup nor backfilling",
+        "sec. 4.1 (the limit is the only cap given, and no scheduler around it)",
+        {
+            "fairshare": lambda: ModifiedFairShare(
+                FairShareConfig(cap_at_max_speedup=False, backfill=False)
+            )
+        },
+    ),
+    "a_trace": Reading(
+        "Downey's A is each job's trace size instead of log-uniform on [1, 128]",
+        "sec. 5 ('sigma and A ... were generated randomly')",
+        parallelism="trace",
+    ),
+}
+
 #: Improvements reported: (policy, baseline, the paper's largest improvement in %).
 COMPARISONS = (
     ("parallel", "auxiliary", 78.0),
@@ -86,8 +211,8 @@ SEED = 1
 Task = tuple[str, int | None, str, int, str, str]
 """``(trace, jobs or None for all, model, load factor, A's distribution, variant)``.
 
-``variant`` is ``""`` for the four policies of :data:`POLICIES`, ``"aux_request"`` for the
-auxiliary approach that starts a job only with its trace size or more.
+``variant`` is ``""`` for the four policies of :data:`POLICIES`, or the name of a reading of
+:data:`READINGS`: then only the policies it replaces run (on its workload, if it changes it).
 """
 
 
@@ -104,18 +229,18 @@ def _trace_in(folder: Path, name: str, jobs: int | None) -> Workload:
 def simulate(task: Task) -> dict[str, dict[str, float]]:
     """Run one workload under each policy: ``{policy: {metric: value}}``."""
     name, jobs, model, load, parallelism, variant = task
+    if variant:
+        parallelism = READINGS[variant].parallelism
     workload = huang_workload(
         _trace(name, jobs),
         load_factor=load,
         seed=SEED,
         conversion=HuangConversion(model, parallelism=parallelism),  # type: ignore[arg-type]
     )
-    if variant == "aux_request":
-        policies = {
-            "auxiliary": lambda: HuangMoldable(HuangConfig("auxiliary", auxiliary_min="request"))
-        }
-    else:
-        policies = POLICIES
+    policies: Mapping[str, Callable[[], Policy]] = POLICIES
+    if variant:
+        reading = READINGS[variant]
+        policies = reading.policies or POLICIES
     out: dict[str, dict[str, float]] = {}
     for key, make in policies.items():
         t0 = time.monotonic()
@@ -177,12 +302,13 @@ def reproduce(
         for (trace, model), lfs in loads.items()
         for lf in lfs
     ]
-    sensitivity: list[Task] = []
-    if not quick:
-        sensitivity = [
-            (SDSC, jobs[SDSC], "downey_low", 1, "log_uniform", "aux_request"),
-            (SDSC, jobs[SDSC], "downey_low", 1, "trace", ""),
-        ]
+    # every reading at the SDSC-SP2 points but load factor 3 (saturated, and the costliest)
+    reading_cells = [(m, lf) for (t, m), lfs in loads.items() if t == SDSC for lf in lfs if lf <= 2]
+    sensitivity: list[Task] = [
+        (SDSC, jobs[SDSC], m, lf, "log_uniform", name)
+        for name in READINGS
+        for m, lf in reading_cells
+    ]
     say(f"huang: {len(tasks) + len(sensitivity)} workload(s), up to 4 policies each")
     # the longest first (SDSC-SP2, high load), so that two workers finish together
     order = sorted(tasks + sensitivity, key=lambda t: (t[0] != SDSC, -t[3], t[2], t[4], t[5]))
@@ -236,27 +362,48 @@ def reproduce(
                         x > 0,
                     )
                 )
-    extra: dict[str, float] = {}
-    if sensitivity:
-        aux_req = results[sensitivity[0]]["auxiliary"]["tat"]
-        extra["aux_request"] = improvement(row(SDSC, "downey_low", 1)["parallel"]["tat"], aux_req)
-        trace_mode = results[sensitivity[1]]
-        for a, b, _ in COMPARISONS:
-            extra[f"trace:{a}:{b}"] = improvement(trace_mode[a]["tat"], trace_mode[b]["tat"])
-        checks.append(
-            Check(
-                "SDSC-SP2, low variance, load factor 1: parallel over auxiliary [18] when [18] "
-                "starts a job only at its user's size or more",
-                f"{extra['aux_request']:+.1f} %",
-                "> 0 (Fig. 13; up to 78 %)",
-                extra["aux_request"] > 0,
-                "the other reading of [18]: see the text",
-            )
-        )
+
+    def imp_read(name: str, model: str, lf: int, a: str, b: str) -> float:
+        r = {**row(SDSC, model, lf), **results[(SDSC, jobs[SDSC], model, lf, "log_uniform", name)]}
+        return improvement(r[a]["tat"], r[b]["tat"])
+
+    table = sensitivity_table(reading_cells, imp, imp_read)
+    # the readings are not checks of the paper's claims: they go to the sensitivity table
 
     figure = _figure(out_dir / "huang_improvement_vs_load.png", loads, imp)
-    markdown = _markdown(jobs, loads, row, imp, extra, quick)
+    markdown = _markdown(jobs, loads, row, imp, table, quick)
     return Section("Huang et al.: moldable jobs on SDSC-SP2", markdown, [figure], checks)
+
+
+SensitivityRow = tuple[str, int, int, str]
+"""``(reading, checks in the paper's direction, checks, the improvements in words)``."""
+
+
+def sensitivity_table(
+    cells: Sequence[tuple[str, int]],
+    imp: Callable[[str, str, int, str, str], float],
+    imp_read: Callable[[str, str, int, str, str], float],
+) -> list[SensitivityRow]:
+    """The default's agreement count at ``cells``, then each reading's (:data:`READINGS`).
+
+    ``imp(trace, model, lf, a, b)`` is the default's improvement of ``a`` over ``b``,
+    ``imp_read(reading, model, lf, a, b)`` a reading's on SDSC-SP2.
+    """
+    out: list[SensitivityRow] = []
+    for name in ("default", *READINGS):
+        values = [
+            imp(SDSC, m, lf, a, b) if name == "default" else imp_read(name, m, lf, a, b)
+            for a, b, _ in COMPARISONS
+            for m, lf in cells
+        ]
+        words = "; ".join(
+            f"{LABELS[(a, b)].split(' over ')[0].split(' (')[0]}/"
+            f"{LABELS[(a, b)].split(' over ')[1].split(' ')[0]} "
+            + ", ".join(f"{v:+.0f}" for v in values[i * len(cells) : (i + 1) * len(cells)])
+            for i, (a, b, _) in enumerate(COMPARISONS)
+        )
+        out.append((name, sum(v > 0 for v in values), len(values), words))
+    return out
 
 
 def _short(trace: str) -> str:
@@ -319,7 +466,7 @@ def _markdown(
     loads: dict[tuple[str, str], tuple[int, ...]],
     row: Callable[[str, str, int], dict[str, dict[str, float]]],
     imp: Callable[[str, str, int, str, str], float],
-    extra: dict[str, float],
+    table: list[SensitivityRow],
     quick: bool,
 ) -> str:
     doc = (__doc__ or "").split("\n\n", 1)[1].strip()
@@ -358,19 +505,21 @@ def _markdown(
             f"({values})."
         )
     lines += ["", _why(row, sdsc).strip(), ""]
-    if extra:
-        lines += [
-            "**Sensitivity** (low variance, load factor 1). With [18] read as adding "
-            '"auxiliary" nodes to the size the user asked for (a job starts only with its '
-            "trace size or more, first come first served, up to its knee), parallel allocation "
-            f"improves on it by {extra['aux_request']:+.1f} %. With `A` equal to each job's "
-            "trace size instead of log-uniform, the improvements are "
-            + "; ".join(
-                f"{LABELS[(a, b)]} {extra[f'trace:{a}:{b}']:+.1f} %" for a, b, _ in COMPARISONS
-            )
-            + ".",
-            "",
-        ]
+    cells = ", ".join(f"{MODELS[m]} {lf}" for m, lf in sdsc if lf <= 2)
+    lines += [
+        f"**Sensitivity**: each reading under test beside the default, at the SDSC-SP2 points "
+        f"but load factor 3 ({cells}): how many of the improvements (the three comparisons at "
+        "each point) are positive, as in the paper's figures, and the improvements (%, in the "
+        "order of the points).",
+        "",
+        "| reading | what it changes | where the paper is open | agree | improvements (%) |",
+        "|---|---|---|---|---|",
+    ]
+    for name, agree, total, values in table:
+        r = READINGS.get(name)
+        what, where = (r.what, r.source) if r else ("the default (above)", "")
+        lines.append(f"| `{name}` | {what} | {where} | {agree}/{total} | {values} |")
+    lines.append("")
     others = [(t, m) for t, m in loads if t != SDSC]
     if others:
         lines += [
@@ -425,27 +574,33 @@ def _why(
 
 
 WHY = """
-**Why.** Huang et al. describe the auxiliary baseline in one sentence and give only the
+**Why.** Huang et al. describe the auxiliary baseline in two sentences and give only the
 fair-share limit's formula, not the scheduler around it, nor their speedup parameters' ranges;
-our reconstructions decide the outcome:
+our reconstructions decide the outcome (the sensitivity table below tries the other readings):
 
-* *Parallel allocation against the auxiliary approach.* When more jobs wait than nodes are
-  free, parallel allocation starts the first ones on one node each, and a job of high average
-  parallelism then runs up to ``A`` times longer than it could: at load factor {lf} ({model})
-  the mean run time is {par_run:.0f} s under parallel allocation against {aux_run:.0f} s under
-  the auxiliary approach, which starts jobs near their knee (mean waits {aux_wait:.0f} s and
-  {par_wait:.0f} s). [18]'s name suggests it adds nodes to the size the user asked for;
-  read that way, a job must wait for that size, first come first served, and parallel
-  allocation wins by far (the sensitivity row of the full run). Which reading the paper
-  simulated, we cannot tell.
+* *Parallel allocation against the auxiliary approach.* Section 5 says the HPCaaS approach
+  "not only can relieve users' burden of specifying an appropriate amount of processors upon
+  job submission, but also outperforms the previous method": [18] is a method where users
+  give a size, and Fig. 9 has it add nodes up to the knee. So a job waits, first come first
+  served, until its user's size is free: at load factor {lf} ({model}) the mean wait is
+  {aux_wait:.0f} s under the auxiliary approach against {par_wait:.0f} s under parallel
+  allocation, whose runs are longer ({par_run:.0f} s against {aux_run:.0f} s) on fewer nodes.
+  Read as starting a job on any size from one node up (`aux_from_one`, Fig. 9 alone allows
+  it), the auxiliary approach starts jobs near their knee without waiting, and parallel
+  allocation loses to it (the `aux_from_one` row), against the paper's Figs. 13-14.
 * *The improved policy against fair share.* Our fair-share baseline is the strongest reading
   of [9, 10]: the first waiting job gets the size of earliest completion under exact run
-  times and a reservation, and later jobs backfill around it (EASY); jobs wait {fs_wait:.0f} s
-  on average, against {imp_wait:.0f} s under the improved policy, which never reserves or
-  backfills.
+  times and a reservation, later jobs backfill around it (EASY), and no job gets more nodes
+  than its size of highest speedup; jobs wait {fs_wait:.0f} s on average, against
+  {imp_wait:.0f} s under the improved policy, which never reserves or backfills. The
+  readings without that cap (`fs_no_speedup_cap`, `fs_no_cap_strict_fcfs`: the paper gives
+  the limit as the only cap) weaken the baseline most; the table says where the improved
+  policy then wins.
 * *The improved policy against parallel allocation.* Holding jobs back when releases are due,
   instead of starting every waiting job on a sliver of the machine, shortens the runs more
-  than it lengthens the waits: the mechanism of the paper's Figs. 10 and 11.
+  than it lengthens the waits: the mechanism of the paper's Figs. 10 and 11. Fig. 12 read
+  line by line (`improved_as_printed`: the first job alone takes every free node, even those
+  it cannot use) is in the table.
 
 """
 
