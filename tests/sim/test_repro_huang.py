@@ -15,6 +15,7 @@ from elastic_slurm.model import (
     NodeView,
     Trigger,
 )
+from elastic_slurm.model.estimates import TRUE_RUNTIMES
 from elastic_slurm.model.speedup import DowneyLow
 from elastic_slurm.plugins.policy import Policy
 from elastic_slurm.simulator.repro import Section
@@ -68,7 +69,9 @@ def _snapshot(idle: int, *jobs: JobView) -> ClusterSnapshot:
     nodes = [NodeView(f"i{k:02d}", NodeState.IDLE) for k in range(idle)]
     for job in jobs:
         nodes += [NodeView(n, NodeState.ALLOCATED) for n in job.nodes]
-    return ClusterSnapshot(1000.0, jobs, tuple(sorted(nodes, key=lambda n: n.name)))
+    nodes.sort(key=lambda n: n.name)
+    # as the simulator builds it: the policies' "runtime" estimates are the true run times
+    return ClusterSnapshot(1000.0, jobs, tuple(nodes), estimates=TRUE_RUNTIMES)
 
 
 def _pending(job_id: int, requested: int = 4) -> JobView:

@@ -39,8 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from elastic_slurm.model import ClusterSnapshot, Decision, JobView, Trigger
+from elastic_slurm.model.estimates import RuntimeEstimates
 from elastic_slurm.plugins.policies.huang import (
-    ExecutionTime,
     FairShareConfig,
     HuangConfig,
     HuangMoldable,
@@ -88,7 +88,7 @@ class FairShareFirstAtLimit(ModifiedFairShare):
         free: int,
         profile: list[tuple[float, int]],
         now: float,
-        source: ExecutionTime,
+        source: RuntimeEstimates,
     ) -> tuple[float, int, int]:
         return ModifiedFairShare._earliest(job, high, high, free, profile, now, source)
 
