@@ -51,8 +51,10 @@ def _summary(tmp: Path, job: int) -> dict:
 def test_the_sweep_loses_no_task_and_does_none_twice_through_resizes(slurm, shared_tmp, start):
     program = [
         str(example("sweep_master_worker.py")),
+        # long enough to still run when the shrink comes: the grow now overlaps computation
+        # (~80 tasks/s at 4 ranks), so a short sweep can end before the second order
         "--tasks",
-        "120",
+        "480",
         "--batch",
         "3",
         "--pace-s",
@@ -77,7 +79,7 @@ def test_the_sweep_loses_no_task_and_does_none_twice_through_resizes(slurm, shar
     finally:
         slurm.cancel_job(job)
     summary = _summary(shared_tmp, job)
-    assert (summary["results"], summary["unique"]) == (120, 120)
+    assert (summary["results"], summary["unique"]) == (480, 480)
     assert summary["lost"] == [] and summary["done_twice"] == []
     assert summary["generations"] == [0, 1, 2]  # tasks were done at 2 (or 1), 4 and 1 nodes
     assert len(summary["hosts"]) == 4 and summary["values_ok"] is True
