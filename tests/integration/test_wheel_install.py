@@ -184,3 +184,110 @@ def test_simulate_a_tiny_workload_with_the_sim_extra(installed: Venv, wheel: Pat
     metrics = json.loads(res.stdout.strip().splitlines()[-1])
     assert metrics["jobs"] == 12 and metrics["policy"] == "easy_backfill"
     assert 0 < metrics["utilization"] <= 1 and metrics["makespan_s"] > 0
+
+
+SCRIPT = """\
+#!/bin/bash
+#SBATCH --nodes=1
+#SBATCH --job-name=wheel-script --time=5
+#SBATCH --export=ALL,ES_WHEEL=yes
+echo "wheel=$ES_WHEEL arg=$1"
+"""
+
+
+@pytest.mark.slurm
+def test_an_sbatch_script_is_submitted_by_the_wheel(installed: Venv, local_cluster, tmp_path):
+    """Issue 16, item 2 from the base install: ``#SBATCH`` lines, a passed-through option
+    (``--export``), an argument to the script and ``--parsable``, on the local cluster."""
+    workdir = tmp_path / "job"
+    workdir.mkdir()
+    workdir.chmod(0o755)
+    (workdir / "job.sh").write_text(SCRIPT)
+    res = _run(
+        [str(installed.tool), "submit", "--parsable", "-o", "s-%j.out", "job.sh", "first"],
+        workdir,
+        timeout=120,
+    )
+    assert res.returncode == 0, _clean(res)
+    job = int(res.stdout.strip())
+    res = installed.py(
+        "import elastic_slurm\n"
+        f"job = elastic_slurm.Job.from_id({job})\n"
+        "print(job.wait(timeout=120, interval_s=0.2))\n"
+    )
+    assert res.returncode == 0 and res.stdout.split() == ["COMPLETED"], _clean(res)
+    assert (workdir / f"s-{job}.out").read_text().strip() == "wheel=yes arg=first"
+
+
+def test_per_job_output_percentiles_and_seeds_with_the_sim_extra(installed: Venv, wheel: Path):
+    """Issue 16, item 4 from the installed wheel: SWF and Batsim-style per-job files, the
+    percentiles, several seeds with intervals, and the policies' descriptions."""
+    installed.pip_install(f"{wheel}[{EXTRA}]")
+    trace = tiny_swf(installed.cwd / "tiny.swf", jobs=20)
+    out_swf, out_csv = installed.cwd / "jobs.swf", installed.cwd / "jobs.csv"
+    res = installed.cli(
+        "simulate",
+        str(trace),
+        "--policy",
+        "lina_elastic",
+        "--elastic-fraction",
+        "0.5",
+        "--seeds",
+        "3",
+        "--jobs-out",
+        str(out_swf),
+        "--jobs-csv",
+        str(out_csv),
+        "--json",
+    )
+    assert res.returncode == 0, _clean(res)
+    metrics = json.loads(res.stdout.strip().splitlines()[-1])
+    text = json.dumps(metrics)
+    for key in ("p50", "p95", "p99"):
+        assert key in text, text
+    for seed in (0, 1, 2):  # one file of each per seed
+        swf = out_swf.with_name(f"jobs-seed{seed}.swf").read_text()
+        records = [ln for ln in swf.splitlines() if not ln.startswith(";")]
+        assert len(records) == 20 and all(len(ln.split()) == 18 for ln in records)
+        header, *rows = out_csv.with_name(f"jobs-seed{seed}.csv").read_text().splitlines()
+        assert {"job_id", "starting_time", "finish_time"} <= set(header.split(","))
+        assert len(rows) == 20
+    res = installed.cli("policies", "--json")
+    assert res.returncode == 0, _clean(res)
+    policies = {p["name"]: p for p in json.loads(res.stdout)}
+    assert policies["lina_elastic"]["paper"] and policies["easy_backfill"]["summary"]
+
+
+WORKLOADS = ROOT.parent / "shared" / "workloads"
+
+
+@pytest.mark.skipif(not WORKLOADS.is_dir(), reason="the shared traces are not beside the checkout")
+def test_reproduce_from_the_wheel_writes_only_where_it_is_told(installed: Venv, wheel: Path):
+    """Issue 16, item 5 from the installed wheel: the traces' folder as an option, the report in
+    the folder given, and a missing traces folder a one-line error."""
+    installed.pip_install(f"{wheel}[{EXTRA}]")
+    res = installed.cli("reproduce", "--quick", "--paper", "huang")
+    assert res.returncode == 2 and "--traces DIR" in res.stderr, _clean(res)
+    assert len(res.stderr.strip().splitlines()) == 1
+    out = installed.cwd / "report"
+    res = installed.cli(
+        "reproduce", "--quick", "--paper", "huang", "--traces", str(WORKLOADS), "--out", str(out)
+    )
+    assert res.returncode == 0, _clean(res)
+    report = (out / "reproduction.md").read_text()
+    assert "Huang" in report and "Traceback" not in report
+
+
+def test_an_unreachable_login_node_is_one_line_from_the_wheel(installed: Venv, wheel: Path):
+    """Issue 16, item 6 from the installed wheel with the ``ssh`` extra: a refused connection is
+    one line at once, not retried as a transient failure."""
+    installed.pip_install(f"{wheel}[ssh]")
+    site = installed.cwd / "ssh-site.yaml"
+    site.write_text(
+        "name: refused\ncluster_name: hpc\npartition: batch\n"
+        "transport:\n  kind: ssh\n  host: 127.0.0.1\n  port: 9\n  connect_timeout_s: 5\n"
+    )
+    res = installed.cli("queue", "--site", str(site))
+    text = _clean(res)
+    assert res.returncode == 1, text
+    assert len(res.stderr.strip().splitlines()) == 1 and "refused" in res.stderr.lower(), text

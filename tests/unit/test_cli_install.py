@@ -163,3 +163,22 @@ def test_the_list_of_commands_says_what_each_command_says(command: str) -> None:
     (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     (own,) = [a.help for a in sub._choices_actions if a.dest == command]
     assert cli_main.COMMANDS[command] == own
+
+
+def test_a_reader_that_leaves_early_is_no_error() -> None:
+    """``elastic-slurm policies --json | head -c 0``: a closed pipe ends the command quietly
+    (status 141, as a program killed by SIGPIPE), with nothing on stderr."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader has left before anything is written
+    try:
+        res = subprocess.run(
+            [sys.executable, "-m", "elastic_slurm", "policies", "--json"],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert (res.returncode, res.stderr) == (141, "")

@@ -17,6 +17,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
+import signal
 import sys
 from collections.abc import Sequence
 from types import ModuleType
@@ -219,6 +221,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"elastic-slurm: error: {hint}", file=sys.stderr)
         return EXIT_ERROR
+    except BrokenPipeError:  # `... | head`: the reader left; stop quietly, as cat does
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # no second error when Python flushes at exit
+        return 128 + signal.SIGPIPE
     except OSError as exc:  # a file that cannot be read or written, a port in use...
         print(f"elastic-slurm: error: {one_line(exc)}", file=sys.stderr)
         return EXIT_ERROR
