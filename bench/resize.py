@@ -12,6 +12,14 @@ Prints, per kind of resize, the median and the spread (min-max) of each phase in
 ``restore`` (the application), ``release`` (Slurm's shrink) and the total as the user sees it.
 
 Usage: ``.venv/bin/python bench/resize.py [--reps 5] [--n 1024]`` (the cluster must be up).
+On a newer flavour, bring its cluster up and name its site::
+
+    elastic-slurm cluster up --flavour trixie
+    ELASTIC_SLURM_SITE=local-trixie SLURM_CONF=/var/lib/elastic-slurm/trixie/etc/slurm.conf \
+        .venv/bin/python bench/resize.py --reps 3 --n 2048
+
+(the jobs then run the chroot's ``python3`` in a directory below the cluster's state directory,
+which the chroot sees).
 
 ``--micro`` measures instead what one ``resize_point()`` with no order pending costs (no
 cluster needed: ``mpirun`` on this machine, a real protocol server in this process): without a
@@ -32,7 +40,7 @@ from pathlib import Path
 
 from elastic_slurm import api, jobs
 from elastic_slurm.adapter.capabilities import cached_probe
-from elastic_slurm.adapter.factory import slurm_for
+from elastic_slurm.adapter.factory import job_python, slurm_for
 from elastic_slurm.config import load_site
 from elastic_slurm.model import ElasticRequest, JobKind
 from elastic_slurm.protocol.jobdir import JobDir
@@ -60,6 +68,7 @@ def run_case(
     n: int,
     samples: dict[tuple[str, str], list[dict[str, float]]],
     resize_path: str,
+    python: str,
 ) -> None:
     """Resize heat2d between ``start`` and ``top`` nodes ``reps`` times; record the phases.
 
@@ -85,7 +94,9 @@ def run_case(
         job_name="bench-resize",
         extra_env=(("ELASTIC_SLURM_RESIZE_PATH", resize_path),),
     )
-    job = api.submit(req, slurm, workdir=workdir, output=str(workdir / "bench-%j.out"))
+    job = api.submit(
+        req, slurm, workdir=workdir, output=str(workdir / "bench-%j.out"), python=python
+    )
     jobdir = JobDir.for_job(workdir, job)
     try:
         wait(lambda: any(e["event"] == "launch" for e in jobdir.events()), 60, "the job")
@@ -258,13 +269,17 @@ def main() -> int:
     slurm = slurm_for(site)
     path = cached_probe(slurm.transport, site.name, preference=site.grow_path).grow_path
     samples: dict[tuple[str, str], list[dict[str, float]]] = {}
+    py = job_python(site)  # a flavour's jobs run the chroot's python3
     paths = [p.strip() for p in args.paths.split(",") if p.strip()]
-    with tempfile.TemporaryDirectory(prefix="bench-resize-", dir="/var/tmp") as tmp:
+    # a flavour's chroot sees only the cluster's own directories (and the source tree)
+    scratch = site.local_cluster.state_dir if site.local_cluster is not None else Path("/var/tmp")
+    scratch.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="bench-resize-", dir=scratch) as tmp:
         workdir = Path(tmp)
         workdir.chmod(0o755)
         for resize_path in paths:
-            run_case(slurm, path, workdir, 1, 3, args.reps, args.n, samples, resize_path)
-            run_case(slurm, path, workdir, 2, 4, args.reps, args.n, samples, resize_path)
+            run_case(slurm, path, workdir, 1, 3, args.reps, args.n, samples, resize_path, py)
+            run_case(slurm, path, workdir, 2, 4, args.reps, args.n, samples, resize_path, py)
     print(
         f"heat2d {args.n}x{args.n} doubles ({args.n * args.n * 8 / 2**20:.0f} MiB), "
         f"grow path {path}, {args.reps} repetitions; seconds: median [min-max]"
