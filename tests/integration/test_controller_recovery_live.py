@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
@@ -43,15 +44,25 @@ def start_controller(journal: Path, log: Path) -> subprocess.Popen:
         )
 
 
-def kill_at(proc: subprocess.Popen, journal: Path, action: str, phase: str) -> ResizeRow:
-    """SIGKILL ``proc`` as soon as an open ``action`` resize is at ``phase`` (or later)."""
+def kill_at(
+    proc: subprocess.Popen,
+    journal: Path,
+    action: str,
+    phase: str,
+    also: Callable[[ResizeRow], bool] | None = None,
+) -> ResizeRow:
+    """SIGKILL ``proc`` as soon as an open ``action`` resize is at ``phase`` (or later) and,
+    if given, ``also`` holds for it."""
     want = PHASES.index(phase)
 
     def caught() -> ResizeRow | None:
         if not journal.exists():
             return None
         rows = [r for r in Journal(journal).resizes(open_only=True) if r.action == action]
-        return next((r for r in rows if PHASES.index(r.phase) >= want), None)
+        return next(
+            (r for r in rows if PHASES.index(r.phase) >= want and (also is None or also(r))),
+            None,
+        )
 
     deadline = time.monotonic() + 90
     while (row := caught()) is None:
@@ -61,6 +72,17 @@ def kill_at(proc: subprocess.Popen, journal: Path, action: str, phase: str) -> R
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=10)
     return row
+
+
+def handing_over(jobdir: JobDir) -> Callable[[ResizeRow], bool]:
+    """Whether the next generation of the resize's order was started (it waits for the
+    running one's hand-over) and the order is not yet done: the overlapped path's window."""
+
+    def now(row: ResizeRow) -> bool:
+        started = any(e.get("successor_of") == row.seq for e in jobdir.events())
+        return started and jobdir.final_ack(row.seq) is None
+
+    return now
 
 
 def settled(journal: Path, jobdir: JobDir, job: int, size: int) -> bool:
@@ -93,20 +115,29 @@ def consistent(journal: Path, jobdir: JobDir, job: int) -> set[str]:
 
 
 @pytest.mark.parametrize(
-    ("grow_phase", "shrink_phase", "negotiates"),
+    ("grow_phase", "shrink_phase", "negotiates", "handover"),
     [
-        ("granting", "awaiting_vacate", False),
-        ("awaiting_done", "awaiting_done", False),
-        ("offered", "offered", True),
+        ("granting", "awaiting_vacate", False, False),
+        ("awaiting_done", "awaiting_done", False, False),
+        ("awaiting_done", "awaiting_vacate", False, True),
+        ("offered", "offered", True, False),
     ],
-    ids=["mid-grant+mid-vacate", "mid-expand+mid-relaunch", "negotiating:mid-offer"],
+    ids=[
+        "mid-grant+mid-vacate",
+        "mid-expand+mid-relaunch",
+        "mid-handover",
+        "negotiating:mid-offer",
+    ],
 )
 def test_a_killed_controller_resumes_consistent_with_slurm(
-    slurm, shared_tmp, grow_phase, shrink_phase, negotiates
+    slurm, shared_tmp, grow_phase, shrink_phase, negotiates, handover
 ):
+    """``handover``: killed while the next generation waits to take over (the overlapped path:
+    started on the new node set, the running generation not yet at its resize point)."""
     wait(all_idle, 60, "all nodes idle before the test")
-    journal = shared_tmp / f"journal-{grow_phase}.sqlite"
-    log = shared_tmp / f"controller-{grow_phase}.log"
+    name = f"{grow_phase}-handover" if handover else grow_phase
+    journal = shared_tmp / f"journal-{name}.sqlite"
+    log = shared_tmp / f"controller-{name}.log"
     req = ElasticRequest(
         program=(str(example("heat2d.py")), "--n", "256", "--iterations", "100000"),
         kind=JobKind.MALLEABLE,
@@ -129,7 +160,8 @@ def test_a_killed_controller_resumes_consistent_with_slurm(
         wait(lambda: any(e["event"] == "launch" for e in jobdir.events()), 60, "the launch")
         # 1. killed during the expansion to the 2 idle nodes, restarted
         procs.append(start_controller(journal, log))
-        grow = kill_at(procs[-1], journal, "expand", grow_phase)
+        only_then = handing_over(jobdir) if handover else None
+        grow = kill_at(procs[-1], journal, "expand", grow_phase, only_then)
         # what the operator sees with the controller down: the resize it left open
         res = subprocess.run(
             [sys.executable, "-m", "elastic_slurm", "status", "--journal", str(journal), "--json"],
@@ -158,7 +190,7 @@ def test_a_killed_controller_resumes_consistent_with_slurm(
             job_name="rigid",
         )
         rigid = api.submit(needs_two, slurm, workdir=shared_tmp, output=str(shared_tmp / "r.out"))
-        shrink = kill_at(procs[-1], journal, "shrink", shrink_phase)
+        shrink = kill_at(procs[-1], journal, "shrink", shrink_phase, only_then)
         procs.append(start_controller(journal, log))
         wait(lambda: job_state(rigid) == "RUNNING", 120, "the rigid job to start")
         wait(lambda: settled(journal, jobdir, job, 2), 120, "the job shrunk to 2 nodes")
