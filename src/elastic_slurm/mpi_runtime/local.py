@@ -95,7 +95,7 @@ def _mix(x: np.ndarray) -> np.ndarray:
 
 
 def local_checksum(meta: Mapping[str, Any], local: np.ndarray | None, rank: int, size: int) -> int:
-    """This rank's part of an array's checksum (add the parts modulo 2**64 over the ranks).
+    """One rank's part of an array's checksum (add the parts modulo 2**64 over the ranks).
 
     Parameters
     ----------

@@ -53,7 +53,7 @@ from elastic_slurm.protocol.jobdir import JobDir
 
 STRATEGIES = ("spawn", "restart")
 
-#: Open MPI settings for many ranks on one small machine (each only if the user set none).
+#: Open MPI settings for many ranks on one small machine (each unless the user set it).
 LOCAL_MPI_ENV = {
     "OMPI_MCA_rmaps_base_oversubscribe": "1",
     "OMPI_MCA_mpi_yield_when_idle": "1",
@@ -84,11 +84,17 @@ def local_env(
     >>> sorted(k for k in env if not k.startswith("OMPI_"))
     ['ELASTIC_SLURM_ORDER_POLL_S', 'ELASTIC_SLURM_RESIZE_POINT_TIMEOUT_S', 'HOME']
     """
+    # the user's Open MPI settings stay (OMPI_MCA_btl_tcp_if_include...), not a runtime's own
+    mca = {
+        k: v
+        for k, v in base.items()
+        if k.startswith(("OMPI_MCA_", "OMPI_ALLOW_"))
+        and not k.startswith(("OMPI_MCA_ess", "OMPI_MCA_orte_", "OMPI_MCA_pmix"))
+    }
     env = {
         k: v
-        for k, v in without_mpi_env(base).items()
-        if not k.startswith("SLURM_")
-        and not any(k == envvars.PREFIX + name for name in _JOB_VARS)
+        for k, v in {**without_mpi_env(base), **mca}.items()
+        if not k.startswith("SLURM_") and not any(k == envvars.PREFIX + name for name in _JOB_VARS)
     }
     for key, value in LOCAL_MPI_ENV.items():
         env.setdefault(key, value)
@@ -129,6 +135,10 @@ class LocalLauncher(Launcher):
         self.env = dict(env)
         self.job_id = 0
         self.program = program_argv(program)
+        if self.program[1:2] and self.program[1].endswith(".py"):
+            # an exception on one rank aborts the run (MPI_Abort) instead of leaving the
+            # other ranks waiting for it until the timeout
+            self.program[1:1] = ["-m", "mpi4py"]
         self.ntasks_per_node = 1
         self.resize_timeout_s = 30.0
         self.jobdir = jobdir
@@ -199,9 +209,7 @@ class LocalLauncher(Launcher):
         leaving = [n for n in self._nodes if n not in target]
         if str(request["action"]) == "shrink" and leaving:
             self.channel.ack(
-                ResizeAck(
-                    seq, AckStatus.VACATED, tuple(leaving), time.time(), strategy="restart"
-                )
+                ResizeAck(seq, AckStatus.VACATED, tuple(leaving), time.time(), strategy="restart")
             )
         self._nodes = target
         return target
@@ -265,15 +273,15 @@ def _records(jobdir: JobDir) -> list[dict[str, Any]]:
     return [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()]
 
 
-_ERROR_LINE = re.compile(r"^(\w+\.)*\w*(Error|Exception|Failed|Ranks|Exit)\b.*: ")
+_ERROR_LINE = re.compile(r"^([A-Za-z_]\w*\.)*[A-Za-z_]\w*(Error|Exception|Failed|Ranks): ")
 
 
 def explain_failure(stderr: str) -> str:
-    """The line of ``stderr`` that says best why a run failed.
+    r"""The line of ``stderr`` that says best why a run failed.
 
     The check's own line, else the last Python exception line, else the last line.
 
-    >>> explain_failure("x\\nTraceback...\\nValueError: bad\\nmpirun noticed...")
+    >>> explain_failure("x\nTraceback...\nValueError: bad\nmpirun noticed...")
     'ValueError: bad'
     """
     lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
@@ -314,9 +322,7 @@ def run_once(
         run_env.update(envvars.names(join=strategy))
     if results:
         Path(results).unlink(missing_ok=True)
-    launcher = LocalLauncher(
-        program, ranks=ranks, jobdir=jobdir, env=run_env, timeout_s=timeout_s
-    )
+    launcher = LocalLauncher(program, ranks=ranks, jobdir=jobdir, env=run_env, timeout_s=timeout_s)
     t0 = time.monotonic()
     rc = launcher.run()
     seconds = time.monotonic() - t0
@@ -353,9 +359,9 @@ _NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|
 
 
 def pick(text: str, mode: str) -> str:
-    """The part of a run's output that is compared: ``last-line`` or ``all``.
+    r"""The part of a run's output that is compared: ``last-line`` or ``all``.
 
-    >>> pick("step 1\\nresult 3.5\\n\\n", "last-line")
+    >>> pick("step 1\nresult 3.5\n\n", "last-line")
     'result 3.5'
     """
     if mode == "all":
@@ -408,6 +414,9 @@ def judge(run: RunResult, reference: RunResult | None, mode: str, rtol: float) -
                 "new ranks are being spawned hangs in MPI_Finalize; give it more resize points "
                 "after the order (lower --every), or the resize point is not reached"
             )
+        error = explain_failure(run.stderr)
+        if _ERROR_LINE.match(error) or error.startswith("check failed"):
+            why = f"timed out after {error}"
         problems.append(why)
     elif run.returncode != 0:
         problems.append(f"exit status {run.returncode}: {explain_failure(run.stderr)}")
@@ -530,13 +539,9 @@ def try_program(
     workdir = Path(workdir or Path.cwd() / ".elastic-slurm" / "try").resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     env = local_env(os.environ, point_timeout_s=point_timeout_s)
-    common = dict(
-        every=every, workdir=workdir, results=results, env=env, timeout_s=timeout_s
-    )
+    common = dict(every=every, workdir=workdir, results=results, env=env, timeout_s=timeout_s)
     print(f"elastic-slurm try: unresized run at {ranks} rank(s)...", file=out, flush=True)
-    reference = run_once(
-        program, label="unresized", ranks=ranks, plan=[], strategy=None, **common
-    )
+    reference = run_once(program, label="unresized", ranks=ranks, plan=[], strategy=None, **common)
     judge(reference, None, compare_mode, rtol)
     runs = [reference]
     if reference.ok:
