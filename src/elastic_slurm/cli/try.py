@@ -59,6 +59,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         help="compare this file (written by the program, relative to here) instead of stdout",
     )
     p.add_argument(
+        "--match",
+        metavar="REGEX",
+        default=None,
+        help="compare only what this regular expression matches in it (e.g. a checksum, "
+        "leaving out timings and rank counts)",
+    )
+    p.add_argument(
         "--rtol",
         type=float,
         default=1e-9,
@@ -105,6 +112,7 @@ def _run(args: argparse.Namespace) -> int:
         strategies=strategies,
         compare_mode=args.compare,
         results=args.results,
+        match=args.match,
         rtol=args.rtol,
         timeout_s=args.timeout,
         point_timeout_s=args.point_timeout,

@@ -377,6 +377,10 @@ class Launcher:
                 ),
             )
         rc = waiting.proc.poll()
+        if rc is not None and handover.handed_over(
+            self.jobdir, waiting.successor, current.generation
+        ):
+            return waiting  # it took over and ended already: its predecessor is leaving
         if rc is not None:
             self.jobdir.log_event(
                 "exit", generation=waiting.generation, returncode=rc, successor_of=waiting.successor

@@ -193,6 +193,7 @@ class LocalTry:
         self._points = 0
         self._generation = -1
         self._written: set[int] = set()
+        self._holding = 0  # the order rank 0 waits at resize points for (0: none)
         self._after: dict[str, int] = {}  # checksums after the last resize (or restore)
         self._pending: dict[str, Any] | None = None
 
@@ -225,6 +226,9 @@ class LocalTry:
                 )
         if ec.rank != 0:
             return
+        if self._holding and ec.next_seq <= self._holding:
+            self._hold(ec)
+            return
         if ec.generation != self._generation:
             self._generation, self._points = ec.generation, 0
         self._points += 1
@@ -242,6 +246,31 @@ class LocalTry:
         self.record("order", seq=seq, action=action.value, ranks=ec.size, to=target)
         if ec._watcher is not None:
             ec._watcher._wake.set()  # look now rather than at the next poll
+            self._holding = seq
+            self._hold(ec)
+
+    def _hold(self, ec: Any) -> None:
+        """Rank 0: wait here until the runtime can act on the order at once.
+
+        That is, until the watcher has the order ready (a restart's successor started and
+        waiting) or refused it, or the background spawn is done. So a program with fast
+        iterations is resized here rather than some seconds of iterations later (or never,
+        if it ends first); on a cluster it computes meanwhile. The other ranks wait at the next
+        vote, so the wait is kept under half of their timeout
+        (``ELASTIC_SLURM_RESIZE_POINT_TIMEOUT_S``).
+        """
+        watcher = ec._watcher
+        limit = 0.5 * (ec._vote.timeout_s if ec._vote is not None else 60.0)
+        deadline = time.monotonic() + limit
+        while time.monotonic() < deadline:
+            if ec._spawning is not None:
+                if ec._spawning.done():
+                    return
+            elif watcher is None or watcher.ready() is not None or watcher._refused:
+                return
+            elif ec.next_seq > self._holding:
+                return
+            time.sleep(0.005)
 
     # ---------------------------------------------------------------- checks
     def before(self, comm: Any, arrays: Any, seq: int) -> None:

@@ -21,6 +21,7 @@ another rank count); everything else exactly.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -334,9 +335,16 @@ def run_once(
     result: str | None
     if results:
         path = Path(results)
-        result = path.read_text(errors="replace") if path.exists() else None
+        result = None
         if path.exists():
             shutil.copy(path, jobdir.path / "results")
+            data = path.read_bytes()
+            try:
+                result = data.decode()
+            except UnicodeDecodeError:  # a binary file (.npy...): compared exactly
+                result = (
+                    f"binary file of {len(data)} bytes, sha256 {hashlib.sha256(data).hexdigest()}"
+                )
     else:
         result = stdout
     return RunResult(
@@ -358,16 +366,22 @@ def run_once(
 _NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)\b")
 
 
-def pick(text: str, mode: str) -> str:
+def pick(text: str, mode: str, match: str | None = None) -> str:
     r"""The part of a run's output that is compared: ``last-line`` or ``all``.
+
+    With ``match`` (a regular expression), only what it matches there, one match a line.
 
     >>> pick("step 1\nresult 3.5\n\n", "last-line")
     'result 3.5'
+    >>> pick('{"ranks": 4, "sum": 2.5, "seconds": 0.1}', "last-line", r'"sum": \S+')
+    '"sum": 2.5,'
     """
-    if mode == "all":
-        return text
-    lines = [ln.rstrip() for ln in text.splitlines() if ln.strip()]
-    return lines[-1] if lines else ""
+    if mode != "all":
+        lines = [ln.rstrip() for ln in text.splitlines() if ln.strip()]
+        text = lines[-1] if lines else ""
+    if match:
+        text = "\n".join(m.group(0) for m in re.finditer(match, text))
+    return text
 
 
 def compare(reference: str, other: str, rtol: float) -> str | None:
@@ -401,7 +415,13 @@ def compare(reference: str, other: str, rtol: float) -> str | None:
     return None
 
 
-def judge(run: RunResult, reference: RunResult | None, mode: str, rtol: float) -> None:
+def judge(
+    run: RunResult,
+    reference: RunResult | None,
+    mode: str,
+    rtol: float,
+    match: str | None = None,
+) -> None:
     """Fill ``run.problems`` and ``run.verdict`` (against ``reference``; ``None``: it is one)."""
     problems = run.problems
     done = {r["seq"] for r in run.records if r["event"] == "checked"}
@@ -434,8 +454,10 @@ def judge(run: RunResult, reference: RunResult | None, mode: str, rtol: float) -
     if reference is not None and not problems:
         if run.result is None or reference.result is None:
             problems.append("no results file was written")
+        elif match and not pick(reference.result, mode, match):
+            problems.append(f"--match {match!r} matches nothing in the unresized run's output")
         else:
-            why = compare(pick(reference.result, mode), pick(run.result, mode), rtol)
+            why = compare(pick(reference.result, mode, match), pick(run.result, mode, match), rtol)
             if why:
                 problems.append(f"results differ from the unresized run: {why}")
     run.verdict = "PASS" if not problems else "FAIL"
@@ -513,6 +535,7 @@ def try_program(
     strategies: Sequence[str] = STRATEGIES,
     compare_mode: str = "last-line",
     results: str | None = None,
+    match: str | None = None,
     rtol: float = 1e-9,
     timeout_s: float = 120.0,
     point_timeout_s: float = 20.0,
@@ -536,6 +559,11 @@ def try_program(
             raise InvalidRequest(f"unknown strategy {s!r}: use spawn, restart or both")
     if compare_mode not in ("last-line", "all"):
         raise InvalidRequest(f"unknown --compare {compare_mode!r}: use last-line or all")
+    if match:
+        try:
+            re.compile(match)
+        except re.error as exc:
+            raise InvalidRequest(f"--match {match!r} is not a regular expression: {exc}") from exc
     workdir = Path(workdir or Path.cwd() / ".elastic-slurm" / "try").resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     env = local_env(os.environ, point_timeout_s=point_timeout_s)
@@ -551,7 +579,7 @@ def try_program(
             run = run_once(
                 program, label=strategy, ranks=ranks, plan=sizes, strategy=strategy, **common
             )
-            judge(run, reference, compare_mode, rtol)
+            judge(run, reference, compare_mode, rtol, match)
             runs.append(run)
     print(table(runs), file=out)
     for run in runs:
