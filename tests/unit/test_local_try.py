@@ -104,6 +104,8 @@ def test_the_explanation_of_a_failed_run_is_its_error_line() -> None:
     )
     assert explain_failure(err).startswith("elastic_slurm.mpi_runtime.orders.MissingRanks: ")
     assert explain_failure("nothing useful\n") == "nothing useful"
+    err = "elastic-slurm: layout ...\n/usr/bin/python3: No module named mpi4py\n-----\nExit code: 1"
+    assert explain_failure(err) == "/usr/bin/python3: No module named mpi4py"
 
 
 def test_a_local_run_drops_the_variables_of_a_job_and_of_an_mpi_runtime() -> None:

@@ -26,6 +26,7 @@ import json
 import math
 import os
 import re
+import secrets
 import shutil
 import signal
 import socket
@@ -123,6 +124,8 @@ class LocalLauncher(Launcher):
         Seconds after which every ``mpirun`` of the run is killed (its process group).
     """
 
+    command = "elastic-slurm try"
+
     def __init__(
         self,
         program: Sequence[str],
@@ -134,9 +137,12 @@ class LocalLauncher(Launcher):
     ) -> None:
         # Launcher.__init__ needs a Slurm job; set up what its loop uses instead
         self.env = dict(env)
-        self.job_id = 0
+        # a job id of its own (not Slurm's): the restart handover's /dev/shm directory is
+        # named after it, so that local runs side by side do not meet there
+        self.job_id = 10**9 + secrets.randbelow(10**9)
         self.program = program_argv(program)
-        if self.program[1:2] and self.program[1].endswith(".py"):
+        python = os.path.basename(self.program[0]).startswith("python")
+        if python and self.program[1:2] and self.program[1].endswith(".py"):
             # an exception on one rank aborts the run (MPI_Abort) instead of leaving the
             # other ranks waiting for it until the timeout
             self.program[1:1] = ["-m", "mpi4py"]
@@ -179,6 +185,7 @@ class LocalLauncher(Launcher):
         env = dict(self.env)
         env.update(
             envvars.names(
+                job_id=self.job_id,
                 job_dir=self.jobdir.path,
                 launch=generation,
                 launch_host=self.host,
@@ -280,7 +287,8 @@ _ERROR_LINE = re.compile(r"^([A-Za-z_]\w*\.)*[A-Za-z_]\w*(Error|Exception|Failed
 def explain_failure(stderr: str) -> str:
     r"""The line of ``stderr`` that says best why a run failed.
 
-    The check's own line, else the last Python exception line, else the last line.
+    The check's own line, else the last Python exception line, else the first line that is
+    neither the runtime's progress nor ``mpirun``'s frame of dashes.
 
     >>> explain_failure("x\nTraceback...\nValueError: bad\nmpirun noticed...")
     'ValueError: bad'
@@ -292,7 +300,9 @@ def explain_failure(stderr: str) -> str:
     errors = [ln for ln in lines if _ERROR_LINE.match(ln)]
     if errors:
         return errors[-1]
-    return lines[-1] if lines else "(no output on standard error)"
+    # the first line that is neither the runtime's progress nor mpirun's frame
+    said = [ln for ln in lines if not ln.startswith("elastic-slurm") and set(ln) != {"-"}]
+    return said[0] if said else "(no error on standard error)"
 
 
 def run_once(

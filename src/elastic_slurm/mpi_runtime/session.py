@@ -639,7 +639,7 @@ class ElasticComm:
         started there; instead the order is refused: acknowledged as failed, the job goes on at
         its size, and the controller gives the grant back (:mod:`.preflight`).
         """
-        if order.action.value != "expand":
+        if order.action.value != "expand" or self._local is not None:  # try: no nodes to check
             return None
         from elastic_slurm.mpi_runtime.preflight import check_hosts
 
