@@ -265,6 +265,7 @@ class RunResult:
     stderr: str
     result: str | None
     timed_out: bool = False
+    failed_orders: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     verdict: str = ""
 
@@ -341,6 +342,11 @@ def run_once(
     stdout = "".join(p.read_text(errors="replace") for _, p, _ in outs)
     stderr = "".join(e.read_text(errors="replace") for _, _, e in outs)
     records = _records(jobdir)
+    failed = [
+        f"order {e.get('seq')} failed: {e.get('reason', '')}"
+        for e in jobdir.events()
+        if e.get("event") == "failed"
+    ]
     checked = [r for r in records if r["event"] == "checked"]
     result: str | None
     if results:
@@ -369,6 +375,7 @@ def run_once(
         stderr=stderr,
         result=result,
         timed_out=launcher.timed_out,
+        failed_orders=failed,
     )
 
 
@@ -456,6 +463,7 @@ def judge(
                 f"order {rec['seq']} ({rec['strategy']}): array(s) {', '.join(rec['changed'])} "
                 "changed across the resize"
             )
+    problems.extend(run.failed_orders)
     if not problems and run.resizes < run.planned:
         problems.append(
             f"only {run.resizes} of {run.planned} resize(s) happened before the program ended: "
