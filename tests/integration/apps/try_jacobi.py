@@ -25,7 +25,6 @@ from mpi4py import MPI
 from elastic_slurm.mpi_runtime import init
 
 ROWS, COLS = 48, 16
-ITERATIONS = int(sys.argv[2]) if len(sys.argv) > 2 else 200
 
 
 def sweep(comm: MPI.Intracomm, local: np.ndarray) -> np.ndarray:
@@ -44,7 +43,7 @@ def sweep(comm: MPI.Intracomm, local: np.ndarray) -> np.ndarray:
     return 0.25 * (padded[:-2] + padded[2:] + left + right)
 
 
-def main(mode: str) -> None:
+def main(mode: str, iterations: int) -> None:
     ec = init()
     u = ec.array("u", (ROWS, COLS), np.float64)
     ec.state.setdefault("iteration", 0)
@@ -54,14 +53,14 @@ def main(mode: str) -> None:
         rows = u.indices()
         u.local[:] = (rows[:, None] % 7) * 0.1 + np.arange(COLS)[None, :] * 0.01
     work = u.local
-    while ec.state["iteration"] < ITERATIONS:
+    while ec.state["iteration"] < iterations:
         if mode == "stale":
             work = sweep(ec.comm, work)
             u.local = work
         else:
             u.local = sweep(ec.comm, u.local)
         ec.state["iteration"] += 1
-        time.sleep(0.02)
+        time.sleep(0.01)
         if mode == "missing" and ec.rank == 1 and ec.state["iteration"] > 2:
             continue
         ec.resize_point()  # the stale port forgets "work = u.local" when this returns True
@@ -71,4 +70,4 @@ def main(mode: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "right")
+    main(sys.argv[1] if len(sys.argv) > 1 else "right", int(sys.argv[2]) if sys.argv[2:] else 60)
