@@ -16,7 +16,7 @@ from pathlib import Path
 from elastic_slurm.model.resize_order import AckStatus
 from elastic_slurm.mpi_runtime import handover
 from elastic_slurm.mpi_runtime.launcher import _Generation
-from elastic_slurm.mpi_runtime.local_try import LocalLauncher
+from elastic_slurm.mpi_runtime.local_launcher import LocalLauncher
 from elastic_slurm.protocol.jobdir import JobDir
 
 

@@ -13,13 +13,8 @@ from elastic_slurm.mpi_runtime.local import (
     parse_plan,
     virtual_nodes,
 )
-from elastic_slurm.mpi_runtime.local_try import (
-    compare,
-    explain_failure,
-    local_env,
-    pick,
-    plan_sizes,
-)
+from elastic_slurm.mpi_runtime.local_launcher import local_env
+from elastic_slurm.mpi_runtime.local_try import compare, explain_failure, pick, plan_sizes
 
 MASK = (1 << 64) - 1
 DISTS = [Block(), BlockCyclic(3), Block2D(), BlockCyclic2D(2, 3)]
