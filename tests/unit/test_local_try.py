@@ -120,3 +120,18 @@ def test_a_local_run_drops_the_variables_of_a_job_and_of_an_mpi_runtime() -> Non
     assert "ELASTIC_SLURM_JOB_DIR" not in env and "OMPI_COMM_WORLD_RANK" not in env
     assert env["ELASTIC_SLURM_RESIZE_POINT_TIMEOUT_S"] == "7"
     assert env["OMPI_ALLOW_RUN_AS_ROOT"] == "1" and env["HOME"] == "/h"
+
+
+def test_notes_name_unchanged_arrays_and_a_spawn_run_that_never_spawned() -> None:
+    from elastic_slurm.mpi_runtime.local_try import RunResult, unchanged_notes
+
+    def run(label: str, records: list[dict]) -> RunResult:
+        return RunResult(label, 0, 1.0, [2, 4], 1, 1, records, "", "", "")
+
+    restarted = [{"event": "checked", "seq": 1, "strategy": "restart", "unchanged": []}]
+    assert unchanged_notes(run("restart", restarted)) == []
+    (note,) = unchanged_notes(run("spawn", restarted))
+    assert note.startswith("spawn: no grow spawned")
+    stale = [{"event": "checked", "seq": 2, "strategy": "spawn", "unchanged": ["u"]}]
+    (note,) = unchanged_notes(run("spawn", stale))
+    assert "array(s) u held the same data at order 2" in note

@@ -276,8 +276,14 @@ def judge(
 
 
 def unchanged_notes(run: RunResult) -> list[str]:
-    """Warnings: arrays whose data did not change between two resizes."""
+    """Warnings: arrays whose data did not change between two resizes; no spawn in a spawn run."""
     notes = []
+    strategies = [r.get("strategy") for r in run.records if r["event"] == "checked"]
+    if run.label == "spawn" and strategies and "spawn" not in strategies:
+        notes.append(
+            "spawn: no grow spawned (the runtime chose restart here: its reason is in "
+            "generation-0.err), so this run tried restarts only"
+        )
     for rec in run.records:
         if rec["event"] == "checked" and rec.get("unchanged"):
             notes.append(
