@@ -38,6 +38,7 @@ from elastic_slurm.errors import (
 COMMANDS: dict[str, str] = {
     "cluster": "build, start, inspect or remove the local Slurm cluster (root)",
     "run": "run an elastic MPI application inside its Slurm job (in a batch script)",
+    "try": "force grows and shrinks of an elastic MPI app on this machine and compare (no Slurm)",
     "demo": "run heat2d as a malleable job that grows and shrinks on the local cluster",
     "controller": "run a scheduling policy against live Slurm",
     "policies": "list the scheduling policies, what each does, and load errors",

@@ -239,3 +239,21 @@ def await_manifest(
             f"(no checkpoint manifest at {manifest})"
         )
     return found
+
+
+def handed_over(jobdir: JobDir, seq: int, launch: int) -> bool:
+    """Whether generation ``launch`` wrote its checkpoint of order ``seq`` (the launcher).
+
+    Then the waiting successor has taken over (or is taking over): if it has already ended,
+    it ended after the handover (a short remaining run can end before the old generation's
+    ``mpirun`` has), not before it.
+    """
+    try:
+        data = json.loads((jobdir.checkpoint / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return (
+        isinstance(data, dict)
+        and int(data.get("launch", -1)) == launch
+        and int(data.get("seq", -1)) == seq
+    )

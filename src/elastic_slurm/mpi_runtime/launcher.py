@@ -176,6 +176,9 @@ class Launcher:
         How long (seconds) to wait for Slurm to shrink the job after it vacated nodes.
     """
 
+    #: The command its messages are signed with.
+    command = "elastic-slurm run"
+
     def __init__(
         self,
         program: Sequence[str],
@@ -324,7 +327,7 @@ class Launcher:
                 if request is None or rc != 0:
                     if request is None and rc != 0:
                         print(
-                            f"elastic-slurm run: mpirun exited with status {rc} after "
+                            f"{self.command}: mpirun exited with status {rc} after "
                             f"{elapsed:.2f} s (generation {current.generation}): "
                             f"{' '.join(current.argv)}",
                             file=sys.stderr,
@@ -332,7 +335,7 @@ class Launcher:
                         )
                     elif request is not None:
                         print(
-                            f"elastic-slurm run: the application asked for a restart but mpirun "
+                            f"{self.command}: the application asked for a restart but mpirun "
                             f"exited with status {rc}; stopping",
                             file=sys.stderr,
                         )
@@ -377,6 +380,10 @@ class Launcher:
                 ),
             )
         rc = waiting.proc.poll()
+        if rc is not None and handover.handed_over(
+            self.jobdir, waiting.successor, current.generation
+        ):
+            return waiting  # it took over and ended already: its predecessor is leaving
         if rc is not None:
             self.jobdir.log_event(
                 "exit", generation=waiting.generation, returncode=rc, successor_of=waiting.successor

@@ -73,6 +73,7 @@ from elastic_slurm.mpi_runtime.data import (
 )
 from elastic_slurm.mpi_runtime.distribution import BlockRows
 from elastic_slurm.mpi_runtime.layout import Layout, current_layout
+from elastic_slurm.mpi_runtime.local import from_env as local_try_from_env
 from elastic_slurm.mpi_runtime.orders import (
     ORDER_READY,
     SEQUENTIAL,
@@ -198,6 +199,8 @@ class ElasticComm:
         self._successor_s: float | None = None
         self._memory: tuple[Path, str] | None = None  # where the successor sees rank 0's token
         self._spawning: BackgroundSpawn | None = None
+        # ``elastic-slurm try`` (ELASTIC_SLURM_LOCAL_TRY): forced resizes and checks
+        self._local = local_try_from_env(jobdir)
 
     # ------------------------------------------------------------------ basics
     @property
@@ -246,6 +249,8 @@ class ElasticComm:
         same group in the same order, every rank's host known); otherwise, e.g. after a spawn
         merged new ranks in, each rank's own hostname, gathered.
         """
+        if self._local is not None:
+            return self._local.hosts(self.size)
         lay = self.layout
         fits = (
             MPI.Comm.Compare(self.comm, MPI.COMM_WORLD) in (MPI.IDENT, MPI.CONGRUENT)
@@ -453,6 +458,8 @@ class ElasticComm:
         """
         if self.jobdir is None or self.channel is None:
             return False
+        if self._local is not None:
+            self._local.tick(self)
         paused_at = time.time()  # the end of the last iteration before a resize
         if self._path == SEQUENTIAL:
             order_json = self._order_now()
@@ -474,7 +481,11 @@ class ElasticComm:
             self._acknowledge(order.seq, "none", "already running on these nodes", {})
             return False
         choice = choose_join(
-            order.action.value, hosts, self.launch_host, MPI.get_vendor(), self.join
+            order.action.value,
+            self._placement(hosts),
+            self.launch_host,
+            MPI.get_vendor(),
+            self.join,
         )
         _say(
             self.comm,
@@ -498,6 +509,8 @@ class ElasticComm:
             return False
         if choice.strategy == SPAWN:
             new_hosts = [n for n in order.nodes if n not in set(hosts)]
+            if self._local is not None:  # virtual nodes: spawn on this machine
+                new_hosts = self._local.physical(new_hosts)
             why_not = "the sequential path" if self._path == SEQUENTIAL else thread_support()
             if why_not is None:
                 # every rank starts its helper thread here; a later resize point completes it
@@ -576,6 +589,7 @@ class ElasticComm:
         checkin = self.jobdir.path / "checkin" / f"launch-{self.launch}-{self.generation}"
         self._vote = Vote(
             self.comm,
+            period_s=0.0 if self._local is not None else 0.02,  # try: act at the next points
             checkin=checkin,
             timeout_s=envvars.get_float("RESIZE_POINT_TIMEOUT_S", 60.0),
         )
@@ -625,7 +639,7 @@ class ElasticComm:
         started there; instead the order is refused: acknowledged as failed, the job goes on at
         its size, and the controller gives the grant back (:mod:`.preflight`).
         """
-        if order.action.value != "expand":
+        if order.action.value != "expand" or self._local is not None:  # try: no nodes to check
             return None
         from elastic_slurm.mpi_runtime.preflight import check_hosts
 
@@ -650,7 +664,9 @@ class ElasticComm:
         hosts = self._known_hosts
         if set(hosts) == set(order.nodes):
             return None
-        choice = choose_join(order.action.value, hosts, self.launch_host, self._vendor, self.join)
+        choice = choose_join(
+            order.action.value, self._placement(hosts), self.launch_host, self._vendor, self.join
+        )
         if choice.strategy != RESTART:
             return None
         jobdir = self.jobdir
@@ -688,6 +704,10 @@ class ElasticComm:
         if self._memory is None and memory is not None:
             handover.drop(memory[0])
         return why
+
+    def _placement(self, hosts: list[str]) -> list[str]:
+        """Where the ranks of ``hosts`` really run (this machine for ``elastic-slurm try``)."""
+        return self._local.placement(hosts) if self._local is not None else hosts
 
     def _added_nodes_work(self, order: ResizeOrder, hosts: list[str]) -> bool:
         """The sequential path: check the added nodes now (collective); refuse if one fails."""
@@ -754,6 +774,8 @@ class ElasticComm:
         overlapped: bool = False,
     ) -> None:
         """Hand the new ranks their rows and the state over ``merged`` (collective)."""
+        if self._local is not None:
+            self._local.before(self.comm, self._arrays.values(), order.seq)
         packed = self._pack()
         t2 = time.monotonic()
         merged.Ibarrier().Wait()  # the new ranks wait in a non-blocking barrier (not spinning)
@@ -773,6 +795,9 @@ class ElasticComm:
         for arr in self._arrays.values():
             arr.local = move_rows(merged, arr.local, arr.meta(), old_size, merged.size)
             arr._rank, arr._size = merged.rank, merged.size
+        if self._local is not None:
+            items = [(a.meta(), a.local) for a in self._arrays.values()]
+            self._local.after(merged, items, order.seq, "spawn")
         t3 = time.monotonic()
         self._after_spawn(inter)
         self.state = ResizeState(meta["state"] or {})
@@ -798,6 +823,8 @@ class ElasticComm:
         for info in meta["arrays"]:
             local = move_rows(merged, None, info, int(meta["src_parts"]), merged.size)
             self._restored[info["name"]] = (info, local)
+        if self._local is not None:
+            self._local.after(merged, list(self._restored.values()), int(meta["seq"]), "spawn")
         self._after_spawn(parent)
         self.state = ResizeState(meta["state"] or {})
         self.generation = int(meta["generation"]) + 1
@@ -819,6 +846,8 @@ class ElasticComm:
         """
         assert self.jobdir is not None
         directory = self.jobdir.checkpoint
+        if self._local is not None:
+            self._local.before(self.comm, self._arrays.values(), order.seq)
         t0 = time.monotonic()
         # a waiting successor reads the files at once: visible is enough, durable is not needed
         durable = not successor
@@ -943,6 +972,8 @@ class ElasticComm:
             if not isinstance(dist, Block):
                 rows = move_rows(self.comm, rows, meta, self.size, self.size, Block(), dist)
             self._restored[meta["name"]] = (meta, rows)
+        if self._local is not None:
+            self._local.restored(self.comm, self._restored, int(manifest["seq"]))
         self.state = ResizeState(load_state(directory, "state", self.comm))
         packed = None
         if self.rank == 0 and (directory / HOOKS_FILE).exists():

@@ -1,0 +1,169 @@
+"""``elastic-slurm try`` on this machine: plain ``mpirun``, no Slurm, no controller.
+
+The fixture program (``apps/try_jacobi.py``) is a row-block Jacobi sweep with ghost rows, in a
+right port and in wrong ones; each test runs the command as a user would and reads its table
+and the records it leaves. Marked ``mpi``: they need Open MPI and mpi4py, not the cluster.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.mpi, pytest.mark.timeout(120)]
+
+ROOT = Path(__file__).resolve().parents[2]
+APP = str(Path(__file__).resolve().parent / "apps" / "try_jacobi.py")
+
+
+@functools.cache
+def _why_not() -> str | None:
+    if importlib.util.find_spec("mpi4py") is None:
+        return f"mpi4py is not installed for {sys.executable}"
+    if shutil.which("mpirun") is None:
+        return "no mpirun on PATH (install Open MPI)"
+    return None
+
+
+def run_try(tmp_path: Path, mode: str, *options: str) -> subprocess.CompletedProcess[str]:
+    """``elastic-slurm try --np 2 --grow-to 4 --shrink-to 1 OPTIONS -- APP MODE``."""
+    why = _why_not()
+    if why:
+        pytest.skip(why)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT / "src"), env.get("PYTHONPATH")) if p)
+    argv = [
+        sys.executable,
+        "-m",
+        "elastic_slurm",
+        "try",
+        "--np",
+        "2",
+        "--grow-to",
+        "4",
+        "--shrink-to",
+        "1",
+        "--every",
+        "3",
+        "--point-timeout",
+        "10",
+        "--timeout",
+        "50",
+        "--workdir",
+        str(tmp_path / "try"),
+        *options,
+        "--",
+        APP,
+        mode,
+    ]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=110, env=env, cwd=tmp_path)
+
+
+def row(stdout: str, label: str) -> list[str]:
+    """The table row of run ``label``, split into its cells."""
+    (line,) = [ln for ln in stdout.splitlines() if ln.split()[:1] == [label]]
+    return line.split()
+
+
+def checked(tmp_path: Path, label: str) -> list[dict]:
+    path = tmp_path / "try" / label / "local-try.jsonl"
+    records = [json.loads(ln) for ln in path.read_text().splitlines()]
+    return [r for r in records if r["event"] == "checked"]
+
+
+def test_a_right_port_passes_with_both_join_strategies(tmp_path: Path) -> None:
+    res = run_try(tmp_path, "right")
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out
+    assert row(res.stdout, "unresized")[-1] == "PASS", out
+    for label in ("spawn", "restart"):
+        cells = row(res.stdout, label)
+        assert cells[1:4] == ["2->4->1", "2/2", "ok"], out
+        assert cells[-1] == "PASS", out
+    # each resize went the way its strategy says, and the arrays were checked after each
+    assert [(r["strategy"], r["ranks"]) for r in checked(tmp_path, "spawn")] == [
+        ("spawn", 4),
+        ("restart", 1),
+    ]
+    assert [(r["strategy"], r["ranks"]) for r in checked(tmp_path, "restart")] == [
+        ("restart", 4),
+        ("restart", 1),
+    ]
+    assert all(not r["changed"] for r in checked(tmp_path, "spawn") + checked(tmp_path, "restart"))
+
+
+def test_a_port_that_keeps_computing_on_its_old_copy_is_caught(tmp_path: Path) -> None:
+    """It never takes the redistributed rows back: a spawn grow breaks it (a restart re-runs
+    the top of the program, which takes them, so that run passes: both strategies matter)."""
+    res = run_try(tmp_path, "stale")
+    out = res.stdout + res.stderr
+    assert res.returncode == 1, out
+    assert row(res.stdout, "spawn")[-1] == "FAIL", out
+    assert "a copy kept from before the resize is stale" in res.stdout, out
+    assert "holds float64(24, 16) at a resize point, its share is float64(12, 16)" in res.stdout
+    assert row(res.stdout, "restart")[-1] == "PASS", out
+
+
+def test_initial_values_written_over_resumed_rows_change_the_results(tmp_path: Path) -> None:
+    res = run_try(tmp_path, "noguard", "--strategy", "restart")
+    out = res.stdout + res.stderr
+    assert res.returncode == 1, out
+    assert row(res.stdout, "restart")[-1] == "FAIL", out
+    assert "restart: results differ from the unresized run: number 1 differs:" in res.stdout, out
+    # the runtime moved the data right: the program overwrote it afterwards
+    assert all(not r["changed"] for r in checked(tmp_path, "restart"))
+
+
+def test_a_resize_point_one_rank_skips_names_that_rank(tmp_path: Path) -> None:
+    res = run_try(tmp_path, "missing", "--strategy", "spawn", "--point-timeout", "5")
+    out = res.stdout + res.stderr
+    assert res.returncode == 1, out
+    assert row(res.stdout, "spawn")[-1] == "FAIL", out
+    assert "MissingRanks: resize point vote" in res.stdout, out
+    assert "rank(s) [1] of 2 did not reach it within 5 s" in res.stdout, out
+
+
+def test_state_that_cannot_survive_a_resize_is_refused_where_it_is_set(tmp_path: Path) -> None:
+    res = run_try(tmp_path, "badstate")
+    out = res.stdout + res.stderr
+    assert res.returncode == 1, out
+    assert row(res.stdout, "unresized")[-1] == "FAIL", out
+    assert "ValueError: state['history'] is a list" in res.stdout, out
+    assert "no resized run was tried" in res.stdout
+    # the traceback points at the line that set it, before any resize
+    err = (tmp_path / "try" / "unresized" / "generation-0.err").read_text()
+    assert 'ec.state["history"] = [0.0]' in err, err
+
+
+def test_a_fast_2d_block_cyclic_example_passes_compared_by_its_checksum(tmp_path: Path) -> None:
+    """``examples/jacobi2d_grid.py`` on a 2-D block-cyclic grid, iterations of about 1 ms.
+
+    Rank 0 holds at the resize point where an order is forced until the runtime is ready, so
+    even this fast program is resized (2 -> 4 -> 1 grids); its successor may end before the old
+    generation's ``mpirun`` has (the launcher must not take that for a failed handover).
+    """
+    example = str(ROOT / "examples" / "jacobi2d_grid.py")
+    why = _why_not()
+    if why:
+        pytest.skip(why)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT / "src"), env.get("PYTHONPATH")) if p)
+    argv = [
+        *(sys.executable, "-m", "elastic_slurm", "try", "--every", "20", "--point-timeout", "10"),
+        *("--timeout", "50", "--workdir", str(tmp_path / "try")),
+        *("--match", '"checksum": [^,}]+'),
+        *("--", example, "--n", "60", "--iterations", "400", "--block", "4"),
+    ]
+    res = subprocess.run(argv, capture_output=True, text=True, timeout=110, env=env, cwd=tmp_path)
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out
+    for label in ("spawn", "restart"):
+        assert row(res.stdout, label)[1:4] == ["2->4->1", "2/2", "ok"], out
