@@ -64,7 +64,7 @@ COMMANDS: dict[str, str] = {
 #: The extra of ``pyproject.toml`` that installs each optional module.
 EXTRAS = {"numpy": "sim", "matplotlib": "sim", "mpi4py": "mpi", "paramiko": "ssh"}
 #: Commands whose numpy comes with the ``mpi`` extra (the MPI side), not ``sim``.
-_MPI_COMMANDS = frozenset({"run", "demo"})
+_MPI_COMMANDS = frozenset({"run", "demo", "try"})
 #: The top-level options that take a value (``--site NAME``).
 _VALUED = frozenset({"--site"})
 

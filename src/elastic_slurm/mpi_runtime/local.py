@@ -97,6 +97,10 @@ def _mix(x: np.ndarray) -> np.ndarray:
 def local_checksum(meta: Mapping[str, Any], local: np.ndarray | None, rank: int, size: int) -> int:
     """One rank's part of an array's checksum (add the parts modulo 2**64 over the ranks).
 
+    Every cell (a row for a row distribution, an entry (i, j) for a 2-D one, with its
+    trailing axes) contributes a mix of the hash of its bytes and its global index; the sum
+    does not depend on which rank holds the cell.
+
     Parameters
     ----------
     meta
@@ -104,10 +108,6 @@ def local_checksum(meta: Mapping[str, Any], local: np.ndarray | None, rank: int,
     local
         This rank's part, shape ``local_shape()`` for ``rank`` of ``size``; ``None`` or empty
         for a rank holding nothing.
-
-    Every cell (a row for a row distribution, an ``(i, j)`` entry for a 2-D one, with its
-    trailing axes) contributes ``mix(hash of its bytes, its global index)``; the sum does not
-    depend on which rank holds the cell.
 
     Raises
     ------
