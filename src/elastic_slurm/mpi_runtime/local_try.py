@@ -205,6 +205,8 @@ def compare(reference: str, other: str, rtol: float) -> str | None:
     True
     >>> compare("norm 1.5 after 10", "norm 1.25 after 10", 1e-9)
     'number 1 differs: 1.5 (unresized) vs 1.25'
+    >>> print(compare("sum 3, hosts a", "sum 3, hosts a b", 1e-9))
+    line 1 differs at character 15: 'sum #, hosts a' (unresized) vs 'sum #, hosts a b'
     """
     ref_nums = _NUMBER.findall(reference)
     new_nums = _NUMBER.findall(other)
@@ -215,7 +217,14 @@ def compare(reference: str, other: str, rtol: float) -> str | None:
         b = new_text.splitlines() or [""]
         for i, (x, y) in enumerate(zip(a, b, strict=False)):
             if x != y:
-                return f"line {i + 1} differs: {x[:60]!r} (unresized) vs {y[:60]!r}"
+                at = next((k for k, (c, d) in enumerate(zip(x, y, strict=False)) if c != d), None)
+                at = min(len(x), len(y)) if at is None else at
+                start = max(0, at - 20)
+                cut = "..." if start else ""
+                return (
+                    f"line {i + 1} differs at character {at + 1}: "
+                    f"{cut + x[start : at + 40]!r} (unresized) vs {cut + y[start : at + 40]!r}"
+                )
         return f"{len(a)} line(s) (unresized) vs {len(b)}"
     for i, (x, y) in enumerate(zip(ref_nums, new_nums, strict=True)):
         fx, fy = float(x), float(y)
@@ -271,7 +280,10 @@ def judge(
         else:
             why = compare(pick(reference.result, mode, match), pick(run.result, mode, match), rtol)
             if why:
-                problems.append(f"results differ from the unresized run: {why}")
+                problems.append(
+                    f"results differ from the unresized run: {why} (compare only the result "
+                    "with --match REGEX or --results FILE)"
+                )
     run.verdict = "PASS" if not problems else "FAIL"
 
 
