@@ -158,6 +158,8 @@ def test_a_killed_controller_resumes_consistent_with_slurm(
     procs: list[subprocess.Popen] = []
     try:
         wait(lambda: any(e["event"] == "launch" for e in jobdir.events()), 60, "the launch")
+        if negotiates:  # offers go only to a job that registered: let it, before deciding
+            wait(lambda: jobdir.registration() is not None, 60, "the job to register")
         # 1. killed during the expansion to the 2 idle nodes, restarted
         procs.append(start_controller(journal, log))
         only_then = handing_over(jobdir) if handover else None

@@ -110,7 +110,8 @@ def test_an_evolving_application_is_served_by_the_controller(slurm, shared_tmp):
     try:
         deadline = time.monotonic() + 300
         while (
-            job_state(job) in ("PENDING", "RUNNING", "CONFIGURING") and time.monotonic() < deadline
+            job_state(job) in ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING")
+            and time.monotonic() < deadline
         ):
             controller.step()
             time.sleep(0.3)

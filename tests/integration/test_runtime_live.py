@@ -176,7 +176,9 @@ def test_a_submitter_inside_an_mpi_process_does_not_break_the_job(local_cluster,
     state = wait(lambda: (s := job_state(job)) in ("COMPLETED", "FAILED") and s, 60, "the end")
     out = (shared_tmp / f"{job}.out").read_text()
     assert state == "COMPLETED", out
-    assert sorted(out.split()) == sorted(scontrol_nodes(job)), out
+    # Open MPI's rsh launcher may warn that setpgid raced its child's exec (a loaded machine)
+    names = [ln.strip() for ln in out.splitlines() if ln.strip() and "plm:rsh" not in ln]
+    assert sorted(names) == sorted(scontrol_nodes(job)), out
 
 
 def test_a_cancelled_job_takes_its_sibling_along(slurm, shared_tmp):
