@@ -258,10 +258,7 @@ def test_an_unanswered_shrink_offer_is_forced_or_requeued(slurm, shared_tmp, ser
         outcome = run(actuator, slurm, Shrink(job, 1, "test"), timeout_s=30)
         assert time.monotonic() - t0 >= 6.0  # its grace period
         assert not outcome.ok and "has not answered offer 1 (shrink 1) after 6 s" in outcome.message
-        # (a loaded machine may also make an earlier order late: only offer 5's record counts)
-        (late,) = [
-            r for r in journal.records if r["kind"] == "overdue" and "offer 5" in r["message"]
-        ]
+        (late,) = [r for r in journal.records if r["kind"] == "overdue"]
         assert late["action"] == on_overdue
         offer = jobdir.read_offer(1)
         assert offer is not None and "has not answered" in offer.withdrawn

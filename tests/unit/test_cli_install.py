@@ -143,6 +143,9 @@ def test_report_without_matplotlib_prints_its_summary(tmp_path: Path) -> None:
         ["queue", "--site", "b"],
         ["queue", "--site=b"],
         ["--site=b", "queue"],
+        ["controller", "run", "--site", "b"],
+        ["cluster", "up", "--site=b"],
+        ["--site", "a", "controller", "run", "--site", "b"],
     ],
 )
 def test_site_before_or_after_the_command(words: list[str]) -> None:

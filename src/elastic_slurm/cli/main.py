@@ -132,14 +132,22 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
             sub.add_parser(name, help=summary, add_help=False)
             continue
         command_module(name).add_parser(sub)
-        p = sub.choices[name]
-        if "--site" not in p._option_string_actions:
-            p.add_argument(
-                "--site",
-                default=argparse.SUPPRESS,
-                help="site config name or YAML path (as before the command)",
-            )
+        _accept_site(sub.choices[name])
     return parser
+
+
+def _accept_site(p: argparse.ArgumentParser) -> None:
+    """Let ``p`` and its own subcommands (``controller run``) take ``--site`` too."""
+    if "--site" not in p._option_string_actions:
+        p.add_argument(
+            "--site",
+            default=argparse.SUPPRESS,
+            help="site config name or YAML path (as before the command)",
+        )
+    for action in p._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                _accept_site(child)
 
 
 def find_command(words: Sequence[str]) -> int | None:
