@@ -125,6 +125,9 @@ class FreeProfile:
             else:
                 self.times.append(when)
                 self.free.append(self.free[-1] + count)
+        # need -> the first time at which that many nodes were free, when last looked: free
+        # nodes only ever go down (reservations), so no start before it can work
+        self._fits: dict[int, float] = {}
 
     def earliest(self, need: int, duration_s: float) -> int:
         """Index of the first breakpoint from which ``need`` nodes stay free for ``duration_s``.
@@ -133,8 +136,12 @@ class FreeProfile:
         nodes that will ever be free).
         """
         times, free = self.times, self.free
-        i = 0
         n = len(times)
+        hint = self._fits.get(need)
+        i = 0 if hint is None else bisect.bisect_left(times, hint)
+        while i < n and free[i] < need:  # the breakpoints where it can never start
+            i += 1
+        self._fits[need] = times[i] if i < n else INFINITY
         while i < n:
             if free[i] < need:
                 i += 1
