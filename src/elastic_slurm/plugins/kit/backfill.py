@@ -155,6 +155,23 @@ class FreeProfile:
             i = j + 1  # free[j] < need: no start before j + 1 can work
         return n
 
+    def after(self, now_s: float) -> FreeProfile:
+        """A copy that starts at ``now_s`` (at or after ``times[0]``): what is past is cut off.
+
+        >>> FreeProfile(0.0, 1, [(10.0, 3)]).after(5.0).times
+        [5.0, 10.0]
+        """
+        i = bisect.bisect_right(self.times, now_s) - 1
+        out = object.__new__(FreeProfile)
+        out.times = [now_s, *self.times[i + 1 :]]
+        out.free = self.free[i:]
+        out._fits = {}
+        return out
+
+    def same(self, other: FreeProfile) -> bool:
+        """True when both have the same breakpoints and free nodes (the same profile)."""
+        return self.times == other.times and self.free == other.free
+
     def reserve(self, i: int, need: int, duration_s: float) -> None:
         """Take ``need`` nodes from breakpoint ``i`` for ``duration_s`` seconds."""
         times, free = self.times, self.free
