@@ -166,6 +166,25 @@ class Occupancy:
             start = times[i]
         return INFINITY
 
+    def after(self, t: float) -> Occupancy:
+        """A copy that starts at ``t`` (at or after ``times[0]``): what is past is cut off.
+
+        >>> occ = Occupancy(0.0)
+        >>> occ.add(0.0, 10.0, 3)
+        >>> later = occ.after(4.0)
+        >>> later.times, later.vals
+        ([4.0, 10.0], [3, 0])
+        """
+        j = bisect.bisect_right(self.times, t) - 1
+        out = Occupancy(t)
+        out.times = [t, *self.times[j + 1 :]]
+        out.vals = self.vals[j:]
+        return out
+
+    def same(self, other: Occupancy) -> bool:
+        """True when both have the same breakpoints and values (the same step function)."""
+        return self.times == other.times and self.vals == other.vals
+
     def value_at(self, t: float) -> int:
         """Nodes busy at time ``t``."""
         j = bisect.bisect_right(self.times, t) - 1
