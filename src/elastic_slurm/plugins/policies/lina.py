@@ -399,9 +399,13 @@ class _Cycle:
     # ------------------------------------------------------------------ Algorithm 4
     def schedule_pending(self, pending: list[JobView]) -> None:
         sizeable = _SIZEABLE
+        refused: bool | None = None  # blocked() with no idle node: the same all cycle long
         for job in pending:
-            if self.free == 0 and (self._capacity == 0 or self.blocked()):
-                break  # no idle node and nothing can be shrunk: no later job can start
+            if self.free == 0:
+                if refused is None:
+                    refused = self.blocked()
+                if self._capacity == 0 or refused:
+                    break  # no idle node and nothing can be shrunk: no later job can start
             # p_r of _start_range, inline: the queue can be long
             elastic = job.kind in sizeable
             low = job.nodes_min if elastic else job.nodes_requested
