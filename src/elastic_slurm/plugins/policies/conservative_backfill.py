@@ -164,10 +164,12 @@ class _Plan:
         starts: list[int],
     ) -> _Plan:
         queue: Sequence[JobView] = pending
-        if starts:
-            gone = set(starts)
-            queue = [j for k, j in enumerate(pending) if k not in gone]
-            places = [t for k, t in enumerate(places) if k not in gone]
+        if starts:  # few: delete them in place (places covers a prefix of the queue)
+            queue = list(pending)
+            for k in reversed(starts):
+                del queue[k]
+                if k < len(places):
+                    del places[k]
         return cls(now, estimates, base, final, queue, list(map(id, queue)), places)
 
     def follows(

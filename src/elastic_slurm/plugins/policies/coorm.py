@@ -427,10 +427,12 @@ class _Plan:
         started: list[int],
     ) -> _Plan:
         queue: Sequence[JobView] = pending
-        if started:
-            gone = set(started)
-            queue = [j for k, j in enumerate(pending) if k not in gone]
-            places = [t for k, t in enumerate(places) if k not in gone]
+        if started:  # few: delete them in place (places covers a prefix of the queue)
+            queue = list(pending)
+            for k in reversed(started):
+                del queue[k]
+                if k < len(places):
+                    del places[k]
         return cls(now, cap, base, final, queue, list(map(id, queue)), places)
 
     def follows(self, now: float, cap: int, held: Occupancy, pending: Sequence[JobView]) -> bool:
