@@ -125,6 +125,9 @@ class FreeProfile:
             else:
                 self.times.append(when)
                 self.free.append(self.free[-1] + count)
+        # need -> the first time at which that many nodes were free, when last looked: free
+        # nodes only ever go down (reservations), so no start before it can work
+        self._fits: dict[int, float] = {}
 
     def earliest(self, need: int, duration_s: float) -> int:
         """Index of the first breakpoint from which ``need`` nodes stay free for ``duration_s``.
@@ -133,8 +136,12 @@ class FreeProfile:
         nodes that will ever be free).
         """
         times, free = self.times, self.free
-        i = 0
         n = len(times)
+        hint = self._fits.get(need)
+        i = 0 if hint is None else bisect.bisect_left(times, hint)
+        while i < n and free[i] < need:  # the breakpoints where it can never start
+            i += 1
+        self._fits[need] = times[i] if i < n else INFINITY
         while i < n:
             if free[i] < need:
                 i += 1
@@ -147,6 +154,23 @@ class FreeProfile:
                 return i
             i = j + 1  # free[j] < need: no start before j + 1 can work
         return n
+
+    def after(self, now_s: float) -> FreeProfile:
+        """A copy that starts at ``now_s`` (at or after ``times[0]``): what is past is cut off.
+
+        >>> FreeProfile(0.0, 1, [(10.0, 3)]).after(5.0).times
+        [5.0, 10.0]
+        """
+        i = bisect.bisect_right(self.times, now_s) - 1
+        out = object.__new__(FreeProfile)
+        out.times = [now_s, *self.times[i + 1 :]]
+        out.free = self.free[i:]
+        out._fits = {}
+        return out
+
+    def same(self, other: FreeProfile) -> bool:
+        """True when both have the same breakpoints and free nodes (the same profile)."""
+        return self.times == other.times and self.free == other.free
 
     def reserve(self, i: int, need: int, duration_s: float) -> None:
         """Take ``need`` nodes from breakpoint ``i`` for ``duration_s`` seconds."""

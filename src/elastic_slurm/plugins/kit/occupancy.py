@@ -30,11 +30,15 @@ class Occupancy:
     ((5, 10.0), (5, 5.0))
     """
 
-    __slots__ = ("times", "vals")
+    __slots__ = ("_fits", "times", "vals")
 
     def __init__(self, origin_s: float = 0.0) -> None:
         self.times = [origin_s]
         self.vals = [0]
+        # limit -> (t0, t): no segment of [t0, t) had at most ``limit`` nodes busy when
+        # :meth:`earliest` last looked. Adding nodes keeps that true (the step function only
+        # rises), so a later search from t0 or after may skip to t; removing nodes clears it.
+        self._fits: dict[int, tuple[float, float]] = {}
 
     def _split(self, t: float) -> int:
         times = self.times
@@ -49,6 +53,8 @@ class Occupancy:
         """Add ``nodes`` (negative to remove) on ``[start_s, end_s)``."""
         if not end_s > start_s or nodes == 0:
             return
+        if nodes < 0:
+            self._fits.clear()
         i = self._split(start_s)
         k = self._split(end_s) if end_s < INFINITY else len(self.times)
         vals = self.vals
@@ -121,6 +127,14 @@ class Occupancy:
         limit = cap - need  # most nodes that may be busy
         times, vals = self.times, self.vals
         n = len(times)
+        query_s = t0_s
+        hint = self._fits.get(limit)
+        if hint is not None and hint[0] <= t0_s < hint[1]:
+            # nothing fits on [t0_s, hint): every start there is ruled out; hint is the start
+            # of a segment (or never), as the search from t0_s would have reached it
+            if hint[1] == INFINITY:
+                return INFINITY
+            query_s, t0_s = hint
         i = bisect.bisect_right(times, t0_s) - 1
         start = t0_s
         if i < 0:  # t0_s before the origin: nothing busy until times[0]
@@ -128,6 +142,11 @@ class Occupancy:
                 return start
             i = 0
             start = times[0] if vals[0] > limit else start
+        while i < n and vals[i] > limit:  # the segments where the request can never fit
+            i += 1
+            if i < n:
+                start = times[i]
+        self._fits[limit] = (query_s, start if i < n else INFINITY)
         while i < n:
             if vals[i] > limit:
                 i += 1
@@ -146,6 +165,25 @@ class Occupancy:
                 return INFINITY
             start = times[i]
         return INFINITY
+
+    def after(self, t: float) -> Occupancy:
+        """A copy that starts at ``t`` (at or after ``times[0]``): what is past is cut off.
+
+        >>> occ = Occupancy(0.0)
+        >>> occ.add(0.0, 10.0, 3)
+        >>> later = occ.after(4.0)
+        >>> later.times, later.vals
+        ([4.0, 10.0], [3, 0])
+        """
+        j = bisect.bisect_right(self.times, t) - 1
+        out = Occupancy(t)
+        out.times = [t, *self.times[j + 1 :]]
+        out.vals = self.vals[j:]
+        return out
+
+    def same(self, other: Occupancy) -> bool:
+        """True when both have the same breakpoints and values (the same step function)."""
+        return self.times == other.times and self.vals == other.vals
 
     def value_at(self, t: float) -> int:
         """Nodes busy at time ``t``."""

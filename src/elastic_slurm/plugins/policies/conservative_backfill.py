@@ -9,10 +9,13 @@ delays no job ahead of it in the queue, not just the first.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import ClassVar
 
 from elastic_slurm.model.decisions import Decision, Start
-from elastic_slurm.model.snapshot import ClusterSnapshot
+from elastic_slurm.model.estimates import RuntimeEstimates
+from elastic_slurm.model.snapshot import ClusterSnapshot, JobView
 from elastic_slurm.model.triggers import Trigger
 from elastic_slurm.plugins.kit.backfill import (
     BackfillOptions,
@@ -40,7 +43,9 @@ class ConservativeBackfill(Policy):
       kept and only moved earlier ("compression"), so that the policy stays a function of the
       snapshot. Recomputing can, rarely, give a job a later reservation than in the previous
       cycle (an earlier job moving into a hole it had); it never starts a job that delays an
-      earlier one by the estimates.
+      earlier one by the estimates. The policy keeps the last cycle's reservations only to
+      skip recomputing those that the recomputation provably gives again (see ``_Plan``): the
+      decisions are the recomputation's.
     * A job without a time limit reserves its nodes for ever once started or reserved.
 
     Jobs start at :func:`~elastic_slurm.plugins.policies.fcfs.start_size`; running jobs are
@@ -59,6 +64,10 @@ class ConservativeBackfill(Policy):
 
     Config: ClassVar[type] = BackfillOptions
 
+    def __init__(self, config: BackfillOptions | None = None) -> None:
+        super().__init__(config)
+        self._plan: _Plan | None = None  # the last cycle's reservations, to build on
+
     def decide(self, snapshot: ClusterSnapshot, trigger: Trigger) -> list[Decision]:
         """Start the jobs whose reservation, made in queue order, is now."""
         pending = snapshot.pending()
@@ -73,17 +82,110 @@ class ConservativeBackfill(Policy):
             end = estimated_end_s(job, now, est)
             releases.append((end if end > now else after_now, job.size))
         profile = FreeProfile(now, idle, releases)
-        decisions: list[Decision] = []
-        for position, job in enumerate(pending):
+        plan = self._plan
+        if plan is not None and plan.follows(now, profile, pending, est):
+            work, places = plan.final.after(now), plan.places
+            due = min(places, default=INFINITY) == now  # reservations that are now start
+            starts = [k for k, t in enumerate(places) if t == now] if due else []
+        else:
+            work, places, starts = FreeProfile(now, idle, releases), [], []
+        for position in range(len(places), len(pending)):
+            if work.free[0] == 0:
+                break  # nothing else can start now; later reservations change nothing now
+            job = pending[position]
             size = start_size(job)
-            duration = estimate_s(job, size, est)
-            i = profile.earliest(size, max(duration, 0.0))
-            if i == len(profile.times):
+            duration = max(estimate_s(job, size, est), 0.0)
+            i = work.earliest(size, duration)
+            if i == len(work.times):
+                places.append(INFINITY)
                 continue  # can never fit: reserves nothing
             if i == 0:
-                why = "its reservation is now" if position else "first come, first served"
-                decisions.append(Start(job.job_id, size, f"conservative backfilling: {why}"))
-            profile.reserve(i, size, max(duration, 0.0))
-            if profile.free[0] == 0:
-                break  # nothing else can start now; later reservations change nothing now
+                starts.append(position)
+            places.append(work.times[i])
+            work.reserve(i, size, duration)
+        decisions: list[Decision] = []
+        for position in starts:
+            job = pending[position]
+            why = "its reservation is now" if position else "first come, first served"
+            decisions.append(Start(job.job_id, start_size(job), f"conservative backfilling: {why}"))
+            profile.reserve(0, start_size(job), max(estimate_s(job, start_size(job), est), 0.0))
+        self._plan = _Plan.build(now, est, profile, work, pending, places, starts)
         return decisions
+
+
+@dataclass
+class _Plan:
+    """One cycle's reservations, kept so that the next cycle need not recompute them all.
+
+    Recomputed from scratch, conservative backfilling gives every job it placed last cycle
+    the same reservation again, if (1) the free-node profile from now on is what last
+    cycle's, with its starts reserved, says it is (jobs ended when their estimates said), (2)
+    the queue is last cycle's minus its starts, plus arrivals at the end, and (3) no
+    reservation was for a time now past: each placement is the earliest that fits, the new
+    profile is never freer (only starts of jobs later in the queue are added before it), and
+    the old one still fits (the final profile is never negative). A job reserved for now
+    starts. :meth:`follows` checks (1)-(3) exactly; otherwise the cycle recomputes all.
+
+    Parameters
+    ----------
+    now
+        The cycle's time, seconds.
+    estimates
+        The estimates the durations came from.
+    base
+        The cycle's free-node profile with its starts reserved (what the next cycle's should
+        be, from its own time on).
+    final
+        The profile after every reservation made.
+    queue, ids
+        The jobs still pending after the cycle, in order, and their views' ``id()``.
+    places
+        The reservation of ``queue[k]`` (its start, seconds; ``inf`` when it never fits) for
+        the first ``len(places)`` jobs.
+    """
+
+    now: float
+    estimates: RuntimeEstimates
+    base: FreeProfile
+    final: FreeProfile
+    queue: Sequence[JobView]
+    ids: list[int]
+    places: list[float]
+
+    @classmethod
+    def build(
+        cls,
+        now: float,
+        estimates: RuntimeEstimates,
+        base: FreeProfile,
+        final: FreeProfile,
+        pending: Sequence[JobView],
+        places: list[float],
+        starts: list[int],
+    ) -> _Plan:
+        queue: Sequence[JobView] = pending
+        if starts:  # few: delete them in place (places covers a prefix of the queue)
+            queue = list(pending)
+            for k in reversed(starts):
+                del queue[k]
+                if k < len(places):
+                    del places[k]
+        return cls(now, estimates, base, final, queue, list(map(id, queue)), places)
+
+    def follows(
+        self,
+        now: float,
+        profile: FreeProfile,
+        pending: Sequence[JobView],
+        estimates: RuntimeEstimates,
+    ) -> bool:
+        """Whether this cycle may keep this plan's reservations (conditions (1)-(3) above)."""
+        n = len(self.ids)
+        return (
+            now >= self.now
+            and estimates is self.estimates
+            and len(pending) >= n
+            and list(map(id, pending[:n])) == self.ids
+            and min(self.places, default=INFINITY) >= now
+            and self.base.after(now).same(profile)
+        )

@@ -141,6 +141,9 @@ class EquiPartition(Policy):
       the future, for views).
     * A job that is resizing is left as it is and its nodes count as non-preemptible for the
       cycle (the snapshot does not say how many it will end with).
+    * Step 1 is recomputed every cycle; the policy keeps the last cycle's reservations only to
+      skip those that the recomputation provably gives again (``_Plan``): the decisions are
+      the recomputation's.
     * With ``preallocate=False`` evolving jobs pre-allocate only their current size (the
       thesis' "probable execution"): a growth is then served only when nodes are free
       non-preemptibly (idle or used preemptibly by malleable jobs), and otherwise lapses or
@@ -193,6 +196,7 @@ class EquiPartition(Policy):
     def __init__(self, config: EquiPartition.Config | None = None) -> None:
         super().__init__(config)
         self._warned = False  # wide pre-allocations are reported once
+        self._plan: _Plan | None = None  # the last cycle's reservations, to build on
 
     def decide(self, snapshot: ClusterSnapshot, trigger: Trigger) -> list[Decision]:
         """Return this cycle's shrinks, starts and expansions (see the class docstring).
@@ -204,7 +208,9 @@ class EquiPartition(Policy):
         resizing on nodes an evolving job has pre-allocated).
         """
         cycle = _Cycle(self.config, snapshot)
-        cycle.nonpreemptible_view()
+        self._plan = cycle.nonpreemptible_view(self._plan)
+        if not self._warned:
+            cycle.find_wide()
         if cycle.wide is not None and not self._warned:
             self._warned = True
             job = cycle.wide
@@ -240,39 +246,66 @@ class _Cycle:
         self.sizes = {j.job_id: j.size for j in self.running}
         self.wide: JobView | None = None  # a pending pre-allocation over twice its request
 
-    def nonpreemptible_view(self) -> None:
+    def nonpreemptible_view(self, plan: _Plan | None = None) -> _Plan:
         """Step 1: running jobs' non-preemptible holds, then CBF of the queue's requests.
 
         Once no node is left non-preemptibly now, only a job of zero duration could still
         start now, and later reservations do not change what is used now: the scan stops
         placing the others (the schedule now is the same, and long queues cost little).
+        ``plan`` (the last cycle's) lets the reservations it still holds be kept instead of
+        recomputed (see :class:`_Plan`); returns this cycle's.
         """
-        now, cap, occ = self.now, self.cap, self.occ
+        now, cap, config = self.now, self.cap, self.config
         just_after = math.nextafter(now, INFINITY)  # a job past its estimate ends "soon"
+        held = Occupancy(now)
         for job in self.running:
             end = job.estimated_end_s if job.estimated_end_s is not None else INFINITY
-            occ.add(now, max(end, just_after), _np_hold(job, self.config))
+            held.add(now, max(end, just_after), _np_hold(job, config))
+        pending = self.pending
+        if plan is not None and plan.follows(now, cap, held, pending):
+            occ, places = plan.final.after(now), plan.places
+            due = min(places, default=INFINITY) == now  # reservations that are now start
+            started = [k for k, t in enumerate(places) if t == now] if due else []
+        else:
+            occ, places, started = held.after(now), [], []
         full = occ.value_at(now) >= cap
-        for job in self.pending:
-            need = _np_need(job, self.config)
-            if self.wide is None and job.kind is JobKind.EVOLVING:
-                self.wide = job if need > 2 * max(1, job.nodes_requested) else None
+        for k in range(len(places), len(pending)):
+            job = pending[k]
+            need = _np_need(job, config)
             if need > cap:
+                if not full:
+                    places.append(INFINITY)
                 continue  # can never start here: reserves nothing
             duration = job.walltime_at_s(_np_start(job))
             step = ((INFINITY if duration is None else max(duration, 0.0)), need)
             if full:
                 if step[0] == 0.0:
-                    self.starts.append(job)  # fits anywhere, now included
+                    started.append(k)  # fits anywhere, now included
                 continue
             begin = occ.earliest(need, step[0], cap, now)
+            places.append(begin)
             if begin == INFINITY:
                 continue
             if begin <= now:
-                self.starts.append(job)
+                started.append(k)
             occ.add(begin, begin + step[0], need)
             if begin <= now:
                 full = occ.value_at(now) >= cap
+        self.occ = occ
+        self.starts = [pending[k] for k in started]
+        for job in self.starts:  # what the next cycle's holds should be, if all goes as planned
+            duration = job.walltime_at_s(_np_start(job))
+            end = INFINITY if duration is None else now + max(duration, 0.0)
+            held.add(now, end, _np_need(job, config))
+        return _Plan.build(now, cap, held, occ, pending, places, started)
+
+    def find_wide(self) -> None:
+        """The first pending evolving job whose pre-allocation is over twice its request."""
+        for job in self.pending:
+            if job.kind is JobKind.EVOLVING:
+                if _np_need(job, self.config) > 2 * max(1, job.nodes_requested):
+                    self.wide = job
+                    return
 
     def evolving_requests(self) -> tuple[list[Shrink], list[Decision]]:
         """Step 2: releases at once; growth inside the pre-allocation (or on free nodes)."""
@@ -344,6 +377,75 @@ class _Cycle:
             avail -= size
             starts.append(Start(job.job_id, size, why))
         return shrinks, starts, grows
+
+
+@dataclasses.dataclass
+class _Plan:
+    """One cycle's reservations (step 1), kept so that the next cycle need not redo them all.
+
+    Conservative backfilling recomputed from scratch gives every job placed last cycle the
+    same reservation again if (1) the non-preemptible holds from now on are last cycle's
+    with its starts added (jobs ended when their estimates said, none was resized), (2) the
+    queue is last cycle's minus its starts, plus arrivals at the end, on the same machine,
+    and (3) no reservation was for a time now past: each placement is the earliest that
+    fits, the new occupancy is never higher (only starts of jobs later in the queue are
+    added before it), and the old placement still fits. A job reserved for now starts.
+    :meth:`follows` checks (1)-(3) exactly; otherwise the cycle recomputes all.
+
+    Parameters
+    ----------
+    now, cap
+        The cycle's time (seconds) and machine size.
+    base
+        The running jobs' holds with the cycle's starts added.
+    final
+        The occupancy after every reservation made.
+    queue, ids
+        The jobs still pending after the cycle, in order, and their views' ``id()``.
+    places
+        When ``queue[k]``'s reservation starts (``inf`` for none), for the first
+        ``len(places)`` jobs.
+    """
+
+    now: float
+    cap: int
+    base: Occupancy
+    final: Occupancy
+    queue: Sequence[JobView]
+    ids: list[int]
+    places: list[float]
+
+    @classmethod
+    def build(
+        cls,
+        now: float,
+        cap: int,
+        base: Occupancy,
+        final: Occupancy,
+        pending: Sequence[JobView],
+        places: list[float],
+        started: list[int],
+    ) -> _Plan:
+        queue: Sequence[JobView] = pending
+        if started:  # few: delete them in place (places covers a prefix of the queue)
+            queue = list(pending)
+            for k in reversed(started):
+                del queue[k]
+                if k < len(places):
+                    del places[k]
+        return cls(now, cap, base, final, queue, list(map(id, queue)), places)
+
+    def follows(self, now: float, cap: int, held: Occupancy, pending: Sequence[JobView]) -> bool:
+        """Whether a cycle may keep this plan's reservations (conditions (1)-(3) above)."""
+        n = len(self.ids)
+        return (
+            now >= self.now
+            and cap == self.cap
+            and len(pending) >= n
+            and list(map(id, pending[:n])) == self.ids
+            and min(self.places, default=INFINITY) >= now
+            and self.base.after(now).same(held)
+        )
 
 
 # ---------------------------------------------------------------------------- requests

@@ -187,8 +187,8 @@ class ModifiedFairShare(Policy):
         free = idle
         shadow = -1.0
         extra = 0
-        for job in pending:
-            ji = info(job)
+        infos = list(map(self._info.__getitem__, keys))  # every pending job's is cached now
+        for job, ji in zip(pending, infos, strict=True):
             low = ji.low
             if shadow >= 0.0:  # backfilling: cheap tests first, the queue can be long
                 if low > free or (extra < low and now + ji.shortest_s > shadow):

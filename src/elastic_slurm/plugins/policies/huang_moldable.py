@@ -15,6 +15,7 @@ improved policy counts each running job as one future release.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
@@ -29,6 +30,7 @@ from elastic_slurm.plugins.policy import Policy
 ExecutionTime = Literal["runtime", "walltime"]
 _EXECUTION_TIMES = ("runtime", "walltime")
 
+SizeCap = Literal["none", "max_speedup", "knee"]
 Variant = Literal["parallel", "serial", "improved", "auxiliary"]
 _VARIANTS = ("parallel", "serial", "improved", "auxiliary")
 
@@ -222,6 +224,29 @@ class HuangMoldable(Policy):
     job_kinds: ClassVar[tuple[str, ...]] = ("moldable", "malleable")
     Config: ClassVar[type] = HuangConfig
 
+    def __init__(self, config: HuangConfig | None = None) -> None:
+        super().__init__(config)
+        # size_range of each pending view, by id(view); the views are kept with their ranges,
+        # so that an id cannot be reused while cached (a pure function of the view, kept only
+        # to save time on long queues)
+        self._ranges: dict[int, tuple[int, int]] = {}
+        self._views: dict[int, JobView] = {}
+
+    def _size_ranges(self, head: Sequence[JobView], cap: SizeCap) -> list[tuple[int, int]]:
+        """``size_range(job, cap)`` of each job, from the cache (in one C-level pass)."""
+        ranges = self._ranges
+        try:
+            return list(map(ranges.__getitem__, map(id, head)))
+        except KeyError:
+            if len(ranges) > 4096 + 4 * len(head):
+                ranges.clear()
+                self._views.clear()
+            for job in head:
+                if id(job) not in ranges:
+                    ranges[id(job)] = size_range(job, cap)
+                    self._views[id(job)] = job
+            return list(map(ranges.__getitem__, map(id, head)))
+
     def decide(self, snapshot: ClusterSnapshot, trigger: Trigger) -> list[Decision]:
         """Start queued jobs at the sizes the variant chooses."""
         config: HuangConfig = self.config
@@ -232,14 +257,14 @@ class HuangMoldable(Policy):
         if not pending:
             return []
         variant = config.variant
-        cap = (
+        cap: SizeCap = (
             "knee"
             if variant == "auxiliary"
             else ("max_speedup" if config.cap_at_max_speedup else "none")
         )
         # only a prefix of the queue can start: every job takes at least one node
         head = pending[:free]
-        ranges = [size_range(job, cap) for job in head]
+        ranges = self._size_ranges(head, cap)
         if variant == "auxiliary" and config.auxiliary_min == "request":
             ranges = [
                 (r, max(high, r))

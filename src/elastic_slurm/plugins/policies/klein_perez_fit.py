@@ -132,6 +132,8 @@ def fit(
         return []
     if any(n > cap for _, n in steps):
         return [INFINITY] * len(steps)
+    if len(steps) == 1:  # Algorithm 2 for one step: the earliest start where it fits
+        return [occ.earliest(steps[0][1], steps[0][0], cap, t0)]
     _, starts = _fit_from(occ, steps, cap, limit, 0, t0)
     assert starts is not None  # level 0 never fails: it retries later
     if starts[-1] == INFINITY:  # some step never fits: the EP never completes

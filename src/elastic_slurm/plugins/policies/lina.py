@@ -398,16 +398,27 @@ class _Cycle:
 
     # ------------------------------------------------------------------ Algorithm 4
     def schedule_pending(self, pending: list[JobView]) -> None:
+        sizeable = _SIZEABLE
+        refused: bool | None = None  # blocked() with no idle node: the same all cycle long
         for job in pending:
-            if self.free == 0 and (self._capacity == 0 or self.blocked()):
-                break  # no idle node and nothing can be shrunk: no later job can start
-            low, high = _start_range(job)
+            if self.free == 0:
+                if refused is None:
+                    refused = self.blocked()
+                if self._capacity == 0 or refused:
+                    break  # no idle node and nothing can be shrunk: no later job can start
+            # p_r of _start_range, inline: the queue can be long
+            elastic = job.kind in sizeable
+            low = job.nodes_min if elastic else job.nodes_requested
+            if low < 1:
+                low = 1
             shortfall = low - self.free
             if shortfall <= 0:
-                if job.kind in (JobKind.MALLEABLE, JobKind.MOLDABLE):
+                if elastic:
                     size = min(_request(job), self.free)
                     self.start(job, size, "its minimum fits in the idle nodes (Alg. 4)")
                 continue
+            if self._capacity is not None and self._capacity < shortfall:
+                continue  # what select_shrinkable would say: the victims cannot cover it
             chosen = self.select_shrinkable(shortfall)
             if chosen is None:
                 continue
@@ -560,6 +571,9 @@ class _Cycle:
     def pending_runtime_s(self, job: JobView, size: int) -> float:
         run = self.estimates.runtime_s(job, size)
         return INFINITY if run is None else run
+
+
+_SIZEABLE = (JobKind.MALLEABLE, JobKind.MOLDABLE)
 
 
 def _start_order(job: JobView) -> tuple[float, float, int]:

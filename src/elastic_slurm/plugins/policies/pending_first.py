@@ -157,17 +157,18 @@ class PendingFirst(Policy):
             ``nodes_max``.
         """
         config: PendingFirst.Config = self.config
-        releases, growers = self._evolving(snapshot) if config.serve_evolving else ([], [])
+        by_start = sorted(snapshot.running(), key=start_order)
+        releases, growers = self._evolving(by_start) if config.serve_evolving else ([], [])
         released = sum(d.count for d in releases)
-        decisions = self._schedule(snapshot, released, growers)
+        decisions = self._schedule(snapshot, by_start, released, growers)
         return [*releases, *decisions]
 
     @staticmethod
-    def _evolving(snapshot: ClusterSnapshot) -> tuple[list[Decision], list[JobView]]:
+    def _evolving(by_start: Sequence[JobView]) -> tuple[list[Decision], list[JobView]]:
         """Releases of running evolving jobs (served at once), and the jobs asking to grow."""
         releases: list[Decision] = []
         growers = []
-        for job in sorted(snapshot.running(), key=start_order):
+        for job in by_start:
             if job.kind is not JobKind.EVOLVING or job.resizing or not job.evolving_request:
                 continue
             if job.evolving_request < 0:
@@ -185,15 +186,20 @@ class PendingFirst(Policy):
         return releases, growers
 
     def _schedule(
-        self, snapshot: ClusterSnapshot, released: int, growers: list[JobView]
+        self,
+        snapshot: ClusterSnapshot,
+        by_start: Sequence[JobView],
+        released: int,
+        growers: list[JobView],
     ) -> list[Decision]:
         """Steps 1-4 of the class docstring (and 3b for ``growers``).
 
-        ``released`` nodes are about to be free (evolving jobs giving nodes back); evolving
-        jobs asking to grow are served after the pending jobs, before expansions.
+        ``by_start`` are the running jobs, earliest-started first; ``released`` nodes are
+        about to be free (evolving jobs giving nodes back); evolving jobs asking to grow are
+        served after the pending jobs, before expansions.
         """
         config: PendingFirst.Config = self.config
-        cycle = _Cycle(snapshot, released, config.shrink_for_pending)
+        cycle = _Cycle(snapshot, by_start, released, config.shrink_for_pending)
         blocked = cycle.admit(snapshot.pending())  # 1. maximum fit, FCFS, at minimum sizes
         cycle.shrink_for_pending()  # 2. release the shortfall
         cycle.start_admitted()  # 3. leftover idle nodes to the jobs being started
@@ -207,15 +213,13 @@ class PendingFirst(Policy):
 class _Cycle:
     """One cycle of :meth:`PendingFirst._schedule`: its admitted jobs, nodes and decisions."""
 
-    def __init__(self, snapshot: ClusterSnapshot, released: int, shrink: bool) -> None:
+    def __init__(
+        self, snapshot: ClusterSnapshot, by_start: Sequence[JobView], released: int, shrink: bool
+    ) -> None:
         self.idle = len(snapshot.idle_nodes()) + released
         self.machine = snapshot.node_count
         self.shrink = shrink
-        self.resizable = [
-            j
-            for j in sorted(snapshot.running(), key=start_order)
-            if j.kind is JobKind.MALLEABLE and not j.resizing
-        ]
+        self.resizable = [j for j in by_start if j.kind is JobKind.MALLEABLE and not j.resizing]
         self.admitted: list[tuple[JobView, int, int]] = []
         self.demand = 0
         self.leftover = 0
