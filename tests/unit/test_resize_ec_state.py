@@ -37,9 +37,11 @@ def test_scalars_are_kept_and_numpy_scalars_become_python_ones() -> None:
 )
 def test_a_list_is_refused_where_it_is_set(setter) -> None:
     state = ResizeState(iteration=1)
-    with pytest.raises(ValueError, match=r"state\['history'\] is a list"):
+    with pytest.raises(ValueError, match=r"state\['history'\] is a list") as err:
         setter(state)
     assert state == {"iteration": 1}  # nothing half-set
+    # it says what an elastic program uses instead (not the checkpoint module's save_rows)
+    assert "ec.array" in str(err.value) and "ec.on_resize" in str(err.value)
 
 
 def test_a_key_that_is_not_a_string_is_refused() -> None:

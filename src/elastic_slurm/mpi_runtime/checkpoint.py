@@ -800,8 +800,13 @@ def _load(
     return block
 
 
-def _check_state(state: Mapping[str, Any]) -> dict[str, Scalar]:
-    """Return ``state`` as a plain dict of JSON scalars, or raise ValueError naming the key."""
+def _check_state(
+    state: Mapping[str, Any], instead: str = "save arrays with save_rows"
+) -> dict[str, Scalar]:
+    """Return ``state`` as a plain dict of JSON scalars, or raise ValueError naming the key.
+
+    For a value that is not a scalar the message says what to use ``instead``.
+    """
     if not isinstance(state, Mapping):
         raise ValueError(f"state must be a mapping of str to scalars, got {type(state).__name__}")
     plain: dict[str, Scalar] = {}
@@ -813,7 +818,7 @@ def _check_state(state: Mapping[str, Any]) -> dict[str, Scalar]:
         if value is not None and not isinstance(value, bool | int | float | str):
             raise ValueError(
                 f"state[{key!r}] is a {type(value).__name__}; only None, bool, int, float and "
-                "str are stored (save arrays with save_rows)"
+                f"str are stored ({instead})"
             )
         plain[key] = value
     return plain

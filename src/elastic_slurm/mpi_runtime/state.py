@@ -13,6 +13,11 @@ from typing import Any
 
 from elastic_slurm.mpi_runtime.checkpoint import _check_state
 
+#: What a program should use for what ``ec.state`` cannot carry.
+INSTEAD = (
+    "register an array with ec.array(...); carry other objects with ec.on_resize(pack, unpack)"
+)
+
 
 class ResizeState(dict[str, Any]):
     """A dict whose items are checked as they are set.
@@ -31,11 +36,11 @@ class ResizeState(dict[str, Any]):
         self.update(items, **kw)
 
     def __setitem__(self, key: str, value: Any) -> None:
-        super().update(_check_state({key: value}))
+        super().update(_check_state({key: value}, INSTEAD))
 
     def update(self, items: Any = (), /, **kw: Any) -> None:  # type: ignore[override]
         """Like ``dict.update``, each item checked."""
-        super().update(_check_state(dict(items, **kw)))
+        super().update(_check_state(dict(items, **kw), INSTEAD))
 
     def setdefault(self, key: str, default: Any = None) -> Any:
         """Like ``dict.setdefault``, the default checked."""
