@@ -82,6 +82,32 @@ def test_easy_refuses_a_job_that_would_delay_the_reservation() -> None:
     assert starts(EasyBackfill(), base(pending(3, 2, 200.0), pending(4, 1, 1000.0))) == [(4, 1)]
 
 
+def test_easy_passes_over_a_job_wider_than_the_machine() -> None:
+    # Job 9 (first in the queue) wants 5 of the 4 nodes: it can never start, so it is no
+    # reservation's head (it would make the shadow time infinite and let anything backfill).
+    # Job 2 is the head:
+    # job 3 (2 nodes, 200 s) would delay it and waits; job 4 (1 node) takes the extra node.
+    snap = snapshot(
+        ("n3", "n4"),
+        RUN1,
+        pending(9, 5, 500.0, submit=1.0),
+        pending(2, 3, 500.0),
+        pending(3, 2, 200.0),
+    )
+    assert starts(EasyBackfill(), snap) == []
+    snap = snapshot(
+        ("n3", "n4"),
+        RUN1,
+        pending(9, 5, 500.0, submit=1.0),
+        pending(2, 3, 500.0),
+        pending(4, 1, 1000.0),
+    )
+    assert starts(EasyBackfill(), snap) == [(4, 1)]
+    # in front of jobs that fit, it blocks nothing: they start first come, first served
+    snap = snapshot(("n1", "n2", "n3", "n4"), pending(9, 5, 500.0, submit=1.0), pending(5, 2, 9.0))
+    assert starts(EasyBackfill(), snap) == [(5, 2)]
+
+
 def test_easy_extra_nodes_are_used_up() -> None:
     # Two long 1-node jobs: the first takes the single extra node, the second must wait.
     assert starts(EasyBackfill(), base(pending(3, 1, 900.0), pending(4, 1, 900.0))) == [(3, 1)]

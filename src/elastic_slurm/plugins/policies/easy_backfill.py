@@ -32,7 +32,9 @@ class EasyBackfill(Policy):
 
     Each cycle, with the jobs' time limits as run-time estimates:
 
-    1. Start pending jobs in submission order while they fit in the idle nodes.
+    1. Start pending jobs in submission order while they fit in the idle nodes. A job wider
+       than the machine is passed over: it can never start, so it reserves nothing (as in
+       conservative backfilling and ``lina_elastic``).
     2. For the first job that does not fit (the head), find the *shadow time*: running jobs
        are taken by estimated end (earliest first; a job past its estimate is expected to end
        now) until the nodes they free plus the idle nodes cover the head. The *extra* nodes
@@ -72,8 +74,11 @@ class EasyBackfill(Policy):
         decisions: list[Decision] = []
         started: list[tuple[float, int]] = []  # (estimated end, nodes) of this cycle's starts
         head_index = len(pending)
+        machine = len(snapshot.nodes)
         for i, job in enumerate(pending):
             size = start_size(job)
+            if size > machine:
+                continue  # wider than the machine: it can never start, so it reserves nothing
             if size > free:
                 head_index = i
                 break
