@@ -157,6 +157,12 @@ class _Context:
         )
 
     def sleeper(self, name: str, nodes: int) -> int:
+        # the last check's jobs may still be completing: a sleeper placed around their nodes
+        # (on n4 with n1-n3 about to be idle) cannot be grown by merge, which is refused then
+        self.wait(
+            "all nodes idle",
+            lambda: all(n.model_state.value == "idle" for n in self.slurm.nodes()),
+        )
         job = self.submit(name, ("sleep", "300"), JobKind.RIGID, nodes_min=nodes, nodes_max=nodes)
         self.running(job)
         return job
