@@ -44,6 +44,9 @@ from typing import Any
 from elastic_slurm.errors import ElasticSlurmError
 from elastic_slurm.protocol.jobdir import JobDir, write_json_atomic
 
+#: The checkpoint's manifest (in the job directory's ``checkpoint/``), written last.
+MANIFEST = "manifest.json"
+
 
 class HandoverError(ElasticSlurmError):
     """The generation before never handed over: this one has nothing to resume."""
@@ -249,7 +252,7 @@ def handed_over(jobdir: JobDir, seq: int, launch: int) -> bool:
     ``mpirun`` has), not before it.
     """
     try:
-        data = json.loads((jobdir.checkpoint / "manifest.json").read_text())
+        data = json.loads((jobdir.checkpoint / MANIFEST).read_text())
     except (OSError, ValueError):
         return False
     return (

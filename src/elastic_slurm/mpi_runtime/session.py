@@ -95,7 +95,7 @@ from elastic_slurm.protocol.jobdir import JobDir, write_json_atomic
 
 log = logging.getLogger("elastic_slurm.mpi_runtime")
 
-MANIFEST = "manifest.json"
+MANIFEST = handover.MANIFEST
 _SPAWNED = object()  # the vote's answer: the helper threads' spawn is complete
 HOOKS_FILE = "hooks.pickle"
 #: In the job directory: the PMIx server's answer to the job's first allocation request.

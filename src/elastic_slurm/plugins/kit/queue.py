@@ -5,6 +5,8 @@ Every function is pure and reads only a :class:`~elastic_slurm.model.snapshot.Jo
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from elastic_slurm.model.request import JobKind
 from elastic_slurm.model.snapshot import JobView
 
@@ -74,3 +76,26 @@ __all__ = [
     "start_size",
     "submit_order",
 ]
+
+
+def without_started(
+    pending: Sequence[JobView], places: list[float], started: Sequence[int]
+) -> Sequence[JobView]:
+    """The queue left after a cycle: ``pending`` without the positions in ``started``.
+
+    ``places`` (the reservations of a prefix of ``pending``) loses the same positions, in
+    place. ``started`` is ascending and usually short, so the queue is copied only when a job
+    started; otherwise ``pending`` itself is returned.
+
+    >>> places = [1.0, 2.0]
+    >>> [j for j in without_started(["a", "b", "c"], places, [0])], places
+    (['b', 'c'], [2.0])
+    """
+    if not started:
+        return pending
+    queue = list(pending)
+    for k in reversed(started):
+        del queue[k]
+        if k < len(places):
+            del places[k]
+    return queue

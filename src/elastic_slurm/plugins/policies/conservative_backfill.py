@@ -24,7 +24,7 @@ from elastic_slurm.plugins.kit.backfill import (
     estimated_end_s,
     estimates_for,
 )
-from elastic_slurm.plugins.kit.queue import INFINITY, start_size
+from elastic_slurm.plugins.kit.queue import INFINITY, start_size, without_started
 from elastic_slurm.plugins.policy import Policy
 
 
@@ -163,13 +163,7 @@ class _Plan:
         places: list[float],
         starts: list[int],
     ) -> _Plan:
-        queue: Sequence[JobView] = pending
-        if starts:  # few: delete them in place (places covers a prefix of the queue)
-            queue = list(pending)
-            for k in reversed(starts):
-                del queue[k]
-                if k < len(places):
-                    del places[k]
+        queue = without_started(pending, places, starts)
         return cls(now, estimates, base, final, queue, list(map(id, queue)), places)
 
     def follows(

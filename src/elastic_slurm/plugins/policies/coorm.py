@@ -42,7 +42,7 @@ from elastic_slurm.model.snapshot import ClusterSnapshot, JobView
 from elastic_slurm.model.triggers import Trigger
 from elastic_slurm.plugins.kit.nodes import machine_nodes, within_free
 from elastic_slurm.plugins.kit.occupancy import Occupancy
-from elastic_slurm.plugins.kit.queue import submit_order
+from elastic_slurm.plugins.kit.queue import submit_order, without_started
 from elastic_slurm.plugins.policy import Policy
 
 log = logging.getLogger(__name__)
@@ -426,13 +426,7 @@ class _Plan:
         places: list[float],
         started: list[int],
     ) -> _Plan:
-        queue: Sequence[JobView] = pending
-        if started:  # few: delete them in place (places covers a prefix of the queue)
-            queue = list(pending)
-            for k in reversed(started):
-                del queue[k]
-                if k < len(places):
-                    del places[k]
+        queue = without_started(pending, places, started)
         return cls(now, cap, base, final, queue, list(map(id, queue)), places)
 
     def follows(self, now: float, cap: int, held: Occupancy, pending: Sequence[JobView]) -> bool:
