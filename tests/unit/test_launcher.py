@@ -127,3 +127,51 @@ def test_a_successor_the_application_gave_up_on_is_stopped_before_the_order_fail
         for gen in (current, waiting):
             gen.proc.kill()
             gen.proc.wait()
+
+
+class _Helpers(_Steps):
+    """Slurm with one sibling allocation; ``cancel`` notes whether ``mpirun`` had ended."""
+
+    def __init__(self, stopped: object) -> None:
+        self.stopped = stopped
+        self.cancelled: list[tuple[tuple[int, ...], bool]] = []
+
+    def helpers(self, job_id: int) -> list[object]:
+        from types import SimpleNamespace
+
+        return [SimpleNamespace(job_id=8)] if not self.cancelled else []
+
+    def cancel(self, *ids: int) -> None:
+        self.cancelled.append((ids, self.stopped.exists()))  # type: ignore[attr-defined]
+
+
+def test_a_cancelled_job_cancels_its_helpers_before_stopping_mpirun(tmp_path, monkeypatch) -> None:
+    """Slurm's SIGKILL follows SIGTERM after KillWait: the helpers must not wait for mpirun."""
+    import os
+    import signal
+    import threading
+
+    from elastic_slurm.mpi_runtime.launcher import Launcher
+
+    stopped = tmp_path / "mpirun-stopped"
+    # an mpirun that takes a while to stop, and notes when it has
+    (tmp_path / "mpirun").write_text(
+        f"#!/bin/sh\ntrap 'sleep 1; touch {stopped}; exit 143' TERM\nsleep 30 & wait\n"
+    )
+    (tmp_path / "mpirun").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    env = {"SLURM_JOB_ID": "7", "PATH": f"{tmp_path}:/usr/bin:/bin"}
+    env["ELASTIC_SLURM_JOB_DIR"] = str(tmp_path / "job")
+    slurm = _Helpers(stopped)
+    launcher = Launcher(["app.py"], env=env, slurm=slurm)  # type: ignore[arg-type]
+    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGTERM))
+    timer.start()
+    try:
+        assert launcher.run() == 128 + signal.SIGTERM
+    finally:
+        timer.cancel()
+    assert slurm.cancelled == [((8,), False)]  # once, and while mpirun was still stopping
+    assert stopped.exists()  # then mpirun was stopped
+    events = [e["event"] for e in launcher.jobdir.events()]
+    assert events.count("helpers_cancelled") == 1
+    assert signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN  # restored

@@ -213,6 +213,7 @@ class Launcher:
         self.channel = channel_for(self.jobdir, self.env)
         self.host = os.uname().nodename
         self.cpus_per_node = max(1, int(self.env.get("SLURM_CPUS_ON_NODE", "1")))
+        self._cancelled_helpers: set[int] = set()  # by ``_cancel_helpers``
 
     def current_nodes(self) -> tuple[str, ...]:
         """The job's nodes as Slurm reports them now (siblings' included), batch host first.
@@ -268,12 +269,24 @@ class Launcher:
         except _Terminated:
             return 128 + signal.SIGTERM
         finally:
-            signal.signal(signal.SIGTERM, previous)
-            handover.drop_all(self.job_id)  # a handover the job's end cut short
-            helpers = [h.job_id for h in self.slurm.helpers(self.job_id)]
-            if helpers:
-                self.slurm.cancel(*helpers)
-                self.jobdir.log_event("helpers_cancelled", jobs=helpers)
+            # Slurm sends SIGKILL KillWait seconds after SIGTERM: nothing here may be cut short
+            # by a second SIGTERM, and the helpers go first (``_run`` stops the generations
+            # only after ``_cancel_helpers``, when it was terminated)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            try:
+                self._cancel_helpers()
+                handover.drop_all(self.job_id)  # a handover the job's end cut short
+            finally:
+                signal.signal(signal.SIGTERM, previous)
+
+    def _cancel_helpers(self) -> None:
+        """Cancel the job's pending or running expander and sibling allocations, if any."""
+        done = self._cancelled_helpers
+        helpers = [h.job_id for h in self.slurm.helpers(self.job_id) if h.job_id not in done]
+        if helpers:
+            self.slurm.cancel(*helpers)
+            done.update(helpers)
+            self.jobdir.log_event("helpers_cancelled", jobs=helpers)
 
     def _start(
         self,
@@ -347,6 +360,8 @@ class Launcher:
                 nodes = self._follow(request, current.nodes)
                 current = self._start(nodes, current.generation + 1)
         except _Terminated:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            self._cancel_helpers()  # first: stopping the generations may take until SIGKILL
             for gen in (current, waiting):
                 if gen is not None:
                     _stop(gen.proc)
