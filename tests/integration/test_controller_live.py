@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -51,9 +52,10 @@ def test_dry_run_decides_but_changes_nothing(slurm, shared_tmp):
         )
 
         def decided() -> list[dict]:
-            if not journal.exists():
+            try:  # read-only: the controller's writes never wait for this poll
+                recs = Journal(journal, readonly=True).records
+            except sqlite3.OperationalError:  # not there yet, or its tables not yet
                 return []
-            recs = Journal(journal).records
             return [r for r in recs if r["kind"] == "decision" and r["job_id"] == job]
 
         (first, *_) = wait(decided, 30, "a decision about the job")
@@ -88,7 +90,7 @@ def test_a_size_set_by_hand_is_journaled_and_kept(slurm, shared_tmp):
     def expands() -> list[dict]:
         if not journal.exists():
             return []
-        recs = Journal(journal).records
+        recs = Journal(journal, readonly=True).records
         return [
             r
             for r in recs
@@ -98,7 +100,7 @@ def test_a_size_set_by_hand_is_journaled_and_kept(slurm, shared_tmp):
     def by_user() -> list:
         if not journal.exists():
             return []
-        rows = Journal(journal).resizes()
+        rows = Journal(journal, readonly=True).resizes()
         return [r for r in rows if r.job_id == job and getattr(r, "by", "") == "user"]
 
     try:

@@ -86,3 +86,20 @@ def test_a_file_that_is_not_a_journal_is_refused(tmp_path: Path) -> None:
     old.write_text('{"t": 1, "kind": "note"}\n')
     with pytest.raises(sqlite3.DatabaseError):
         Journal(old)
+
+
+def test_a_read_only_journal_reads_and_never_creates_or_writes(tmp_path: Path) -> None:
+    path = tmp_path / "journal.sqlite"
+    with pytest.raises(sqlite3.OperationalError):
+        Journal(path, readonly=True)
+    assert not path.exists()  # a reader never creates a journal
+    writer = Journal(path)
+    writer.write("note", message="one")
+    reader = Journal(path, readonly=True)
+    assert [r["message"] for r in reader.records] == ["one"]
+    with pytest.raises(sqlite3.OperationalError, match="readonly"):
+        reader.write("note", message="two")
+    # while the reader stays open, the writer (and a restarted controller) go on
+    writer.write("note", message="three")
+    assert [r["message"] for r in Journal(path).records] == ["one", "three"]
+    assert [r["message"] for r in reader.records] == ["one", "three"]

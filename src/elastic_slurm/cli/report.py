@@ -46,12 +46,12 @@ def run(args: argparse.Namespace) -> int:
 
     path: Path = args.journal
     if not path.is_file():
-        # Journal() would create an empty database there
+        # a clear message rather than sqlite's "unable to open database file"
         print(f"elastic-slurm: error: no journal at {path}", file=sys.stderr)
         return 2
     output: Path = args.output if args.output is not None else path.with_suffix(".png")
     try:
-        journal = Journal(path)
+        journal = Journal(path, readonly=True)
         try:
             records = journal.records
         finally:

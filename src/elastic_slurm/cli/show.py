@@ -152,7 +152,7 @@ def journal_rows(path: Path | None, default: Path, job_id: int) -> list[ResizeRo
     try:
         if not where.is_file():
             raise FileNotFoundError(f"no journal at {where}")
-        journal = Journal(where)
+        journal = Journal(where, readonly=True)
         try:
             return journal.resizes(job_id=job_id)
         finally:

@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         if not path.is_file():
             raise FileNotFoundError(f"no journal at {path}")
-        journal = Journal(path)
+        journal = Journal(path, readonly=True)
         try:
             rows = journal.resizes()
             talks = negotiations(journal.records)

@@ -107,6 +107,10 @@ def _values(row: ResizeRow) -> tuple[object, ...]:
     )
 
 
+#: seconds a connection waits for another's lock before "database is locked" (sqlite3: 5)
+BUSY_TIMEOUT_S = 30.0
+
+
 class Journal:
     """The journal in the SQLite file ``path`` (created with its directory); ``None``: in memory.
 
@@ -115,19 +119,37 @@ class Journal:
     Safe to use from several threads of one process. Opening an existing file keeps its
     contents: a restarted controller reads the resizes its predecessor left open.
 
+    ``readonly`` opens an existing journal only to read it (``status``, ``report``, ``show``
+    while the controller runs): no lock is taken that the controller's writes would wait for.
+    A writer waits up to :data:`BUSY_TIMEOUT_S` seconds for another connection's lock.
+
     Raises
     ------
     sqlite3.DatabaseError
         ``path`` exists but is not an SQLite database (for example an old JSON-lines journal).
+    sqlite3.OperationalError
+        ``readonly`` and ``path`` does not exist or cannot be read.
     """
 
-    def __init__(self, path: Path | None = None) -> None:
+    def __init__(self, path: Path | None = None, *, readonly: bool = False) -> None:
         self.path = path
+        self._lock = threading.Lock()
+        if readonly:
+            if path is None:
+                raise ValueError("a read-only journal needs a path")
+            self._db = sqlite3.connect(
+                f"{path.resolve().as_uri()}?mode=ro",
+                uri=True,
+                timeout=BUSY_TIMEOUT_S,
+                check_same_thread=False,
+                isolation_level=None,
+            )
+            return
         if path is not None:
             path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        self._lock = threading.Lock()
         self._db = sqlite3.connect(
             str(path) if path is not None else ":memory:",
+            timeout=BUSY_TIMEOUT_S,
             check_same_thread=False,
             isolation_level=None,  # autocommit: every statement is its own transaction
         )

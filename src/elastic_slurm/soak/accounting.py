@@ -114,7 +114,7 @@ class ResizeCount:
 
 def count_resizes(journal: Path) -> ResizeCount:
     """Count the resizes of ``journal`` (a controller may still be writing to it)."""
-    j = Journal(journal)
+    j = Journal(journal, readonly=True)
     try:
         rows = j.resizes()
     finally:

@@ -319,7 +319,7 @@ def run_live(
         )
         for k, t in times.items()
     }
-    j = Journal(journal)
+    j = Journal(journal, readonly=True)
     try:
         resize_s = [
             float(r["seconds"])
