@@ -33,8 +33,14 @@ def _why_not() -> str | None:
     return None
 
 
-def run_try(tmp_path: Path, mode: str, *options: str) -> subprocess.CompletedProcess[str]:
-    """``elastic-slurm try --np 2 --grow-to 4 --shrink-to 1 OPTIONS -- APP MODE``."""
+def run_try(
+    tmp_path: Path,
+    mode: str,
+    *options: str,
+    iterations: int | None = None,
+    sizes: tuple[str, ...] = ("--grow-to", "4", "--shrink-to", "1"),
+) -> subprocess.CompletedProcess[str]:
+    """``elastic-slurm try --np 2 --grow-to 4 --shrink-to 1 OPTIONS -- APP MODE [ITERATIONS]``."""
     why = _why_not()
     if why:
         pytest.skip(why)
@@ -47,10 +53,7 @@ def run_try(tmp_path: Path, mode: str, *options: str) -> subprocess.CompletedPro
         "try",
         "--np",
         "2",
-        "--grow-to",
-        "4",
-        "--shrink-to",
-        "1",
+        *sizes,
         "--every",
         "3",
         "--point-timeout",
@@ -63,6 +66,7 @@ def run_try(tmp_path: Path, mode: str, *options: str) -> subprocess.CompletedPro
         "--",
         APP,
         mode,
+        *([str(iterations)] if iterations is not None else []),
     ]
     return subprocess.run(argv, capture_output=True, text=True, timeout=110, env=env, cwd=tmp_path)
 
@@ -129,6 +133,23 @@ def test_a_resize_point_one_rank_skips_names_that_rank(tmp_path: Path) -> None:
     assert row(res.stdout, "spawn")[-1] == "FAIL", out
     assert "MissingRanks: resize point vote" in res.stdout, out
     assert "rank(s) [1] of 2 did not reach it within 5 s" in res.stdout, out
+
+
+def test_a_program_that_ends_while_new_ranks_are_spawned_ends_with_the_order_failed(
+    tmp_path: Path,
+) -> None:
+    """The grow is ordered at point 3 and spawned in the background; the program ends at point
+    4, before any resize point takes the new ranks in. They leave, MPI_Finalize returns (it
+    used to hang until the timeout), and the order is reported failed with what to change."""
+    res = run_try(tmp_path, "right", "--strategy", "spawn", iterations=4, sizes=("--grow-to", "4"))
+    out = res.stdout + res.stderr
+    assert res.returncode == 1, out
+    assert row(res.stdout, "spawn")[-1] == "FAIL", out
+    assert "timed out" not in res.stdout, out
+    assert (
+        "order 1 failed: the application ended before a resize point took in the new ranks; "
+        "give it more resize points after the order (lower --every)"
+    ) in res.stdout, out
 
 
 def test_state_that_cannot_survive_a_resize_is_refused_where_it_is_set(tmp_path: Path) -> None:

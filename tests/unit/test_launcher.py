@@ -13,12 +13,14 @@ PY = "/venv/bin/python"
 @pytest.mark.parametrize(
     ("program", "argv"),
     [
-        (["app.py", "-n", "3"], [PY, "app.py", "-n", "3"]),
-        (("examples/heat2d.py",), [PY, "examples/heat2d.py"]),
+        (["app.py", "-n", "3"], [PY, "-m", "mpi4py", "app.py", "-n", "3"]),
+        (("examples/heat2d.py",), [PY, "-m", "mpi4py", "examples/heat2d.py"]),
         (["/bin/hostname"], ["/bin/hostname"]),
         (["./solver", "x.py"], ["./solver", "x.py"]),  # only the program itself counts
         (["APP.PY"], ["APP.PY"]),
-        (["python3", "app.py"], ["python3", "app.py"]),
+        (["python3", "app.py"], ["python3", "-m", "mpi4py", "app.py"]),
+        (["/usr/bin/python3", "-u", "app.py"], ["/usr/bin/python3", "-u", "app.py"]),
+        (["python3"], ["python3"]),
     ],
 )
 def test_program_argv(program: list[str], argv: list[str]) -> None:

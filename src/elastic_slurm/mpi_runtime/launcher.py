@@ -47,15 +47,26 @@ log = logging.getLogger(__name__)
 
 
 def program_argv(program: Sequence[str], python: str = sys.executable) -> list[str]:
-    """The command for the ranks: Python scripts run with ``python``, anything else as is.
+    """The command for the ranks: a Python script runs under ``python -m mpi4py``.
+
+    Anything else runs as it is.
+
+    Under ``-m mpi4py`` an exception no rank catches ends the whole run (``MPI_Abort``):
+    otherwise the other ranks wait for the failed one in their next collective, and the job
+    holds its nodes until its time limit (mpi4py's documentation, "Command line").
 
     >>> program_argv(["app.py", "-n", "3"], python="/venv/bin/python")
-    ['/venv/bin/python', 'app.py', '-n', '3']
+    ['/venv/bin/python', '-m', 'mpi4py', 'app.py', '-n', '3']
+    >>> program_argv(["python3", "app.py"])
+    ['python3', '-m', 'mpi4py', 'app.py']
     """
     if not program:
         raise ValueError("no application given: elastic-slurm run APP [ARGS]")
     if program[0].endswith(".py"):
-        return [python, *program]
+        return [python, "-m", "mpi4py", *program]
+    if os.path.basename(program[0]).startswith("python") and program[1:2]:
+        if program[1].endswith(".py"):
+            return [program[0], "-m", "mpi4py", *program[1:]]
     return list(program)
 
 

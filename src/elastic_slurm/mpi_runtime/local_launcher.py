@@ -118,12 +118,7 @@ class LocalLauncher(Launcher):
         # a job id of its own (not Slurm's): the restart handover's /dev/shm directory is
         # named after it, so that local runs side by side do not meet there
         self.job_id = 10**9 + secrets.randbelow(10**9)
-        self.program = program_argv(program)
-        python = os.path.basename(self.program[0]).startswith("python")
-        if python and self.program[1:2] and self.program[1].endswith(".py"):
-            # an exception on one rank aborts the run (MPI_Abort) instead of leaving the
-            # other ranks waiting for it until the timeout
-            self.program[1:1] = ["-m", "mpi4py"]
+        self.program = program_argv(program)  # python -m mpi4py: one rank's error ends the run
         self.ntasks_per_node = 1
         self.resize_timeout_s = 30.0
         self.jobdir = jobdir

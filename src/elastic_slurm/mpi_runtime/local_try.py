@@ -38,6 +38,7 @@ from elastic_slurm import envvars
 from elastic_slurm.errors import ElasticSlurmError, InvalidRequest
 from elastic_slurm.mpi_runtime.local import RECORD
 from elastic_slurm.mpi_runtime.local_launcher import LocalLauncher, local_env
+from elastic_slurm.mpi_runtime.probe import ENDED_BEFORE_JOIN
 from elastic_slurm.protocol.jobdir import JobDir
 
 STRATEGIES = ("spawn", "restart")
@@ -138,6 +139,11 @@ def run_once(
     records = _records(jobdir)
     failed = [
         f"order {e.get('seq')} failed: {e.get('reason', '')}"
+        + (
+            "; give it more resize points after the order (lower --every)"
+            if e.get("reason") == ENDED_BEFORE_JOIN
+            else ""
+        )
         for e in jobdir.events()
         if e.get("event") == "failed"
     ]
@@ -250,9 +256,8 @@ def judge(
         why = "timed out (a hang: ranks waiting for each other?)"
         if open_orders:
             why = (
-                f"timed out with order {open_orders[0]} under way: a program that ends while "
-                "new ranks are being spawned hangs in MPI_Finalize; give it more resize points "
-                "after the order (lower --every), or the resize point is not reached"
+                f"timed out with order {open_orders[0]} under way: a resize point after it is "
+                "not reached by every rank, or the program waits for something else"
             )
         error = explain_failure(run.stderr)
         if _ERROR_LINE.match(error) or error.startswith("check failed"):

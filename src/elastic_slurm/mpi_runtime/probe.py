@@ -36,6 +36,8 @@ from typing import Any
 
 SPAWN = "spawn"
 RESTART = "restart"
+#: why a grow by spawn failed when the program ended before a resize point took the new ranks in
+ENDED_BEFORE_JOIN = "the application ended before a resize point took in the new ranks"
 
 
 @dataclass(frozen=True)

@@ -83,9 +83,10 @@ from elastic_slurm.mpi_runtime.orders import (
     resize_path,
     wait_for_all,
 )
-from elastic_slurm.mpi_runtime.probe import RESTART, SPAWN, choose_join
+from elastic_slurm.mpi_runtime.probe import ENDED_BEFORE_JOIN, RESTART, SPAWN, choose_join
 from elastic_slurm.mpi_runtime.spawn import (
     BackgroundSpawn,
+    ResizeFailed,
     spawn_and_merge,
     thread_support,
 )
@@ -199,6 +200,7 @@ class ElasticComm:
         self._successor_s: float | None = None
         self._memory: tuple[Path, str] | None = None  # where the successor sees rank 0's token
         self._spawning: BackgroundSpawn | None = None
+        self._spawned_before = False  # a background spawn has started (the exit hook is set)
         # ``elastic-slurm try`` (ELASTIC_SLURM_LOCAL_TRY): forced resizes and checks
         self._local = local_try_from_env(jobdir)
 
@@ -517,6 +519,9 @@ class ElasticComm:
                 self._spawning = BackgroundSpawn(
                     self.comm, new_hosts, self.ntasks_per_node, order=order, reason=choice.reason
                 )
+                if not self._spawned_before:  # registered after the others: runs first
+                    atexit.register(self._end_during_spawn)
+                    self._spawned_before = True
                 return False
             if self._path != SEQUENTIAL:
                 _say(self.comm, f"order {order.seq}: spawning at the resize point: {why_not}")
@@ -812,14 +817,54 @@ class ElasticComm:
         self._acknowledge(order.seq, "spawn", str(meta["reason"]), self.last_resize_s)
         self._arrival(meta["packed"])
 
+    def _end_during_spawn(self) -> None:
+        """At exit, with a background spawn still under way: let the new ranks go (collective).
+
+        The program ended before a resize point completed the spawn. Without this, the new
+        ranks wait for their rows forever and ``MPI_Finalize`` never returns. Here every old
+        rank waits for its helper thread; the new ranks are told the job ended and leave
+        without running the program; the order is acknowledged as failed; both sides
+        disconnect.
+        """
+        spawning, self._spawning = self._spawning, None
+        if spawning is None:
+            return  # completed at a resize point, or already handled
+        order = spawning.about["order"]
+        why = ENDED_BEFORE_JOIN
+        try:
+            inter, merged, _, _ = spawning.finish(self.comm)
+        except ResizeFailed as exc:
+            if self.rank == 0:
+                self._refuse(order, self.hosts(), f"{why}; the spawn had failed: {exc}")
+            return
+        merged.Ibarrier().Wait()
+        merged.bcast({"ended": why, "seq": order.seq}, root=0)
+        if self.rank == 0:
+            self._refuse(order, self.hosts(), why)
+        self._intercomms.append(inter)
+        self.comm = merged
+        self._disconnect()
+
     def _join_parent(self, parent: MPI.Intercomm) -> None:
-        """In a spawned rank: join the merged communicator and receive rows and state."""
+        """In a spawned rank: join the merged communicator and receive rows and state.
+
+        Raises
+        ------
+        SystemExit
+            (status 0) The program ended before it took this rank in: there is nothing to do.
+        """
         t0 = time.monotonic()
         merged = parent.Merge(high=True)
         barrier = merged.Ibarrier()  # the parents may compute on for a while: wait, not spin
         while not barrier.Test():
             time.sleep(0.002)
         meta = merged.bcast(None, root=0)
+        if "ended" in meta:  # see _end_during_spawn
+            log.info("spawned for order %s: %s; leaving", meta["seq"], meta["ended"])
+            self._intercomms.append(parent)
+            self.comm = merged
+            self._disconnect()
+            raise SystemExit(0)
         for info in meta["arrays"]:
             local = move_rows(merged, None, info, int(meta["src_parts"]), merged.size)
             self._restored[info["name"]] = (info, local)

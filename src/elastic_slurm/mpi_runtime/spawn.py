@@ -56,6 +56,21 @@ def thread_support() -> str | None:
     return None
 
 
+def spawn_args(argv: Sequence[str], orig_argv: Sequence[str]) -> list[str]:
+    """The interpreter's arguments for spawned ranks: this program's, as this rank started.
+
+    ``argv`` is ``sys.argv`` and ``orig_argv`` ``sys.orig_argv``; a program run under
+    ``python -m mpi4py`` (as the launcher starts it) spawns its new ranks under it too.
+
+    >>> spawn_args(["/j/app.py", "-n", "3"], ["python", "-m", "mpi4py", "app.py", "-n", "3"])
+    ['-m', 'mpi4py', '/j/app.py', '-n', '3']
+    >>> spawn_args(["/j/app.py"], ["python", "app.py"])
+    ['/j/app.py']
+    """
+    runner = ["-m", "mpi4py"] if list(orig_argv[1:3]) == ["-m", "mpi4py"] else []
+    return [*runner, os.path.abspath(argv[0]), *argv[1:]]
+
+
 def spawn_and_merge(
     comm: MPI.Intracomm, new_hosts: Sequence[str], ntasks_per_node: int
 ) -> tuple[MPI.Intercomm, MPI.Intracomm, float, float]:
@@ -68,10 +83,9 @@ def spawn_and_merge(
     info = MPI.Info.Create()
     for key, value in spawn_info(new_hosts, ntasks_per_node, MPI.get_vendor()[1]).items():
         info.Set(key, value)
-    script = os.path.abspath(sys.argv[0])
     inter = comm.Spawn(
         sys.executable,
-        [script, *sys.argv[1:]],
+        spawn_args(sys.argv, sys.orig_argv),
         maxprocs=len(new_hosts) * ntasks_per_node,
         info=info,
         root=0,
