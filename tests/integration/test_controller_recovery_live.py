@@ -38,6 +38,11 @@ pytestmark = pytest.mark.slurm
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def read(journal: Path) -> Journal:
+    """The journal, read-only: a poll never holds a lock the controller's writes wait for."""
+    return Journal(journal, readonly=True)
+
+
 def start_controller(journal: Path, log: Path, site: Path | None = None) -> subprocess.Popen:
     argv = [sys.executable, "-m", "elastic_slurm", "controller", "run", "--journal", str(journal)]
     with open(log, "a") as fh:
@@ -71,7 +76,7 @@ def kill_at(
 
     def caught() -> ResizeRow | None:
         try:  # read-only: the controller's writes never wait for this poll
-            rows = Journal(journal, readonly=True).resizes(open_only=True)
+            rows = read(journal).resizes(open_only=True)
         except sqlite3.OperationalError:  # not there yet, or its tables not yet
             return None
         rows = [r for r in rows if r.action == action]
@@ -103,7 +108,7 @@ def handing_over(jobdir: JobDir) -> Callable[[ResizeRow], bool]:
 
 def settled(journal: Path, jobdir: JobDir, job: int, size: int) -> bool:
     """Nothing open in the journal, the job's last order done, and ``size`` nodes held."""
-    if Journal(journal, readonly=True).resizes(open_only=True):
+    if read(journal).resizes(open_only=True):
         return False
     seq = jobdir.last_order_seq()
     ack = jobdir.final_ack(seq) if seq else None
@@ -121,7 +126,7 @@ def consistent(journal: Path, jobdir: JobDir, job: int) -> set[str]:
         (row,) = [r for r in squeue_jobs() if r[0] == helper]
         assert row[2] == "RUNNING" and row[1].startswith("sibling:"), row
     assert job_state(job) == "RUNNING"
-    rows = Journal(journal, readonly=True).resizes()
+    rows = read(journal).resizes()
     assert not [r for r in rows if r.open]
     done = [(r.job_id, r.seq) for r in rows if r.outcome == "done"]
     assert len(done) == len(set(done)), f"an order was carried out twice: {done}"
@@ -187,7 +192,7 @@ def test_a_killed_controller_resumes_consistent_with_slurm(
             check=True,
         )
         status = json.loads(res.stdout)
-        left = Journal(journal, readonly=True).resizes(open_only=True)  # as the killed controller left it
+        left = read(journal).resizes(open_only=True)  # as the killed controller left it
         assert [(r["job_id"], r["seq"], r["phase"]) for r in status["resizes"]] == [
             (r.job_id, r.seq, r.phase) for r in left
         ]
@@ -195,7 +200,7 @@ def test_a_killed_controller_resumes_consistent_with_slurm(
         procs.append(start_controller(journal, log, site))
         wait(lambda: settled(journal, jobdir, job, 4), 120, "the job grown to 4 nodes")
         assert len(consistent(journal, jobdir, job)) == 4
-        notes = [r for r in Journal(journal, readonly=True).records if r["kind"] == "recovery"]
+        notes = [r for r in read(journal).records if r["kind"] == "recovery"]
         assert [n["seq"] for n in notes] == [grow.seq], notes
         # 2. a rigid job needs 2 nodes: the controller shrinks the malleable job; killed there
         needs_two = ElasticRequest(
@@ -213,13 +218,13 @@ def test_a_killed_controller_resumes_consistent_with_slurm(
         wait(lambda: settled(journal, jobdir, job, 2), 120, "the job shrunk to 2 nodes")
         kept = consistent(journal, jobdir, job)
         assert len(kept) == 2 and not kept & slurm_held(rigid)
-        notes = [r for r in Journal(journal, readonly=True).records if r["kind"] == "recovery"]
+        notes = [r for r in read(journal).records if r["kind"] == "recovery"]
         assert notes[-1]["seq"] == shrink.seq
         assert any(w in notes[-1]["message"] for w in ("following it", "awaiting the answer"))
-        offers = [r for r in Journal(journal, readonly=True).records if r["kind"] == "offer"]
+        offers = [r for r in read(journal).records if r["kind"] == "offer"]
         if negotiates:  # both resizes were offered, and the job accepted each
             assert {o["action"] for o in offers} == {"expand", "shrink"}
-            answers = [r["answer"] for r in Journal(journal, readonly=True).records if r["kind"] == "answer"]
+            answers = [r["answer"] for r in read(journal).records if r["kind"] == "answer"]
             assert answers and set(answers) == {"accept"}
             assert jobdir.registration() is not None
         else:
