@@ -537,6 +537,11 @@ def add_submit_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--wrap", help="run this shell command as the batch script (as sbatch's)")
     p.add_argument("--speedup", help="amdahl:P, downey:A:SIGMA or linear (moldable sizing)")
     p.add_argument(
+        "--evolution-profile",
+        help="evolving jobs: the sizes the application will ask for, as SECONDS:NODES steps "
+        "(600:2,300:4,600:2), the first at the start size",
+    )
+    p.add_argument(
         "--grace-period",
         type=float,
         dest="grace_period_s",
@@ -598,6 +603,7 @@ SPEC_KEYS = (
     "workdir",
     "array",
     "speedup",
+    "evolution_profile",
     "grace_period_s",
     "sized_by",
 )

@@ -14,6 +14,8 @@ Formats (as Slurm's where Slurm has one):
 * ``speedup``: ``amdahl:P`` (parallel fraction ``0 <= P <= 1``), ``downey:A:SIGMA`` (average
   parallelism and variance; Downey's low-variance model for ``SIGMA <= 1``, high-variance
   above; Huang et al. eqs. 2-5), or ``linear``;
+* ``evolution_profile``: an evolving job's ``SECONDS:NODES`` steps, ``600:2,300:4,600:2``,
+  the first at the start size (:mod:`elastic_slurm.model.evolution`);
 * ``array``: ``0-99``, ``1,3,5-7``, with ``%K`` for at most ``K`` tasks at once;
 * ``sized_by``: ``slurm`` or ``controller``, who chooses a moldable job's start size (default:
   the site's ``controller.sizes_moldable``); ``controller`` only for a moldable job;
@@ -40,6 +42,7 @@ from elastic_slurm import yamlsafe
 from elastic_slurm.adapter.tags import SizedBy, check_sized_by
 from elastic_slurm.batch_script import MAX_SCRIPT_BYTES, check_passed, split_command_line
 from elastic_slurm.errors import ConfigError, InvalidRequest
+from elastic_slurm.model.evolution import parse_profile
 from elastic_slurm.model.request import (
     MAX_ARGS,
     MAX_ENV,
@@ -174,6 +177,7 @@ class JobSpec(BaseModel):
     workdir: str | None = Field(None, max_length=_MAX_PATH)
     array: str | None = Field(None, max_length=MAX_NAME)
     speedup: str | None = Field(None, max_length=100)
+    evolution_profile: str | None = Field(None, max_length=2000)
     grace_period_s: float | None = Field(None, gt=0, le=MAX_GRACE_PERIOD_S)
     sized_by: Literal["slurm", "controller"] | None = None
     env: dict[str, Annotated[str, Field(max_length=_MAX_PATH)]] = Field(
@@ -312,6 +316,9 @@ class JobSpec(BaseModel):
             array=array,
             array_max_running=throttle,
             speedup=parse_speedup(self.speedup) if self.speedup else None,
+            evolution_profile=(
+                parse_profile(self.evolution_profile) if self.evolution_profile else None
+            ),
             grace_period_s=self.grace_period_s,
             with_ranks=self.with_ranks,
             sbatch_options=tuple(self.sbatch_options),

@@ -161,6 +161,7 @@ def sbatch_argv(
         speedup_spec(req.speedup),
         req.grace_period_s,
         sized_by,
+        req.evolution_profile,
     ).encode()
     return commands.sbatch(
         nodes=nodes,

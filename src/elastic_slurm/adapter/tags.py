@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Literal, get_args
 
 from elastic_slurm.errors import InvalidRequest
+from elastic_slurm.model.evolution import Profile, format_profile, parse_profile
 from elastic_slurm.model.request import JobKind
 
 PREFIX = "elastic-slurm:"
@@ -68,12 +69,14 @@ def check_sized_by(kind: JobKind, sized_by: str, *, array: bool = False) -> Size
 
 @dataclass(frozen=True)
 class ElasticTag:
-    """A job's kind and node range (nodes), and optionally its speedup model and grace period.
+    """A job's kind and node range (nodes), and what else the controller needs to know of it.
 
-    ``speedup`` is the text form of :func:`elastic_slurm.jobspec.parse_speedup`
+    Optional: the speedup model, grace period and evolution profile. ``speedup`` is the text
+    form of :func:`elastic_slurm.jobspec.parse_speedup`
     (``amdahl:0.95``); ``grace_s`` is in seconds. ``sized_by`` is ``controller`` for a
     moldable job submitted held for the controller to size and release (written
-    ``sized=controller``; ``slurm``, the default, is not written).
+    ``sized=controller``; ``slurm``, the default, is not written). ``evolution_profile``:
+    an evolving job's steps (:mod:`elastic_slurm.model.evolution`).
     """
 
     kind: JobKind
@@ -82,6 +85,7 @@ class ElasticTag:
     speedup: str | None = None
     grace_s: float | None = None
     sized_by: SizedBy = "slurm"
+    evolution_profile: Profile | None = None
 
     def encode(self) -> str:
         """The comment text.
@@ -92,6 +96,8 @@ class ElasticTag:
         'elastic-slurm:kind=moldable;min=2;max=8;speedup=amdahl:0.9;grace=60'
         >>> ElasticTag(JobKind.MOLDABLE, 1, 4, sized_by="controller").encode()
         'elastic-slurm:kind=moldable;min=1;max=4;sized=controller'
+        >>> ElasticTag(JobKind.EVOLVING, 1, 4, evolution_profile=((600.0, 1), (60.0, 4))).encode()
+        'elastic-slurm:kind=evolving;min=1;max=4;profile=600:1,60:4'
         """
         text = f"{PREFIX}kind={self.kind.value};min={self.nodes_min};max={self.nodes_max}"
         if self.speedup:
@@ -100,6 +106,8 @@ class ElasticTag:
             text += f";grace={self.grace_s:g}"
         if self.sized_by == "controller":
             text += ";sized=controller"
+        if self.evolution_profile:
+            text += f";profile={format_profile(self.evolution_profile)}"
         return text
 
 
@@ -124,6 +132,14 @@ def decode(comment: str | None) -> ElasticTag | None:
     [None, None]
     >>> decode("elastic-slurm:kind=malleable;min=1;max=1_0") is None
     True
+
+    An evolution profile (``profile=600:1,60:4``) belongs to an evolving job, within its
+    range (:mod:`elastic_slurm.model.evolution` bounds it); a tag with any other is malformed:
+
+    >>> decode("elastic-slurm:kind=evolving;min=1;max=4;profile=600:1,60:4").evolution_profile
+    ((600.0, 1), (60.0, 4))
+    >>> decode("elastic-slurm:kind=evolving;min=1;max=4;profile=600:1,60:9") is None
+    True
     """
     if not comment or not comment.startswith(PREFIX):
         return None
@@ -137,8 +153,9 @@ def decode(comment: str | None) -> ElasticTag | None:
             fields.get("speedup") or None,
             grace,
             "controller" if fields.get("sized") == "controller" else "slurm",
+            parse_profile(fields["profile"]) if "profile" in fields else None,
         )
-    except (KeyError, ValueError):
+    except (KeyError, ValueError, InvalidRequest):
         return None
     if fields.get("sized", "slurm") not in SIZED_BY:
         return None
@@ -147,6 +164,11 @@ def decode(comment: str | None) -> ElasticTag | None:
     if not 1 <= tag.nodes_min <= tag.nodes_max:
         return None
     if tag.kind is JobKind.RIGID and tag.nodes_min != tag.nodes_max:
+        return None
+    if tag.evolution_profile is not None and (
+        tag.kind is not JobKind.EVOLVING
+        or not all(tag.nodes_min <= n <= tag.nodes_max for _s, n in tag.evolution_profile)
+    ):
         return None
     return tag
 

@@ -42,7 +42,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -237,6 +237,7 @@ class Controller:
             on_overdue=on_overdue,
         )
         self._known: set[int] = set()
+        self._requests: dict[int, int] = {}  # evolving requests open last cycle (job: number)
         self.last: Cycle | None = None
         self._recovered = False
         self._last_sizes: list[tuple[int, str, tuple[str, ...]]] | None = None
@@ -307,7 +308,7 @@ class Controller:
         observed = self._observe_manual(jobs, held, ours | {o.job_id for o in finished})
         busy = self._busy(jobs) | self._skips.now
         snap = snapshot(list(jobs.values()), nodes, resizing=busy, progress=progress)
-        trigger = self._trigger(snap, finished)
+        trigger = self._trigger(snap, finished, progress)
         self._journal_sizes(snap)
         decisions: tuple[Decision, ...] = ()
         if self._may_decide():
@@ -619,7 +620,18 @@ class Controller:
                 busy.add(job_id)
         return busy
 
-    def _trigger(self, snap: ClusterSnapshot, finished: tuple[ResizeOutcome, ...]) -> Trigger:
+    def _trigger(
+        self,
+        snap: ClusterSnapshot,
+        finished: tuple[ResizeOutcome, ...],
+        progress: Mapping[int, Progress],
+    ) -> Trigger:
+        """What happened since the last cycle, as the simulator reports the same events.
+
+        A job seen for the first time was submitted, one no longer listed ended, a closed
+        resize is done, and an evolving job's request that was not open last cycle is an
+        evolving request (by its number: a new request for the same count is new too).
+        """
         ids = {j.job_id for j in snap.jobs}
         kinds = set()
         if ids - self._known:
@@ -628,8 +640,17 @@ class Controller:
             kinds.add(TriggerKind.JOB_ENDED)
         if finished:
             kinds.add(TriggerKind.RESIZE_DONE)
-        changed = tuple(sorted((ids ^ self._known) | {o.job_id for o in finished}))
+        requests = {  # the views carry an evolving job's request only
+            j.job_id: progress[j.job_id].request_number
+            for j in snap.jobs
+            if j.evolving_request and j.job_id in progress
+        }
+        asking = {j for j, n in requests.items() if self._requests.get(j) != n}
+        if asking:
+            kinds.add(TriggerKind.EVOLVING_REQUEST)
+        changed = tuple(sorted((ids ^ self._known) | {o.job_id for o in finished} | asking))
         self._known = ids
+        self._requests = requests
         return Trigger(frozenset(kinds or {TriggerKind.PERIODIC}), changed)
 
     # ------------------------------------------------------------------ the loop

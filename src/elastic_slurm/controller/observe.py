@@ -288,8 +288,8 @@ def job_view(
     """The model's view of one Slurm job.
 
     ``nodes`` is all it holds, siblings included; ``progress`` its evolving request and resize
-    counts (see :func:`job_progress`). The time limit, speedup model and estimated end come
-    from Slurm and the job's elastic tag.
+    counts (see :func:`job_progress`). The time limit, speedup model, evolution profile and
+    estimated end come from Slurm and the job's elastic tag.
     """
     tag = decode(job.comment)
     progress = progress or Progress()
@@ -321,6 +321,7 @@ def job_view(
         evolving_request=progress.evolving_request if kind is JobKind.EVOLVING else 0,
         expansions=progress.expansions,
         shrinks=progress.shrinks,
+        evolution_profile=tag.evolution_profile if tag is not None else None,
     )
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from elastic_slurm.errors import ConfigError, InvalidRequest
+from elastic_slurm.model.evolution import check_profile
 from elastic_slurm.model.speedup import SpeedupModel
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -102,6 +103,11 @@ class ElasticRequest:
         Other sbatch options, passed to sbatch unchanged, one argument each (``"--mem=4G"``,
         ``"-c4"``, ``"--gres=gpu:1"``, ``"--dependency=afterok:12"``); not those set from the
         fields above (:data:`elastic_slurm.batch_script.RESERVED`) nor ``--comment``.
+    evolution_profile
+        Evolving jobs: the steps ``((duration_s, nodes), ...)`` the application runs through
+        at its own speed, the first at the start size (Klein and Pérez 2011, section 3.1;
+        :mod:`elastic_slurm.model.evolution`); it travels in the job's elastic tag, and
+        planners see it as ``JobView.evolution_profile``. ``None``: not declared.
     script
         A batch script (its text, starting with a shell's ``#!`` line) to run as the job's
         batch step instead of launching ``program``; ``program`` then names the script and
@@ -138,9 +144,11 @@ class ElasticRequest:
     with_ranks: bool = False
     sbatch_options: tuple[str, ...] = ()
     script: str | None = None
+    evolution_profile: tuple[tuple[float, int], ...] | None = None
 
     def __post_init__(self) -> None:
         self._check_types()
+        self._check_profile()
         self._check_sbatch()
         if not self.program:
             raise InvalidRequest("the job has no program to run: give a command")
@@ -304,6 +312,29 @@ class ElasticRequest:
             raise InvalidRequest(f"with_ranks must be True or False, got {self.with_ranks!r}")
         if self.speedup is not None and not isinstance(self.speedup, SpeedupModel):
             raise InvalidRequest(f"speedup must be a speedup model, got {self.speedup!r}")
+
+    def _check_profile(self) -> None:
+        """An evolution profile: an evolving job's, within its range, starting at its start."""
+        if self.evolution_profile is None:
+            return
+        if self.kind is not JobKind.EVOLVING:
+            raise InvalidRequest(
+                f"a {self.kind.value} job has no evolution profile: only an evolving job "
+                "declares the sizes it will ask for"
+            )
+        steps = check_profile(self.evolution_profile)
+        object.__setattr__(self, "evolution_profile", steps)
+        for i, (_seconds, nodes) in enumerate(steps, 1):
+            if not self.nodes_min <= nodes <= self.nodes_max:
+                raise InvalidRequest(
+                    f"evolution profile step {i} is at {nodes} node(s), outside the job's "
+                    f"range {self.nodes_min}-{self.nodes_max}"
+                )
+        if steps[0][1] != self.initial_nodes:
+            raise InvalidRequest(
+                f"the evolution profile starts at {steps[0][1]} node(s) but the job starts at "
+                f"{self.initial_nodes}: make its first step the start size (--start-nodes)"
+            )
 
     @property
     def initial_nodes(self) -> int:
