@@ -235,7 +235,7 @@ class LocalTry:
         seq = ec.next_seq
         if self._points < self.every or seq > len(self.plan) or seq in self._written:
             return
-        if ec._spawning is not None:
+        if ec._spawn.pending is not None:
             return
         from elastic_slurm.model.resize_order import ResizeAction, ResizeOrder
 
@@ -263,8 +263,8 @@ class LocalTry:
         limit = 0.5 * (ec._vote.timeout_s if ec._vote is not None else 60.0)
         deadline = time.monotonic() + limit
         while time.monotonic() < deadline:
-            if ec._spawning is not None:
-                if ec._spawning.done():
+            if ec._spawn.pending is not None:
+                if ec._spawn.pending.done():
                     return
             elif watcher is None or watcher.ready() is not None or watcher._refused:
                 return

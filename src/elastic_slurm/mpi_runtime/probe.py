@@ -32,12 +32,34 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 SPAWN = "spawn"
 RESTART = "restart"
 #: why a grow by spawn failed when the program ended before a resize point took the new ranks in
 ENDED_BEFORE_JOIN = "the application ended before a resize point took in the new ranks"
+
+
+class Join(Protocol):
+    """A join strategy: how a running application takes a new node set (one module each).
+
+    :class:`~.join_spawn.SpawnJoin` and :class:`~.join_restart.RestartJoin` implement it;
+    :class:`~.session.ElasticComm` calls :meth:`follow` at the resize point where an order is
+    acted on, and :meth:`arrive` in ``init()`` of every process that starts.
+    """
+
+    strategy: str  # SPAWN or RESTART
+
+    def follow(self, order: Any, hosts: list[str], reason: str) -> bool:
+        """Act on ``order`` (collective); True when the world changed at this resize point.
+
+        ``hosts`` are the ranks' hosts now; ``reason`` why this strategy was chosen.
+        """
+        ...
+
+    def arrive(self) -> bool:
+        """In a starting process: take over from an earlier size (collective); whether it did."""
+        ...
 
 
 @dataclass(frozen=True)

@@ -18,16 +18,19 @@ distributed arrays and any other state, and calls ``ec.resize_point()`` once per
 Rank 0 hears of the controller's orders in a background thread (:mod:`.orders`), which also
 checks the nodes a grow adds and prepares what can be prepared while the ranks compute; the
 ranks agree on the resize point where they act through a pre-posted non-blocking broadcast, so
-a resize point with nothing to do costs microseconds. To follow an order, the runtime either
+a resize point with nothing to do costs microseconds. To follow an order, the runtime uses
+one of two join strategies (:mod:`.probe` chooses; each is a module behind
+:class:`~.probe.Join`):
 
-* spawns the new ranks on the added nodes and merges them into ``ec.comm`` in helper threads
-  while the ranks compute (:mod:`.spawn`; at the resize point when the MPI library lacks
-  ``MPI_THREAD_MULTIPLE``), then redistributes the arrays with ``Alltoallv`` at an agreed
-  resize point (where :mod:`.probe` allows spawning); or
-* has the launcher start the next generation at the new size, which waits (:mod:`.handover`);
-  then checkpoints arrays and state (to memory where both generations see it, else to the job
-  directory) and ends the process (``SystemExit(0)`` through :class:`ResizeExit`); the waiting
-  generation's ``init()`` and ``ec.array`` restore the data (``ec.resumed``).
+* :mod:`.join_spawn` spawns the new ranks on the added nodes and merges them into ``ec.comm``
+  in helper threads while the ranks compute (:mod:`.spawn`; at the resize point when the MPI
+  library lacks ``MPI_THREAD_MULTIPLE``), then redistributes the arrays at an agreed resize
+  point; or
+* :mod:`.join_restart` has the launcher start the next generation at the new size, which waits
+  (:mod:`.handover`); then checkpoints arrays and state (to memory where both generations see
+  it, else to the job directory) and ends the process (``SystemExit(0)`` through
+  :class:`ResizeExit`); the waiting generation's ``init()`` and ``ec.array`` restore the data
+  (``ec.resumed``).
 
 ``ELASTIC_SLURM_RESIZE_PATH=sequential`` does everything at the resize point instead, as
 before (an order looked up at each point, the launcher restarting the application after it
@@ -44,12 +47,9 @@ which asks the PMIx server first (:mod:`.pmix`) and the controller when the serv
 from __future__ import annotations
 
 import atexit
-import json
 import logging
 import os
-import pickle
 import socket
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -61,17 +61,16 @@ from mpi4py import MPI
 from elastic_slurm import envvars
 from elastic_slurm.model.offer import Answer, AnswerKind, Offer
 from elastic_slurm.model.resize_order import AckStatus, ResizeAck, ResizeOrder
-from elastic_slurm.mpi_runtime import handover
 from elastic_slurm.mpi_runtime.channel import FileChannel, channel_for
-from elastic_slurm.mpi_runtime.checkpoint import load_rows, load_state, save_rows, save_state
 from elastic_slurm.mpi_runtime.data import (
     Block,
     DistArray,
     Distribution,
     StateHooks,
-    distribution_from_json,
 )
 from elastic_slurm.mpi_runtime.distribution import BlockRows
+from elastic_slurm.mpi_runtime.join_restart import RestartJoin
+from elastic_slurm.mpi_runtime.join_spawn import SpawnJoin
 from elastic_slurm.mpi_runtime.layout import Layout, current_layout
 from elastic_slurm.mpi_runtime.local import from_env as local_try_from_env
 from elastic_slurm.mpi_runtime.orders import (
@@ -83,22 +82,15 @@ from elastic_slurm.mpi_runtime.orders import (
     resize_path,
     wait_for_all,
 )
-from elastic_slurm.mpi_runtime.probe import ENDED_BEFORE_JOIN, RESTART, SPAWN, choose_join
-from elastic_slurm.mpi_runtime.spawn import (
-    BackgroundSpawn,
-    ResizeFailed,
-    spawn_and_merge,
-    thread_support,
-)
+from elastic_slurm.mpi_runtime.probe import RESTART, SPAWN, choose_join
+from elastic_slurm.mpi_runtime.say import say
 from elastic_slurm.mpi_runtime.state import ResizeState
 from elastic_slurm.protocol.client import RefusedError
 from elastic_slurm.protocol.jobdir import JobDir, write_json_atomic
 
 log = logging.getLogger("elastic_slurm.mpi_runtime")
 
-MANIFEST = handover.MANIFEST
 _SPAWNED = object()  # the vote's answer: the helper threads' spawn is complete
-HOOKS_FILE = "hooks.pickle"
 #: In the job directory: the PMIx server's answer to the job's first allocation request.
 PMIX_MEMO = "pmix.json"
 
@@ -112,13 +104,6 @@ class ResizeExit(SystemExit):
 
     def __init__(self) -> None:
         super().__init__(0)
-
-
-def _say(comm: MPI.Intracomm, message: str) -> None:
-    """One line on rank 0's standard error (the job's output), and the log."""
-    if comm.rank == 0:
-        print(f"elastic-slurm: {message}", file=sys.stderr, flush=True)
-    log.info("%s", message)
 
 
 def move_rows(
@@ -189,7 +174,6 @@ class ElasticComm:
         self._restored: dict[str, tuple[dict[str, Any], np.ndarray]] = {}
         self._hooks: StateHooks | None = None
         self._packed: list[Any] | None = None
-        self._intercomms: list[MPI.Intercomm] = []
         self._layout: Layout | None = None
         self._path = resize_path()
         self._vote: Vote | None = None
@@ -197,10 +181,9 @@ class ElasticComm:
         self._known_hosts: list[str] = []
         self._paused_at = 0.0
         self._vendor: tuple[str, tuple[int, ...]] = ("", ())
-        self._successor_s: float | None = None
-        self._memory: tuple[Path, str] | None = None  # where the successor sees rank 0's token
-        self._spawning: BackgroundSpawn | None = None
-        self._spawned_before = False  # a background spawn has started (the exit hook is set)
+        # the join strategies (one module each, behind :class:`~.probe.Join`)
+        self._spawn = SpawnJoin(self)
+        self._restart = RestartJoin(self)
         # ``elastic-slurm try`` (ELASTIC_SLURM_LOCAL_TRY): forced resizes and checks
         self._local = local_try_from_env(jobdir)
 
@@ -389,10 +372,10 @@ class ElasticComm:
         record = {"directive": name, "nodes": abs(delta), "status": status, "error": text}
         self.jobdir.log_event("pmix", call="PMIx_Allocation_request", ms=elapsed_ms, **record)
         if status == pmix.PMIX_SUCCESS:
-            _say(self.comm, f"PMIx granted {name} of {abs(delta)} node(s): {results}")
+            say(self.comm, f"PMIx granted {name} of {abs(delta)} node(s): {results}")
             return True
         write_json_atomic(memo, {**record, "at": time.time()})
-        _say(
+        say(
             self.comm,
             f"PMIx_Allocation_request {name} returned {status} ({text}); this job's requests "
             "go to the controller from now on",
@@ -469,7 +452,7 @@ class ElasticComm:
             order_json = self._order_agreed()
         if order_json is _SPAWNED:
             self._paused_at = paused_at
-            self._finish_spawn()
+            self._spawn.finish()
             return True
         if order_json is None:
             return False
@@ -489,7 +472,7 @@ class ElasticComm:
             MPI.get_vendor(),
             self.join,
         )
-        _say(
+        say(
             self.comm,
             f"order {order.seq}: {order.action.value} to {len(order.nodes)} node(s) "
             f"{','.join(order.nodes)}; join strategy {choice.strategy}: {choice.reason}",
@@ -509,30 +492,8 @@ class ElasticComm:
             and not self._added_nodes_work(order, hosts)
         ):
             return False
-        if choice.strategy == SPAWN:
-            new_hosts = [n for n in order.nodes if n not in set(hosts)]
-            if self._local is not None:  # virtual nodes: spawn on this machine
-                new_hosts = self._local.physical(new_hosts)
-            why_not = "the sequential path" if self._path == SEQUENTIAL else thread_support()
-            if why_not is None:
-                # every rank starts its helper thread here; a later resize point completes it
-                self._spawning = BackgroundSpawn(
-                    self.comm, new_hosts, self.ntasks_per_node, order=order, reason=choice.reason
-                )
-                if not self._spawned_before:  # registered after the others: runs first
-                    atexit.register(self._end_during_spawn)
-                    self._spawned_before = True
-                return False
-            if self._path != SEQUENTIAL:
-                _say(self.comm, f"order {order.seq}: spawning at the resize point: {why_not}")
-            inter, merged, spawn_s, merge_s = spawn_and_merge(
-                self.comm, new_hosts, self.ntasks_per_node
-            )
-            self._complete_spawn(order, inter, merged, spawn_s, merge_s, choice.reason)
-            return True
-        packed = self._pack()
-        self._checkpoint_and_exit(order, packed, choice.reason, successor=self._path != SEQUENTIAL)
-        raise AssertionError("unreachable")  # pragma: no cover
+        join = self._spawn if choice.strategy == SPAWN else self._restart
+        return join.follow(order, hosts, choice.reason)
 
     def _order_now(self) -> dict[str, Any] | None:
         """The sequential path: rank 0 asks the channel now; the answer is broadcast."""
@@ -562,10 +523,10 @@ class ElasticComm:
             for offer in self._watcher.take_offers():
                 self._answer(offer)
             for order, why in self._watcher.take_refused():
-                _say(self.comm, f"order {order.seq}: not followed: {why}")
+                say(self.comm, f"order {order.seq}: not followed: {why}")
                 self._refuse(order, self._known_hosts, why)
-            if self._spawning is not None:
-                flag = SPAWN_DONE if self._spawning.done() else 0
+            if self._spawn.pending is not None:
+                flag = SPAWN_DONE if self._spawn.pending.done() else 0
             elif self._watcher.ready() is not None:
                 flag = ORDER_READY
         voted = self._vote.exchange(flag)
@@ -674,41 +635,7 @@ class ElasticComm:
         )
         if choice.strategy != RESTART:
             return None
-        jobdir = self.jobdir
-        assert jobdir is not None
-        t0 = time.monotonic()
-        memory: tuple[Path, str] | None = None
-        if envvars.get_str("HANDOVER_MEMORY", "1") != "0":
-            job_id = envvars.get_int("JOB_ID", 0) or int(os.environ.get("SLURM_JOB_ID", "0"))
-            where = handover.memory_dir(job_id, order.seq)
-            try:
-                memory = (where, handover.make_token(where))
-            except OSError as exc:
-                log.info("no memory checkpoint (%s): the shared filesystem is used", exc)
-        handover.request_successor(
-            jobdir, order.seq, order.action.value, list(order.nodes), self.launch, memory
-        )
-        timeout = envvars.get_float("SUCCESSOR_TIMEOUT_S", 120.0)
-        why, shared = handover.wait_ready(
-            jobdir,
-            order.seq,
-            timeout,
-            failed=lambda: jobdir.read_ack(order.seq, AckStatus.FAILED) is not None,
-        )
-        self._successor_s = time.monotonic() - t0
-        if why is not None and jobdir.read_ack(order.seq, AckStatus.FAILED) is None:
-            # the launcher stops the successor, then fails the order: the added nodes are
-            # vacated before the controller gives them back
-            handover.cancel(jobdir, order.seq, why)
-            deadline = time.monotonic() + 30.0
-            while jobdir.read_ack(order.seq, AckStatus.FAILED) is None:
-                if time.monotonic() > deadline:
-                    break  # no launcher answering: the order is refused from here
-                time.sleep(0.05)
-        self._memory = memory if shared and why is None else None
-        if self._memory is None and memory is not None:
-            handover.drop(memory[0])
-        return why
+        return self._restart.prepare(order)
 
     def _placement(self, hosts: list[str]) -> list[str]:
         """Where the ranks of ``hosts`` really run (this machine for ``elastic-slurm try``)."""
@@ -721,7 +648,7 @@ class ElasticComm:
         why = self.comm.bcast(why, root=0)
         if not why:
             return True
-        _say(self.comm, f"order {order.seq}: refused, added node(s) cannot run the job: {why}")
+        say(self.comm, f"order {order.seq}: refused, added node(s) cannot run the job: {why}")
         if self.rank == 0:
             self._refuse(order, hosts, f"added nodes unusable: {why}")
         self.next_seq = order.seq + 1
@@ -759,293 +686,13 @@ class ElasticComm:
         else:
             self._packed = packed
 
-    # ------------------------------------------------------------------ spawn path
-    def _finish_spawn(self) -> None:
-        """Complete the spawn the helper threads ran (collective, at an agreed resize point)."""
-        spawning, self._spawning = self._spawning, None
-        assert spawning is not None
-        inter, merged, spawn_s, merge_s = spawning.finish(self.comm)
-        order, reason = spawning.about["order"], spawning.about["reason"]
-        self._complete_spawn(order, inter, merged, spawn_s, merge_s, reason, overlapped=True)
-
-    def _complete_spawn(
-        self,
-        order: ResizeOrder,
-        inter: MPI.Intercomm,
-        merged: MPI.Intracomm,
-        spawn_s: float,
-        merge_s: float,
-        reason: str,
-        overlapped: bool = False,
-    ) -> None:
-        """Hand the new ranks their rows and the state over ``merged`` (collective)."""
-        if self._local is not None:
-            self._local.before(self.comm, self._arrays.values(), order.seq)
-        packed = self._pack()
-        t2 = time.monotonic()
-        merged.Ibarrier().Wait()  # the new ranks wait in a non-blocking barrier (not spinning)
-        old_size = self.size
-        phases = {**order.phases_s, "spawn": spawn_s, "merge": merge_s}
-        meta = {
-            "seq": order.seq,
-            "generation": self.generation,
-            "src_parts": old_size,
-            "arrays": [a.meta() for a in self._arrays.values()],
-            "state": dict(self.state) if self.rank == 0 else None,
-            "packed": packed,
-            "phases_s": phases,
-            "reason": reason + (" (spawned in the background)" if overlapped else ""),
-        }
-        meta = merged.bcast(meta, root=0)
-        for arr in self._arrays.values():
-            arr.local = move_rows(merged, arr.local, arr.meta(), old_size, merged.size)
-            arr._rank, arr._size = merged.rank, merged.size
-        if self._local is not None:
-            items = [(a.meta(), a.local) for a in self._arrays.values()]
-            self._local.after(merged, items, order.seq, "spawn")
-        t3 = time.monotonic()
-        self._after_spawn(inter)
-        self.state = ResizeState(meta["state"] or {})
-        self.generation += 1
-        self._done_with(order.seq)
-        self._new_comm(merged)
-        self.last_resize_s = {
-            **meta["phases_s"],
-            "redistribute": t3 - t2,
-            "pause": time.time() - self._paused_at,
-        }
-        self._acknowledge(order.seq, "spawn", str(meta["reason"]), self.last_resize_s)
-        self._arrival(meta["packed"])
-
-    def _end_during_spawn(self) -> None:
-        """At exit, with a background spawn still under way: let the new ranks go (collective).
-
-        The program ended before a resize point completed the spawn. Without this, the new
-        ranks wait for their rows forever and ``MPI_Finalize`` never returns. Here every old
-        rank waits for its helper thread; the new ranks are told the job ended and leave
-        without running the program; the order is acknowledged as failed; both sides
-        disconnect.
-        """
-        spawning, self._spawning = self._spawning, None
-        if spawning is None:
-            return  # completed at a resize point, or already handled
-        order = spawning.about["order"]
-        why = ENDED_BEFORE_JOIN
-        try:
-            inter, merged, _, _ = spawning.finish(self.comm)
-        except ResizeFailed as exc:
-            if self.rank == 0:
-                self._refuse(order, self.hosts(), f"{why}; the spawn had failed: {exc}")
-            return
-        merged.Ibarrier().Wait()
-        merged.bcast({"ended": why, "seq": order.seq}, root=0)
-        if self.rank == 0:
-            self._refuse(order, self.hosts(), why)
-        self._intercomms.append(inter)
-        self.comm = merged
-        self._disconnect()
-
-    def _join_parent(self, parent: MPI.Intercomm) -> None:
-        """In a spawned rank: join the merged communicator and receive rows and state.
-
-        Raises
-        ------
-        SystemExit
-            (status 0) The program ended before it took this rank in: there is nothing to do.
-        """
-        t0 = time.monotonic()
-        merged = parent.Merge(high=True)
-        barrier = merged.Ibarrier()  # the parents may compute on for a while: wait, not spin
-        while not barrier.Test():
-            time.sleep(0.002)
-        meta = merged.bcast(None, root=0)
-        if "ended" in meta:  # see _end_during_spawn
-            log.info("spawned for order %s: %s; leaving", meta["seq"], meta["ended"])
-            self._intercomms.append(parent)
-            self.comm = merged
-            self._disconnect()
-            raise SystemExit(0)
-        for info in meta["arrays"]:
-            local = move_rows(merged, None, info, int(meta["src_parts"]), merged.size)
-            self._restored[info["name"]] = (info, local)
-        if self._local is not None:
-            self._local.after(merged, list(self._restored.values()), int(meta["seq"]), "spawn")
-        self._after_spawn(parent)
-        self.state = ResizeState(meta["state"] or {})
-        self.generation = int(meta["generation"]) + 1
-        self.next_seq = int(meta["seq"]) + 1
-        self._new_comm(merged)
-        self.resumed = True
-        self.last_resize_s = {**meta["phases_s"], "redistribute": time.monotonic() - t0}
-        self._acknowledge(int(meta["seq"]), "spawn", str(meta["reason"]), self.last_resize_s)
-        self._arrival(meta["packed"])
-
-    # ------------------------------------------------------------------ restart path
-    def _checkpoint_and_exit(
-        self, order: ResizeOrder, packed: list[Any] | None, reason: str, successor: bool = False
-    ) -> None:
-        """Save arrays and state, tell the launcher, end the process (:class:`ResizeExit`).
-
-        With ``successor``, the next generation already waits (:mod:`.handover`) and starts
-        computing as soon as the manifest is written.
-        """
-        assert self.jobdir is not None
-        directory = self.jobdir.checkpoint
-        if self._local is not None:
-            self._local.before(self.comm, self._arrays.values(), order.seq)
-        t0 = time.monotonic()
-        # a waiting successor reads the files at once: visible is enough, durable is not needed
-        durable = not successor
-        if successor:
-            directory = self._handover_dir(directory)
-        metas = []
-        for arr in self._arrays.values():
-            meta = arr.meta()
-            rows = arr.local
-            if not isinstance(arr.dist, Block):  # files hold block rows
-                rows = move_rows(self.comm, rows, meta, self.size, self.size, arr.dist, Block())
-            save_rows(
-                directory,
-                arr.name,
-                self.comm,
-                rows,
-                arr.global_shape,
-                arr.dtype,
-                self.size,
-                fsync=durable,
-            )
-            metas.append(meta)
-        save_state(
-            directory, "state", self.comm, self.state if self.rank == 0 else None, fsync=durable
-        )
-        checkpoint_s = time.monotonic() - t0
-        if self.rank == 0:
-            if packed is not None:
-                tmp = directory / f".{HOOKS_FILE}.tmp"
-                tmp.write_bytes(pickle.dumps(packed))
-                tmp.replace(directory / HOOKS_FILE)
-            else:
-                (directory / HOOKS_FILE).unlink(missing_ok=True)
-            write_json_atomic(
-                self.jobdir.checkpoint / MANIFEST,
-                {
-                    "seq": order.seq,
-                    "launch": self.launch,
-                    "generation": self.generation,
-                    "arrays": metas,
-                    "reason": reason,
-                    "phases_s": order.phases_s,
-                    "checkpoint_s": checkpoint_s,
-                    "requested_at": time.time(),
-                    "paused_at": self._paused_at,
-                    "directory": str(directory),
-                    "successor_s": self._successor_s,
-                },
-            )
-            self.jobdir.request_restart(
-                {
-                    "seq": order.seq,
-                    "action": order.action.value,
-                    "nodes": list(order.nodes),
-                    "launch": self.launch,
-                    "handover": successor,
-                }
-            )
-        where = "" if directory == self.jobdir.checkpoint else f" to {directory}"
-        _say(
-            self.comm,
-            f"order {order.seq}: checkpointed{where} in {checkpoint_s:.2f} s; "
-            + ("the next generation takes over" if successor else "restarting"),
-        )
-        self._disconnect()
-        self._close_watcher()  # what it still has to send goes before the process ends
-        raise ResizeExit()
-
-    def _handover_dir(self, shared: Path) -> Path:
-        """Where to checkpoint for a waiting successor (collective).
-
-        Memory if every rank of both generations sees it and it has room, else ``shared``.
-        """
-        memory = self.comm.bcast(self._memory if self.rank == 0 else None, root=0)
-        if memory is None:
-            return shared
-        nbytes = sum(a.local.nbytes for a in self._arrays.values())
-        ok = handover.sees_token(*memory) and handover.has_room(memory[0], nbytes)
-        if self.comm.allreduce(ok, op=MPI.LAND):
-            return Path(memory[0])
-        if self.rank == 0:
-            handover.drop(memory[0])
-        return shared
-
     def finalize(self) -> None:
         """Disconnect from spawned (or parent) ranks before MPI ends (collective).
 
-        Run automatically at exit once a spawn has happened: a world whose ranks were spawned
-        can otherwise hang in ``MPI_Finalize`` when its ranks end at different moments (seen
-        with Open MPI 4.1: broken pipes, then ``mpirun`` never returns). Call it yourself only
-        if you end the program some other way than returning normally.
+        Run automatically at exit once a spawn has started (:mod:`.join_spawn`). Call it
+        yourself only if you end the program some other way than returning normally.
         """
-        if self._intercomms:
-            self._disconnect()
-
-    def _after_spawn(self, inter: MPI.Intercomm) -> None:
-        if not self._intercomms:
-            atexit.register(self.finalize)  # runs before mpi4py's own MPI_Finalize at exit
-        self._intercomms.append(inter)
-
-    def _disconnect(self) -> None:
-        """Leave the merged communicator and disconnect from spawned or parent ranks."""
-        if self._vote is not None:
-            self._vote.close()
-            self._vote = None
-        self.comm.Barrier()
-        if self._intercomms:
-            self.comm.Free()
-            for inter in self._intercomms:
-                inter.Disconnect()
-            self._intercomms.clear()
-            self.comm = MPI.COMM_WORLD
-
-    def _restore(self, manifest: dict[str, Any]) -> None:
-        """In a restarted step: read the arrays and state, acknowledge the order."""
-        assert self.jobdir is not None
-        t0 = time.monotonic()
-        directory = Path(manifest.get("directory") or self.jobdir.checkpoint)
-        for meta in manifest["arrays"]:
-            rows = load_rows(directory, meta["name"], self.comm, self.size)
-            dist = distribution_from_json(meta["dist"])
-            if not isinstance(dist, Block):
-                rows = move_rows(self.comm, rows, meta, self.size, self.size, Block(), dist)
-            self._restored[meta["name"]] = (meta, rows)
-        if self._local is not None:
-            self._local.restored(self.comm, self._restored, int(manifest["seq"]))
-        self.state = ResizeState(load_state(directory, "state", self.comm))
-        packed = None
-        if self.rank == 0 and (directory / HOOKS_FILE).exists():
-            packed = pickle.loads((directory / HOOKS_FILE).read_bytes())
-        packed = self.comm.bcast(packed, root=0)
-        restore_s = time.monotonic() - t0
-        if self.rank == 0 and directory != self.jobdir.checkpoint:
-            handover.drop(directory)  # every rank has read it (the broadcast above)
-        self.generation = int(manifest["generation"]) + 1
-        seq = int(manifest["seq"])
-        self.next_seq = seq + 1
-        self.resumed = True
-        self.last_resize_s = {
-            **dict(manifest.get("phases_s") or {}),
-            "checkpoint": float(manifest["checkpoint_s"]),
-            "relaunch": max(0.0, time.time() - float(manifest["requested_at"]) - restore_s),
-            "restore": restore_s,
-        }
-        if manifest.get("successor_s") is not None:  # overlapped with computing
-            self.last_resize_s["successor"] = float(manifest["successor_s"])
-        self._packed = packed
-        self._begin_voting()  # before the acknowledgement: it then goes through the watcher
-        if manifest.get("paused_at"):  # the new generation computes from here on
-            self.last_resize_s["pause"] = max(0.0, time.time() - float(manifest["paused_at"]))
-        failed = self.rank == 0 and self.jobdir.read_ack(seq, AckStatus.FAILED) is not None
-        if not self.comm.bcast(failed, root=0):
-            self._acknowledge(seq, "restart", str(manifest.get("reason", "")), self.last_resize_s)
+        self._spawn.finalize()
 
     def _acknowledge(self, seq: int, strategy: str, reason: str, phases: dict[str, float]) -> None:
         """Tell the controller the job now runs on its new nodes (collective)."""
@@ -1075,7 +722,7 @@ class ElasticComm:
                 phases_s=phases,
             )
         timing = ", ".join(f"{k} {v:.2f} s" for k, v in phases.items())
-        _say(
+        say(
             self.comm,
             f"order {seq} done: {self.size} rank(s) on {len(set(hosts))} node(s) "
             f"({strategy}; {timing})",
@@ -1106,13 +753,11 @@ def init() -> ElasticComm:
         ntasks_per_node=envvars.get_int("NTASKS_PER_NODE", 1),
         join=envvars.get_str("JOIN"),
     )
-    parent = MPI.Comm.Get_parent()
-    if parent != MPI.COMM_NULL:
-        ec._join_parent(parent)
+    if ec._spawn.arrive():  # a rank a spawn added: it joined the others
         return ec
     if ec.jobdir is not None:
         lay = ec.layout
-        _say(
+        say(
             ec.comm,
             f"layout from {lay.source} ({lay.scope}): {lay.size} rank(s) on "
             f"{len(lay.nodes)} node(s) {','.join(lay.nodes)}",
@@ -1122,34 +767,7 @@ def init() -> ElasticComm:
         hosts = list(dict.fromkeys(ec.hosts()))
         if ec.rank == 0:
             ec.channel.register(ec.size, hosts)
-    successor = envvars.get_int("SUCCESSOR", 0)
-    if ec.jobdir is not None and ec.launch > 0 and successor:
-        # started early, while the generation before still computes: wait for its handover
-        memory = handover.sees_token(
-            envvars.get_str("HANDOVER_DIR"), envvars.get_str("HANDOVER_TOKEN")
-        )
-        memory = ec.comm.allreduce(memory, op=MPI.LAND)
-        if ec.rank == 0:
-            handover.signal_ready(ec.jobdir, successor, ec.launch, memory)
-        manifest = handover.await_manifest(
-            ec.comm,
-            ec.jobdir.checkpoint / MANIFEST,
-            ec.launch - 1,
-            successor,
-            timeout_s=envvars.get_float("HANDOVER_TIMEOUT_S", 3600.0),
-        )
-        ec._restore(manifest)
-    elif ec.jobdir is not None and ec.launch > 0:
-        manifest = None
-        if ec.rank == 0:
-            path = ec.jobdir.checkpoint / MANIFEST
-            if path.exists():
-                manifest = json.loads(path.read_text())
-                if int(manifest.get("launch", -1)) != ec.launch - 1:
-                    manifest = None
-        manifest = ec.comm.bcast(manifest, root=0)
-        if manifest is not None:
-            ec._restore(manifest)
+    ec._restart.arrive()  # a generation after the first: the data of the one before
     if ec._vote is None:
         ec._begin_voting()  # collective: every rank, before any resize point
     return ec
