@@ -45,18 +45,18 @@ import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.lib import format as npy_format
 from numpy.typing import DTypeLike
 
 from elastic_slurm.errors import ElasticSlurmError
+from elastic_slurm.mpi_runtime.collective import raise_culprits, raise_together
 from elastic_slurm.mpi_runtime.distribution import BlockRows, RowDistribution
 from elastic_slurm.mpi_runtime.redistribute import (
     _as_distribution,
     _check_local,
-    _culprit_lines,
     _describe,
     _normalise_layout,
     redistribute,
@@ -140,17 +140,9 @@ def _failure_of(exc: Exception, context: str = "") -> _Failure:
     return _Failure("internal", f"{prefix}{type(exc).__name__}: {exc}")
 
 
-def _raise_collective(
-    what: str, size: int, failures: Sequence[tuple[int, _Failure]], cause: Exception | None
-) -> NoReturn:
-    """Raise one error naming every culprit rank; its class comes from the first culprit."""
-    lines = _culprit_lines([(r, f.message) for r, f in failures])
-    exc_type = _KINDS[failures[0][1].kind]
-    message = (
-        f"{what}: {len(failures)} of {size} ranks failed; every rank raises this error:\n  "
-        + "\n  ".join(lines)
-    )
-    raise exc_type(message) from cause
+def _problem(failure: _Failure | None) -> tuple[type[Exception], str] | None:
+    """A failure as :mod:`.collective` takes it: the class every rank raises, the message."""
+    return None if failure is None else (_KINDS[failure.kind], failure.message)
 
 
 def _agree(
@@ -165,22 +157,11 @@ def _agree(
 
     ``signature`` holds arguments that must be equal on all ranks (a difference is a failure);
     ``payload`` is any small picklable value, returned per rank (rank 0 hands out results this
-    way without a second collective).
+    way without a second collective). See :func:`.collective.raise_together`.
     """
-    reports: list[tuple[_Failure | None, object, object]] = comm.allgather(
-        (failure, signature, payload)
+    return raise_together(
+        comm, _problem(failure), what, signature=signature, payload=payload, cause=cause
     )
-    failures = [(r, f) for r, (f, _, _) in enumerate(reports) if f is not None]
-    if not failures:
-        reference = reports[0][1]
-        failures = [
-            (r, _Failure("value", f"arguments {sig!r} differ from rank 0's {reference!r}"))
-            for r, (_, sig, _) in enumerate(reports)
-            if sig != reference
-        ]
-    if failures:
-        _raise_collective(what, len(reports), failures, cause)
-    return [p for _, _, p in reports]
 
 
 def _bcast_outcome(
@@ -192,8 +173,9 @@ def _bcast_outcome(
 ) -> object:
     """Broadcast rank 0's ``(failure, outcome)``; raise the same error everywhere on failure."""
     failure, outcome = comm.bcast((failure, outcome), root=0)
-    if failure is not None:
-        _raise_collective(what, comm.Get_size(), [(0, failure)], cause)
+    problem = _problem(failure)
+    if problem is not None:
+        raise_culprits(what, comm.Get_size(), [(0, problem)], cause=cause)
     return outcome
 
 

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import DTypeLike
 
+from elastic_slurm.mpi_runtime.collective import raise_together
 from elastic_slurm.mpi_runtime.distribution import (
     BlockRows,
     Grid2D,
@@ -66,8 +67,6 @@ __all__ = [
 
 MPI_INT_MAX = 2**31 - 1
 """Largest count or displacement an MPI-3 call takes (a C ``int``); Open MPI 4.1 is MPI-3.1."""
-
-_MAX_LISTED = 8  # distinct problems (and ranks per problem) quoted in a collective error
 
 
 def redistribute_rows(
@@ -738,40 +737,15 @@ def _raise_if_any_rank_failed(
     ValueError. ``api`` is ``(function name, argument names)`` for the message. Returns every
     rank's ``payload``, in rank order, when no rank failed.
     """
-    reports: list[tuple[tuple[type[Exception], str] | None, tuple[object, ...], object]]
-    reports = comm.allgather((problem, signature, payload))
-    culprits = [(r, p) for r, (p, _, _) in enumerate(reports) if p is not None]
-    if not culprits:
-        reference = reports[0][1]
-        what = f"arguments ({api[1]})"
-        culprits = [
-            (r, (ValueError, f"{what} = {sig} differ from rank 0's {reference}"))
-            for r, (_, sig, _) in enumerate(reports)
-            if sig != reference
-        ]
-    if not culprits:
-        return [p for _, _, p in reports]
-    lines = _culprit_lines([(r, message) for r, (_, message) in culprits])
-    raise culprits[0][1][0](
-        f"{api[0]}: {len(culprits)} of {len(reports)} ranks rejected the call; no data "
-        "was moved and every rank raises this error:\n  " + "\n  ".join(lines)
+    return raise_together(
+        comm,
+        problem,
+        api[0],
+        signature=signature,
+        arguments=api[1],
+        payload=payload,
+        outcome="rejected the call; no data was moved and",
     )
-
-
-def _culprit_lines(culprits: Sequence[tuple[int, str]]) -> list[str]:
-    """Format ``(rank, message)`` pairs, one line per distinct message, ranks grouped."""
-    by_message: dict[str, list[int]] = {}
-    for rank, message in culprits:
-        by_message.setdefault(message, []).append(rank)
-    lines = []
-    for message, ranks in list(by_message.items())[:_MAX_LISTED]:
-        shown = ", ".join(map(str, ranks[:_MAX_LISTED])) + (
-            ", ..." if len(ranks) > _MAX_LISTED else ""
-        )
-        lines.append(f"rank{'s' if len(ranks) > 1 else ''} {shown}: {message}")
-    if len(by_message) > _MAX_LISTED:
-        lines.append(f"... and {len(by_message) - _MAX_LISTED} more distinct problems")
-    return lines
 
 
 def _mpi_element_type(dt: np.dtype) -> tuple[MPI.Datatype, int, bool]:

@@ -1,4 +1,4 @@
-"""The spawn join strategy, in the background: new ranks start while the old ones compute.
+"""Spawning and merging new ranks in the background, while the old ones compute.
 
 ``MPI_Comm_spawn`` and ``MPI_Intercomm_merge`` take 0.6-1.3 s each here (SLURM-FACTS.md), and
 in the sequential path the application waits for both. With ``MPI_THREAD_MULTIPLE`` they run in
@@ -9,7 +9,8 @@ thread goes on computing on the original; at a later resize point (agreed throug
 Where the MPI library gives less than ``MPI_THREAD_MULTIPLE``, :func:`thread_support` says why
 and the runtime spawns at the resize point as before.
 
-:func:`raise_together` is how every rank raises the same error when one rank failed.
+A rank whose spawn or merge failed does not raise alone: every rank raises the same
+:class:`ResizeFailed` (:mod:`.collective`).
 """
 
 from __future__ import annotations
@@ -24,23 +25,12 @@ from typing import Any
 from mpi4py import MPI
 
 from elastic_slurm.errors import ElasticSlurmError
+from elastic_slurm.mpi_runtime.collective import raise_together
 from elastic_slurm.mpi_runtime.probe import spawn_info
 
 
 class ResizeFailed(ElasticSlurmError):
     """A collective step of a resize failed on some rank; every rank raises this."""
-
-
-def raise_together(comm: MPI.Intracomm, error: str | None) -> None:
-    """Raise :class:`ResizeFailed` on every rank if ``error`` is set on any (collective).
-
-    The message names the failing ranks and the first rank's error, so that no rank goes on
-    alone into a collective the others have left.
-    """
-    errors = comm.allgather(error)
-    failed = [r for r, e in enumerate(errors) if e]
-    if failed:
-        raise ResizeFailed(f"rank(s) {failed} failed: {errors[failed[0]]}")
 
 
 def thread_support() -> str | None:
@@ -140,6 +130,7 @@ class BackgroundSpawn:
             The spawn or the merge failed on some rank (on every rank).
         """
         self._thread.join()
-        raise_together(comm, self.error)
+        problem = (ResizeFailed, self.error) if self.error else None
+        raise_together(comm, problem, "spawn and merge")
         assert self.result is not None
         return self.result
