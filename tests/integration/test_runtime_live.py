@@ -19,6 +19,7 @@ from elastic_slurm import api
 from elastic_slurm.adapter.capabilities import cached_probe
 from elastic_slurm.model import ElasticRequest, JobKind
 from elastic_slurm.model.resize_order import AckStatus, ResizeAction, ResizeOrder
+from elastic_slurm.mpi_runtime.probe import ENDED_BEFORE_JOIN
 from elastic_slurm.protocol.jobdir import JobDir
 from elastic_slurm.resources import example
 
@@ -146,6 +147,40 @@ def test_spawn_strategy_grows_from_one_node_then_restart_shrinks(slurm, shared_t
     assert summary["matches_reference"] is True and summary["resizes"] == 2
     events = [e["event"] for e in jobdir.events()]
     assert events.count("launch") == 2  # one restart (the shrink); the grow needed none
+    wait(all_idle, 30, "all nodes idle")
+
+
+def test_a_program_that_ends_while_a_grow_is_spawned_ends_and_fails_the_order(
+    slurm, shared_tmp, grow_path
+):
+    """It ends while its new ranks are spawned in the background: they leave without running
+    the program, the order fails with the reason, and the job completes (it used to hang in
+    MPI_Finalize until its time limit)."""
+    wait(all_idle, 60, "all nodes idle before the test")
+    app = Path(__file__).parent / "apps" / "ends_mid_spawn.py"
+    req = ElasticRequest(
+        program=(str(app),),
+        kind=JobKind.MALLEABLE,
+        nodes_min=1,
+        nodes_max=3,
+        walltime=timedelta(minutes=10),
+        job_name="ends-mid-spawn",
+    )
+    job = api.submit(req, slurm, workdir=shared_tmp, output=str(shared_tmp / "ends-%j.out"))
+    jobdir = JobDir.for_job(shared_tmp, job)
+    try:
+        wait(lambda: any(e["event"] == "launch" for e in jobdir.events()), 60, "the launch")
+        grown = slurm.grow(job, 2, path=grow_path, grant_timeout_s=20)
+        _order(jobdir, 1, ResizeAction.EXPAND, grown.nodes)
+        ack = wait(lambda: jobdir.final_ack(1), 60, "order 1 to be answered")
+        assert ack.status is AckStatus.FAILED and ack.reason == ENDED_BEFORE_JOIN, ack
+        wait(lambda: job_state(job) == "COMPLETED", 60, "the job to end")
+    finally:
+        slurm.cancel_job(job)
+    out = (shared_tmp / f"ends-{job}.out").read_text()
+    assert "ended with a spawn under way at 1 rank(s)" in out, out
+    assert out.count("ended with a spawn") == 1, out  # the new ranks did not run the program
+    assert helpers_alive(job) == []
     wait(all_idle, 30, "all nodes idle")
 
 
