@@ -41,11 +41,6 @@ def run_try(
     sizes: tuple[str, ...] = ("--grow-to", "4", "--shrink-to", "1"),
 ) -> subprocess.CompletedProcess[str]:
     """``elastic-slurm try --np 2 --grow-to 4 --shrink-to 1 OPTIONS -- APP MODE [ITERATIONS]``."""
-    why = _why_not()
-    if why:
-        pytest.skip(why)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT / "src"), env.get("PYTHONPATH")) if p)
     argv = [
         sys.executable,
         "-m",
@@ -68,7 +63,17 @@ def run_try(
         mode,
         *([str(iterations)] if iterations is not None else []),
     ]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=110, env=env, cwd=tmp_path)
+    return try_command(argv, tmp_path)
+
+
+def try_command(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run ``argv`` (an ``elastic-slurm try`` command) with this checkout's package."""
+    why = _why_not()
+    if why:
+        pytest.skip(why)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT / "src"), env.get("PYTHONPATH")) if p)
+    return subprocess.run(argv, capture_output=True, text=True, timeout=110, env=env, cwd=cwd)
 
 
 def row(stdout: str, label: str) -> list[str]:
@@ -172,18 +177,13 @@ def test_a_fast_2d_block_cyclic_example_passes_compared_by_its_checksum(tmp_path
     generation's ``mpirun`` has (the launcher must not take that for a failed handover).
     """
     example = str(ROOT / "examples" / "jacobi2d_grid.py")
-    why = _why_not()
-    if why:
-        pytest.skip(why)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT / "src"), env.get("PYTHONPATH")) if p)
     argv = [
         *(sys.executable, "-m", "elastic_slurm", "try", "--every", "20", "--point-timeout", "10"),
         *("--timeout", "50", "--workdir", str(tmp_path / "try")),
         *("--match", '"checksum": [^,}]+'),
         *("--", example, "--n", "60", "--iterations", "400", "--block", "4"),
     ]
-    res = subprocess.run(argv, capture_output=True, text=True, timeout=110, env=env, cwd=tmp_path)
+    res = try_command(argv, tmp_path)
     out = res.stdout + res.stderr
     assert res.returncode == 0, out
     for label in ("spawn", "restart"):

@@ -32,7 +32,8 @@ from elastic_slurm.mpi_runtime.probe import RESTART
 from elastic_slurm.mpi_runtime.redistribute import move_array
 from elastic_slurm.mpi_runtime.say import say
 from elastic_slurm.mpi_runtime.state import ResizeState
-from elastic_slurm.protocol.jobdir import write_json_atomic
+from elastic_slurm.protocol.jobdir import write_bytes_atomic, write_json_atomic
+from elastic_slurm.waiting import DeadlineExceeded, wait_for
 
 if TYPE_CHECKING:
     from elastic_slurm.mpi_runtime.session import ElasticComm
@@ -88,11 +89,16 @@ class RestartJoin:
             # the launcher stops the successor, then fails the order: the added nodes are
             # vacated before the controller gives them back
             handover.cancel(jobdir, order.seq, why)
-            deadline = time.monotonic() + 30.0
-            while jobdir.read_ack(order.seq, AckStatus.FAILED) is None:
-                if time.monotonic() > deadline:
-                    break  # no launcher answering: the order is refused from here
-                time.sleep(0.05)
+            try:
+                wait_for(
+                    lambda: jobdir.read_ack(order.seq, AckStatus.FAILED),
+                    timeout_s=30.0,
+                    what=f"the launcher to fail order {order.seq}",
+                    interval_s=0.05,
+                    max_interval_s=0.05,
+                )
+            except DeadlineExceeded:
+                pass  # no launcher answering: the order is refused from here
         self._memory = memory if shared and why is None else None
         if self._memory is None and memory is not None:
             handover.drop(memory[0])
@@ -153,9 +159,7 @@ class RestartJoin:
         checkpoint_s = time.monotonic() - t0
         if ec.rank == 0:
             if packed is not None:
-                tmp = directory / f".{HOOKS_FILE}.tmp"
-                tmp.write_bytes(pickle.dumps(packed))
-                tmp.replace(directory / HOOKS_FILE)
+                write_bytes_atomic(directory / HOOKS_FILE, pickle.dumps(packed))
             else:
                 (directory / HOOKS_FILE).unlink(missing_ok=True)
             write_json_atomic(

@@ -224,7 +224,7 @@ class Launcher:
         self.channel = channel_for(self.jobdir, self.env)
         self.host = os.uname().nodename
         self.cpus_per_node = max(1, int(self.env.get("SLURM_CPUS_ON_NODE", "1")))
-        self._cancelled_helpers: set[int] = set()  # by ``_cancel_helpers``
+        self._helpers_cancelled = False  # ``_cancel_helpers`` has run (the job is ending)
 
     def current_nodes(self) -> tuple[str, ...]:
         """The job's nodes as Slurm reports them now (siblings' included), batch host first.
@@ -253,20 +253,22 @@ class Launcher:
         return (self.host, *[n for n in held if n != self.host])
 
     def _launch_env(self, nodes: Sequence[str], generation: int) -> dict[str, str]:
+        """The job's environment for ``mpirun`` on ``nodes`` (before the runtime's variables)."""
         env = resized_env(
             without_mpi_env(self.env), nodes, self.cpus_per_node, self.ntasks_per_node
         )
         env.update(mpirun_env())
-        env.update(
-            envvars.names(
-                job_id=self.job_id,
-                job_dir=self.jobdir.path,
-                launch=generation,
-                launch_host=self.host,
-                ntasks_per_node=self.ntasks_per_node,
-            )
-        )
         return env
+
+    def _argv(self, nodes: Sequence[str]) -> list[str]:
+        """The ``mpirun`` command of a generation on ``nodes``."""
+        return mpirun_argv(nodes, self.ntasks_per_node, self.program)
+
+    def _popen(
+        self, argv: list[str], env: dict[str, str], generation: int
+    ) -> subprocess.Popen[bytes]:
+        """Start ``argv`` (its output goes to the job's)."""
+        return subprocess.Popen(argv, env=env)
 
     def run(self) -> int:
         """Run the application to its end, through any number of restarts; its exit status.
@@ -291,12 +293,13 @@ class Launcher:
                 signal.signal(signal.SIGTERM, previous)
 
     def _cancel_helpers(self) -> None:
-        """Cancel the job's pending or running expander and sibling allocations, if any."""
-        done = self._cancelled_helpers
-        helpers = [h.job_id for h in self.slurm.helpers(self.job_id) if h.job_id not in done]
+        """Cancel the job's pending or running expander and sibling allocations (once)."""
+        if self._helpers_cancelled:
+            return
+        self._helpers_cancelled = True
+        helpers = [h.job_id for h in self.slurm.helpers(self.job_id)]
         if helpers:
             self.slurm.cancel(*helpers)
-            done.update(helpers)
             self.jobdir.log_event("helpers_cancelled", jobs=helpers)
 
     def _start(
@@ -310,7 +313,7 @@ class Launcher:
 
         With ``successor`` (an order's number), it waits for that order's handover.
         """
-        argv = mpirun_argv(nodes, self.ntasks_per_node, self.program)
+        argv = self._argv(nodes)
         self.jobdir.log_event(
             "launch",
             generation=generation,
@@ -320,10 +323,19 @@ class Launcher:
         )
         log.info("generation %d: %s", generation, " ".join(argv))
         env = self._launch_env(nodes, generation)
+        env.update(
+            envvars.names(
+                job_id=self.job_id,
+                job_dir=self.jobdir.path,
+                launch=generation,
+                launch_host=self.host,
+                ntasks_per_node=self.ntasks_per_node,
+            )
+        )
         if successor:
             env.update(envvars.names(successor=successor))
             env.update(extra or {})
-        proc = subprocess.Popen(list(argv), env=env)
+        proc = self._popen(argv, env, generation)
         return _Generation(proc, tuple(nodes), generation, argv, time.monotonic(), successor)
 
     def _run(self) -> int:

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from elastic_slurm import envvars
+from elastic_slurm.waiting import DeadlineExceeded, wait_for
 
 #: The job directory file the checks are recorded in (one JSON object a line).
 RECORD = "local-try.jsonl"
@@ -261,16 +262,27 @@ class LocalTry:
         """
         watcher = ec._watcher
         limit = 0.5 * (ec._vote.timeout_s if ec._vote is not None else 60.0)
-        deadline = time.monotonic() + limit
-        while time.monotonic() < deadline:
+
+        def can_act() -> bool:
             if ec._spawn.pending is not None:
-                if ec._spawn.pending.done():
-                    return
-            elif watcher is None or watcher.ready() is not None or watcher._refused:
-                return
-            elif ec.next_seq > self._holding:
-                return
-            time.sleep(0.005)
+                return ec._spawn.pending.done()
+            return (
+                watcher is None
+                or watcher.ready() is not None
+                or bool(watcher._refused)
+                or ec.next_seq > self._holding
+            )
+
+        try:
+            wait_for(
+                can_act,
+                timeout_s=limit,
+                what=f"order {self._holding} to be ready",
+                interval_s=0.005,
+                max_interval_s=0.005,
+            )
+        except DeadlineExceeded:
+            pass  # the ranks go on; the order is acted on at a later resize point
 
     # ---------------------------------------------------------------- checks
     def before(self, comm: Any, arrays: Any, seq: int) -> None:

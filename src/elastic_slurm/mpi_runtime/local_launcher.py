@@ -26,7 +26,6 @@ from elastic_slurm.mpi_runtime import handover
 from elastic_slurm.mpi_runtime.channel import FileChannel
 from elastic_slurm.mpi_runtime.launcher import (
     Launcher,
-    _Generation,
     program_argv,
     without_mpi_env,
 )
@@ -136,15 +135,10 @@ class LocalLauncher(Launcher):
         """The virtual nodes of the running generation."""
         return self._nodes
 
-    def _start(
-        self,
-        nodes: Sequence[str],
-        generation: int,
-        successor: int = 0,
-        extra: Mapping[str, str] | None = None,
-    ) -> _Generation:
+    def _argv(self, nodes: Sequence[str]) -> list[str]:
+        """``mpirun`` with a generation's ranks all on this machine (oversubscribed)."""
         count = len(nodes) * self.ntasks_per_node
-        argv = [
+        return [
             self.mpirun,
             "-n",
             str(count),
@@ -155,27 +149,22 @@ class LocalLauncher(Launcher):
             "none",
             *self.program,
         ]
-        env = dict(self.env)
-        env.update(
-            envvars.names(
-                job_id=self.job_id,
-                job_dir=self.jobdir.path,
-                launch=generation,
-                launch_host=self.host,
-                ntasks_per_node=self.ntasks_per_node,
-            )
-        )
-        if successor:
-            env.update(envvars.names(successor=successor))
-            env.update(extra or {})
-        self.jobdir.log_event("launch", generation=generation, nodes=list(nodes), ranks=count)
+
+    def _launch_env(self, nodes: Sequence[str], generation: int) -> dict[str, str]:
+        """The run's environment as given (:func:`local_env`): no job to resize it for."""
+        return dict(self.env)
+
+    def _popen(
+        self, argv: list[str], env: dict[str, str], generation: int
+    ) -> subprocess.Popen[bytes]:
+        """Start ``argv`` with its output in the run's directory, in a session of its own."""
         out = self.jobdir.path / f"generation-{generation}.out"
         err = self.jobdir.path / f"generation-{generation}.err"
         with open(out, "wb") as fo, open(err, "wb") as fe:
             proc = subprocess.Popen(argv, env=env, stdout=fo, stderr=fe, start_new_session=True)
         self.outputs.append((generation, out, err))
         self._procs.append(proc)
-        return _Generation(proc, tuple(nodes), generation, argv, time.monotonic(), successor)
+        return proc
 
     def _wait_vacated(self, leaving: Sequence[str]) -> None:
         """Nothing to wait for: an ``mpirun`` that ended has left this machine's "nodes"."""

@@ -85,6 +85,18 @@ def write_json_atomic(path: Path, data: Any) -> None:
     JobFiles(path.parent.parent, (path.parent.name,)).write_json((), path.name, data)
 
 
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` as :func:`write_json_atomic` writes JSON.
+
+    Raises
+    ------
+    JobInputError
+        ``path`` cannot be written (a directory in its place, a foreign parent...).
+    """
+    path = Path(path)
+    JobFiles(path.parent.parent, (path.parent.name,)).write_bytes((), path.name, data)
+
+
 def _strings(value: Any, where: str, most: int = MAX_NODES) -> tuple[str, ...]:
     if not isinstance(value, list | tuple) or len(value) > most:
         raise ValueError(f"{where} must be a list of at most {most} names")
