@@ -69,10 +69,12 @@ def run_case(
     samples: dict[tuple[str, str], list[dict[str, float]]],
     resize_path: str,
     python: str,
+    mpi_env: dict[str, str],
 ) -> None:
     """Resize heat2d between ``start`` and ``top`` nodes ``reps`` times; record the phases.
 
-    ``resize_path``: ``overlap`` (the runtime's default) or ``sequential`` (the old path).
+    ``resize_path``: ``overlap`` (the runtime's default) or ``sequential`` (the old path);
+    ``mpi_env``: the site's MPI parameters.
     """
     req = ElasticRequest(
         program=(
@@ -95,7 +97,12 @@ def run_case(
         extra_env=(("ELASTIC_SLURM_RESIZE_PATH", resize_path),),
     )
     job = api.submit(
-        req, slurm, workdir=workdir, output=str(workdir / "bench-%j.out"), python=python
+        req,
+        slurm,
+        workdir=workdir,
+        output=str(workdir / "bench-%j.out"),
+        python=python,
+        mpi_env=mpi_env,
     )
     jobdir = JobDir.for_job(workdir, job)
     try:
@@ -278,8 +285,20 @@ def main() -> int:
         workdir = Path(tmp)
         workdir.chmod(0o755)
         for resize_path in paths:
-            run_case(slurm, path, workdir, 1, 3, args.reps, args.n, samples, resize_path, py)
-            run_case(slurm, path, workdir, 2, 4, args.reps, args.n, samples, resize_path, py)
+            for start, top in ((1, 3), (2, 4)):
+                run_case(
+                    slurm,
+                    path,
+                    workdir,
+                    start,
+                    top,
+                    args.reps,
+                    args.n,
+                    samples,
+                    resize_path,
+                    py,
+                    site.mpi_env,
+                )
     print(
         f"heat2d {args.n}x{args.n} doubles ({args.n * args.n * 8 / 2**20:.0f} MiB), "
         f"grow path {path}, {args.reps} repetitions; seconds: median [min-max]"

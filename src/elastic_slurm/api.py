@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import secrets
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from elastic_slurm import mca
 from elastic_slurm.adapter.backend import SlurmBackend
 from elastic_slurm.adapter.tags import SizedBy, check_sized_by
 from elastic_slurm.errors import InvalidRequest
@@ -88,6 +90,7 @@ def submit(
     controller: str | None = None,
     sized_by: SizedBy = "slurm",
     hold: bool = False,
+    mpi_env: Mapping[str, str] | None = None,
 ) -> int:
     """Validate ``req`` and submit it; return Slurm's job id.
 
@@ -115,6 +118,10 @@ def submit(
         Submit the job held for its user (``sbatch --hold``): it waits until the user
         releases it (``scontrol release``); the controller never does, as the job is not
         marked as sized by the controller.
+    mpi_env
+        MPI parameters (``OMPI_MCA_*``, ``PRTE_MCA_*``, ``PMIX_MCA_*``) for the job's MPI
+        launch: the site config's ``mpi_env``. The request's own ``extra_env`` entries of
+        that kind win over them (:mod:`elastic_slurm.mca`).
 
     Returns
     -------
@@ -140,6 +147,10 @@ def submit(
     env = {SECRET_ENV: secrets.token_urlsafe(32)}
     if controller:
         env[CONTROLLER_ENV] = controller
+    params = {**(mpi_env or {}), **{k: v for k, v in req.extra_env if mca.is_param(k)}}
+    if params:  # exported, and listed for the launcher, which drops other MPI variables
+        env.update(params)
+        env[mca.NAMES_VAR] = mca.names_value(set(params))
     return slurm.submit(
         req,
         python=python,
@@ -269,5 +280,6 @@ def submit_spec(
         python=job_python(site),
         controller=controller_url(site),  # where the site's controller listens
         hold=hold,
+        mpi_env=site.mpi_env,
     )
     return Submission(job_id, req, sized_by, workdir, spec.output)

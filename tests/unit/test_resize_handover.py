@@ -6,6 +6,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from elastic_slurm.mpi_runtime import handover
 from elastic_slurm.protocol.jobdir import JobDir
 
@@ -81,3 +83,29 @@ def test_drop_all_removes_only_this_job_s_memory_directories(tmp_path: Path) -> 
         handover.make_token(d)
     handover.drop_all(7, root=str(tmp_path))
     assert not mine.exists() and other.exists()
+
+
+def test_the_old_ranks_linger_until_the_successor_took_the_checkpoint(tmp_path: Path) -> None:
+    jobdir = _jobdir(tmp_path)
+    threading.Timer(0.2, handover.signal_took, (jobdir, 3)).start()
+    t0 = time.monotonic()
+    assert handover.linger(jobdir, 3, nbytes=0) is True
+    assert 0.15 <= time.monotonic() - t0 < 4.0  # asleep until then, not a moment longer
+    handover.signal_took(jobdir, 3)  # said twice (a retried restore): still fine
+    assert handover.linger(jobdir, 3, nbytes=0) is True
+
+
+def test_linger_gives_up_after_its_deadline_which_grows_with_the_checkpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jobdir = _jobdir(tmp_path)
+    monkeypatch.setattr(handover, "LINGER_S", 0.1)
+    monkeypatch.setattr(handover, "LINGER_BYTES_PER_S", 1000)
+    t0 = time.monotonic()
+    assert handover.linger(jobdir, 4, nbytes=0) is False  # no successor took it
+    assert time.monotonic() - t0 < 2.0
+    t0 = time.monotonic()
+    assert handover.linger(jobdir, 4, nbytes=300) is False  # 0.1 s + 300 B at 1000 B/s
+    assert time.monotonic() - t0 >= 0.35
+    handover.signal_took(jobdir, 5)
+    assert handover.linger(jobdir, 4, nbytes=0) is False  # another order's signal

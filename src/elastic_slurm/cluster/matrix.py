@@ -130,6 +130,7 @@ class _Context:
             workdir=self.workdir,
             output=str(self.workdir / pattern),
             python=self.python,
+            mpi_env=self.site.mpi_env,
         )
         self.jobs.append(job)
         return job

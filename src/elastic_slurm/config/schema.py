@@ -260,6 +260,11 @@ class SiteConfig(_Frozen):
         The Python interpreter with elastic-slurm installed, as the nodes see it (what batch
         scripts run). Default: this interpreter, or the chroot's ``python3`` for a local
         cluster of a newer flavour (:func:`elastic_slurm.adapter.factory.job_python`).
+    mpi_env
+        MPI parameters (``OMPI_MCA_<name>``, ``PRTE_MCA_<name>``, ``PMIX_MCA_<name>``: string
+        values) that every elastic job's MPI launch gets; a job spec's ``env:`` overrides
+        them (:mod:`elastic_slurm.mca`). The local cluster sets
+        ``OMPI_MCA_mpi_yield_when_idle: "1"`` (its nodes share this machine's cores).
     """
 
     name: str
@@ -275,7 +280,15 @@ class SiteConfig(_Frozen):
     controller: ControllerConfig = ControllerConfig()
     local_cluster: LocalClusterConfig | None = None
     python: str | None = None
+    mpi_env: dict[str, str] = Field(default_factory=dict)
     source: str = ""  # the file this config came from (set by the loader)
+
+    @field_validator("mpi_env")
+    @classmethod
+    def _mca_params(cls, value: dict[str, str]) -> dict[str, str]:
+        from elastic_slurm import mca
+
+        return mca.check(value)
 
     @model_validator(mode="after")
     def _partition_allowed(self) -> SiteConfig:

@@ -192,6 +192,7 @@ class Demo:
             workdir=self.opts.workdir,
             output=str(self.opts.workdir / f"{label}-%j.out"),
             python=job_python(self.site),
+            mpi_env=self.site.mpi_env,
         )
         self.submitted.append(job_id)
         return job_id

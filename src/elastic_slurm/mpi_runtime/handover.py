@@ -58,6 +58,12 @@ REQUEST = "successor.json"
 READY = "successor-ready-{seq}.json"
 #: ``successor-cancel-<seq>.json``: the application gave up waiting for it.
 CANCEL = "successor-cancel-{seq}.json"
+#: ``successor-took-<seq>.json``: the successor has read the checkpoint of order ``seq``.
+TOOK = "successor-took-{seq}.json"
+#: How long (seconds) the old generation's ranks wait, asleep, for the successor to read the
+#: checkpoint before they end anyway, plus one second per :data:`LINGER_BYTES_PER_S` bytes.
+LINGER_S = 5.0
+LINGER_BYTES_PER_S = 100 * 2**20
 
 
 def memory_dir(job_id: int, seq: int, root: str = "/dev/shm") -> Path:
@@ -162,6 +168,49 @@ def cancelled(jobdir: JobDir, seq: int) -> str | None:
     return str(data.get("reason", "given up")) if isinstance(data, dict) else "given up"
 
 
+def took_path(jobdir: JobDir, seq: int) -> Path:
+    """The file the successor of order ``seq`` writes once it has read the checkpoint."""
+    return jobdir.path / TOOK.format(seq=seq)
+
+
+def signal_took(jobdir: JobDir, seq: int) -> None:
+    """The successor's rank 0, once every rank read the checkpoint: the old ranks may end.
+
+    An empty file, created exclusively and not synced: only its existence counts, it is
+    written on the application's critical path, and a crash makes it moot.
+    """
+    try:
+        os.close(
+            os.open(took_path(jobdir, seq), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW)
+        )
+    except FileExistsError:
+        pass
+
+
+def linger(jobdir: JobDir, seq: int, nbytes: int, poll_s: float = 0.002) -> bool:
+    """The old generation's ranks, after the handover: sleep until the successor read it.
+
+    Each rank waits until the successor has read the checkpoint of order ``seq`` (``nbytes``
+    bytes on this rank). Ending at once would make the old generation's exit (interpreter teardown,
+    ``MPI_Finalize``, its daemons) compete for the cores with the successor's restore, which
+    the application waits for; an ended process computes nothing either, so waiting costs
+    nothing. The caller's rank 0 then removes the memory checkpoint, which is also slow
+    (freeing its pages) and so kept off the successor's path.
+
+    Gives up after :data:`LINGER_S` seconds plus the time to read ``nbytes`` at
+    :data:`LINGER_BYTES_PER_S` (a successor that died or is very slow): the memory checkpoint
+    is then left to the launcher, which removes every one at the job's end
+    (:func:`drop_all`). Returns whether the successor took the checkpoint.
+    """
+    path = took_path(jobdir, seq)
+    deadline = time.monotonic() + LINGER_S + nbytes / LINGER_BYTES_PER_S
+    while time.monotonic() < deadline:
+        if path.exists():
+            return True
+        time.sleep(poll_s)
+    return False
+
+
 def signal_ready(jobdir: JobDir, seq: int, launch: int, memory: bool) -> None:
     """The successor's rank 0: it runs and waits for the handover.
 
@@ -203,7 +252,7 @@ def await_manifest(
     launch: int,
     seq: int,
     timeout_s: float = 3600.0,
-    poll_s: float = 0.005,
+    poll_s: float = 0.002,
 ) -> dict[str, Any]:
     """The successor's ranks: wait, blocked, for generation ``launch``'s checkpoint of ``seq``.
 

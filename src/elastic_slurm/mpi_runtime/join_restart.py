@@ -195,6 +195,13 @@ class RestartJoin:
         )
         ec._spawn.disconnect()  # from ranks an earlier spawn added, if any
         ec._close_watcher()  # what it still has to send goes before the process ends
+        if successor:
+            # end only once the successor has read the checkpoint, not beside its restore;
+            # then free the memory it was in (this rank has nothing else to do)
+            nbytes = sum(a.local.nbytes for a in ec._arrays.values())
+            took = handover.linger(ec.jobdir, order.seq, nbytes)
+            if took and ec.rank == 0 and directory != ec.jobdir.checkpoint:
+                handover.drop(directory)
         raise ResizeExit()
 
     def _handover_dir(self, shared: Path) -> Path:
@@ -278,8 +285,12 @@ class RestartJoin:
             packed = pickle.loads((directory / HOOKS_FILE).read_bytes())
         packed = ec.comm.bcast(packed, root=0)
         restore_s = time.monotonic() - t0
-        if ec.rank == 0 and directory != ec.jobdir.checkpoint:
-            handover.drop(directory)  # every rank has read it (the broadcast above)
+        if ec.rank == 0 and envvars.get_int("SUCCESSOR", 0):
+            # every rank has read it (the broadcast above): the old ranks end, and the old
+            # rank 0 removes the memory checkpoint (off this generation's critical path)
+            handover.signal_took(ec.jobdir, int(manifest["seq"]))
+        elif ec.rank == 0 and directory != ec.jobdir.checkpoint:
+            handover.drop(directory)
         ec.generation = int(manifest["generation"]) + 1
         seq = int(manifest["seq"])
         ec.next_seq = seq + 1

@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from elastic_slurm import envvars
+from elastic_slurm import envvars, mca
 from elastic_slurm.adapter.backend import SlurmBackend
 from elastic_slurm.adapter.slurm_cli import SlurmCLI
 from elastic_slurm.adapter.transport.local import LocalTransport
@@ -257,6 +257,7 @@ class Launcher:
         env = resized_env(
             without_mpi_env(self.env), nodes, self.cpus_per_node, self.ntasks_per_node
         )
+        env.update(mca.passed_on(self.env))  # the site's and the job spec's MPI parameters
         env.update(mpirun_env())
         return env
 

@@ -128,7 +128,7 @@ class Injector:
         The cluster's backend.
     out_dir
         The soak's directory (jobs under ``jobs/``, the bait under ``outside/``).
-    controller_url, python, nodes
+    controller_url, python, nodes, mpi_env
         What the misbehaving jobs are submitted with.
     say
         Progress lines.
@@ -146,6 +146,7 @@ class Injector:
         python: str,
         nodes: int,
         say: Say,
+        mpi_env: dict[str, str] | None = None,
     ) -> None:
         self.records = [FaultRecord(f) for f in faults]
         self.controller = controller
@@ -154,6 +155,7 @@ class Injector:
         self.out_dir = out_dir
         self.url = controller_url
         self.python = python
+        self.mpi_env = dict(mpi_env or {})
         self.nodes = nodes
         self.say = say
         self.bait = misbehave.bait(out_dir)
@@ -210,6 +212,7 @@ class Injector:
             output=str(self.out_dir / "jobs" / "%j.out"),
             python=self.python,
             controller=self.url,
+            mpi_env=self.mpi_env,
         )
         rec.job_ids.append(job_id)
         return job_id

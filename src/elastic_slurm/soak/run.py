@@ -97,7 +97,7 @@ def soak(
             f"over {window_s:g} s on {nodes} nodes; faults at "
             + ", ".join(f"{f.name} {f.at_s:.0f} s" for f in faults)
         )
-        replay = Replay(slice_, slurm, out_dir, url, python)
+        replay = Replay(slice_, slurm, out_dir, url, python, mpi_env=site.mpi_env)
         injector = Injector(
             faults,
             ctl,
@@ -108,6 +108,7 @@ def soak(
             python=python,
             nodes=nodes,
             say=say,
+            mpi_env=site.mpi_env,
         )
         unfinished = _drive(
             replay,

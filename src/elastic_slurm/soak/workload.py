@@ -76,6 +76,8 @@ class Replay:
         The controller's URL the jobs talk to.
     python
         The interpreter the nodes run elastic-slurm with.
+    mpi_env
+        The site's MPI parameters (:mod:`elastic_slurm.mca`).
     """
 
     slice_: Slice
@@ -83,6 +85,7 @@ class Replay:
     out_dir: Path
     controller_url: str
     python: str
+    mpi_env: dict[str, str] = field(default_factory=dict)
     #: trace id -> Slurm job id, for every job submitted
     job_ids: dict[int, int] = field(default_factory=dict)
     #: submissions that failed and were tried again
@@ -115,6 +118,7 @@ class Replay:
                     output=str(self.out_dir / "jobs" / "%j.out"),
                     python=self.python,
                     controller=self.controller_url,
+                    mpi_env=self.mpi_env,
                 )
             except ElasticSlurmError as exc:
                 self.retries += 1
