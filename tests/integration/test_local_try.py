@@ -109,9 +109,12 @@ def test_a_right_port_passes_with_both_join_strategies(tmp_path: Path) -> None:
     assert all(not r["changed"] for r in checked(tmp_path, "spawn") + checked(tmp_path, "restart"))
     # each restart's waiting successor said it had read the checkpoint: the old ranks waited
     # for that (asleep) before ending, so their exit did not slow its restore
-    restart_dir = tmp_path / "try" / "restart"
-    assert (restart_dir / "successor-took-1.json").exists(), out
-    assert (restart_dir / "successor-took-2.json").exists(), out
+    events = [
+        json.loads(ln)
+        for ln in (tmp_path / "try" / "restart" / "events.jsonl").read_text().splitlines()
+    ]
+    handed = [(e["seq"], e["took"]) for e in events if e["event"] == "handed_over"]
+    assert handed == [(1, True), (2, True)], out
 
 
 def test_a_port_that_keeps_computing_on_its_old_copy_is_caught(tmp_path: Path) -> None:

@@ -85,27 +85,43 @@ def test_drop_all_removes_only_this_job_s_memory_directories(tmp_path: Path) -> 
     assert not mine.exists() and other.exists()
 
 
+class _Solo:
+    """A one-rank communicator: what :func:`handover.linger` uses of mpi4py's."""
+
+    class _Done:
+        def Test(self) -> bool:  # noqa: N802 (mpi4py's name)
+            return True
+
+    def Get_rank(self) -> int:  # noqa: N802
+        return 0
+
+    def Ibarrier(self) -> _Solo._Done:  # noqa: N802
+        return self._Done()
+
+    def bcast(self, value: object, root: int = 0) -> object:
+        return value
+
+
 def test_the_old_ranks_linger_until_the_successor_took_the_checkpoint(tmp_path: Path) -> None:
-    jobdir = _jobdir(tmp_path)
-    threading.Timer(0.2, handover.signal_took, (jobdir, 3)).start()
-    t0 = time.monotonic()
-    assert handover.linger(jobdir, 3, nbytes=0) is True
-    assert 0.15 <= time.monotonic() - t0 < 4.0  # asleep until then, not a moment longer
-    handover.signal_took(jobdir, 3)  # said twice (a retried restore): still fine
-    assert handover.linger(jobdir, 3, nbytes=0) is True
+    where = tmp_path / "shm"
+    where.mkdir()
+    threading.Timer(0.2, handover.signal_took, (where, 3)).start()
+    took, waited_s = handover.linger(_Solo(), where, 3, nbytes=0)
+    assert took is True
+    assert 0.15 <= waited_s < 4.0  # asleep until then, not a moment longer
+    assert handover.took_path(where, 3).exists()
+    handover.signal_took(where, 3)  # said twice (a retried restore): still fine
+    assert handover.linger(_Solo(), where, 3, nbytes=0)[0] is True
 
 
 def test_linger_gives_up_after_its_deadline_which_grows_with_the_checkpoint(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    jobdir = _jobdir(tmp_path)
     monkeypatch.setattr(handover, "LINGER_S", 0.1)
     monkeypatch.setattr(handover, "LINGER_BYTES_PER_S", 1000)
-    t0 = time.monotonic()
-    assert handover.linger(jobdir, 4, nbytes=0) is False  # no successor took it
-    assert time.monotonic() - t0 < 2.0
-    t0 = time.monotonic()
-    assert handover.linger(jobdir, 4, nbytes=300) is False  # 0.1 s + 300 B at 1000 B/s
-    assert time.monotonic() - t0 >= 0.35
-    handover.signal_took(jobdir, 5)
-    assert handover.linger(jobdir, 4, nbytes=0) is False  # another order's signal
+    took, waited_s = handover.linger(_Solo(), tmp_path, 4, nbytes=0)
+    assert took is False and waited_s < 2.0  # no successor took it
+    took, waited_s = handover.linger(_Solo(), tmp_path, 4, nbytes=300)
+    assert took is False and waited_s >= 0.35  # 0.1 s + 300 B at 1000 B/s
+    handover.signal_took(tmp_path, 5)
+    assert handover.linger(_Solo(), tmp_path, 4, nbytes=0)[0] is False  # another order's

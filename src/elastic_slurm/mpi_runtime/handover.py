@@ -58,8 +58,8 @@ REQUEST = "successor.json"
 READY = "successor-ready-{seq}.json"
 #: ``successor-cancel-<seq>.json``: the application gave up waiting for it.
 CANCEL = "successor-cancel-{seq}.json"
-#: ``successor-took-<seq>.json``: the successor has read the checkpoint of order ``seq``.
-TOOK = "successor-took-{seq}.json"
+#: ``took-<seq>``, beside the checkpoint: the successor has read the checkpoint of ``seq``.
+TOOK = "took-{seq}"
 #: How long (seconds) the old generation's ranks wait, asleep, for the successor to read the
 #: checkpoint before they end anyway, plus one second per :data:`LINGER_BYTES_PER_S` bytes.
 LINGER_S = 5.0
@@ -168,47 +168,59 @@ def cancelled(jobdir: JobDir, seq: int) -> str | None:
     return str(data.get("reason", "given up")) if isinstance(data, dict) else "given up"
 
 
-def took_path(jobdir: JobDir, seq: int) -> Path:
-    """The file the successor of order ``seq`` writes once it has read the checkpoint."""
-    return jobdir.path / TOOK.format(seq=seq)
+def took_path(directory: Path | str, seq: int) -> Path:
+    """The successor's marker: it read the checkpoint of order ``seq`` in ``directory``.
+
+    ``directory`` is the memory directory, or the job directory's ``checkpoint/``.
+    """
+    return Path(directory) / TOOK.format(seq=seq)
 
 
-def signal_took(jobdir: JobDir, seq: int) -> None:
+def signal_took(directory: Path | str, seq: int) -> None:
     """The successor's rank 0, once every rank read the checkpoint: the old ranks may end.
 
-    An empty file, created exclusively and not synced: only its existence counts, it is
-    written on the application's critical path, and a crash makes it moot.
+    An empty file beside the checkpoint, created exclusively and not synced: only its
+    existence counts, it is written on the application's critical path, and a crash makes it
+    moot.
     """
     try:
         os.close(
-            os.open(took_path(jobdir, seq), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW)
+            os.open(took_path(directory, seq), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW)
         )
     except FileExistsError:
         pass
 
 
-def linger(jobdir: JobDir, seq: int, nbytes: int, poll_s: float = 0.002) -> bool:
+def linger(
+    comm: Any, directory: Path | str, seq: int, nbytes: int, poll_s: float = 0.002
+) -> tuple[bool, float]:
     """The old generation's ranks, after the handover: sleep until the successor read it.
 
-    Each rank waits until the successor has read the checkpoint of order ``seq`` (``nbytes``
-    bytes on this rank). Ending at once would make the old generation's exit (interpreter teardown,
-    ``MPI_Finalize``, its daemons) compete for the cores with the successor's restore, which
-    the application waits for; an ended process computes nothing either, so waiting costs
-    nothing. The caller's rank 0 then removes the memory checkpoint, which is also slow
-    (freeing its pages) and so kept off the successor's path.
+    Collective. Rank 0 looks for :func:`took_path` every ``poll_s`` seconds; the other ranks
+    wait in a non-blocking barrier tested as often (not spinning, and not asking a shared
+    filesystem each). Ending at once would make the old generation's exit (interpreter
+    teardown, ``MPI_Finalize``, its daemons) compete for the cores with the successor's
+    restore, which the application waits for; an ended process computes nothing either, so
+    waiting costs nothing. The caller's rank 0 then removes the memory checkpoint, which is
+    also slow (freeing its pages) and so kept off the successor's path.
 
-    Gives up after :data:`LINGER_S` seconds plus the time to read ``nbytes`` at
-    :data:`LINGER_BYTES_PER_S` (a successor that died or is very slow): the memory checkpoint
-    is then left to the launcher, which removes every one at the job's end
-    (:func:`drop_all`). Returns whether the successor took the checkpoint.
+    Gives up after :data:`LINGER_S` seconds plus the time to read the checkpoint's ``nbytes``
+    bytes at :data:`LINGER_BYTES_PER_S` (a successor that died or is very slow): a memory
+    checkpoint is then left to the launcher, which removes every one at the job's end
+    (:func:`drop_all`). Returns, on every rank, whether the successor took the checkpoint
+    and how long rank 0 waited (seconds).
     """
-    path = took_path(jobdir, seq)
-    deadline = time.monotonic() + LINGER_S + nbytes / LINGER_BYTES_PER_S
-    while time.monotonic() < deadline:
-        if path.exists():
-            return True
+    t0 = time.monotonic()
+    found = False
+    if comm.Get_rank() == 0:
+        path = took_path(directory, seq)
+        deadline = t0 + LINGER_S + nbytes / LINGER_BYTES_PER_S
+        while not (found := path.exists()) and time.monotonic() < deadline:
+            time.sleep(poll_s)
+    barrier = comm.Ibarrier()
+    while not barrier.Test():
         time.sleep(poll_s)
-    return False
+    return comm.bcast((found, time.monotonic() - t0), root=0)
 
 
 def signal_ready(jobdir: JobDir, seq: int, launch: int, memory: bool) -> None:

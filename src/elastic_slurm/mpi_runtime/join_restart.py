@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import pickle
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from mpi4py import MPI
 
 from elastic_slurm import envvars
@@ -198,10 +200,16 @@ class RestartJoin:
         if successor:
             # end only once the successor has read the checkpoint, not beside its restore;
             # then free the memory it was in (this rank has nothing else to do)
-            nbytes = sum(a.local.nbytes for a in ec._arrays.values())
-            took = handover.linger(ec.jobdir, order.seq, nbytes)
-            if took and ec.rank == 0 and directory != ec.jobdir.checkpoint:
-                handover.drop(directory)
+            nbytes = sum(
+                math.prod(a.global_shape) * np.dtype(a.dtype).itemsize for a in ec._arrays.values()
+            )
+            took, waited_s = handover.linger(ec.comm, directory, order.seq, nbytes)
+            if ec.rank == 0:
+                ec.jobdir.log_event(
+                    "handed_over", seq=order.seq, took=took, waited_s=round(waited_s, 3)
+                )
+                if took and directory != ec.jobdir.checkpoint:
+                    handover.drop(directory)
         raise ResizeExit()
 
     def _handover_dir(self, shared: Path) -> Path:
@@ -288,7 +296,7 @@ class RestartJoin:
         if ec.rank == 0 and envvars.get_int("SUCCESSOR", 0):
             # every rank has read it (the broadcast above): the old ranks end, and the old
             # rank 0 removes the memory checkpoint (off this generation's critical path)
-            handover.signal_took(ec.jobdir, int(manifest["seq"]))
+            handover.signal_took(directory, int(manifest["seq"]))
         elif ec.rank == 0 and directory != ec.jobdir.checkpoint:
             handover.drop(directory)
         ec.generation = int(manifest["generation"]) + 1
