@@ -74,7 +74,7 @@ class EasyBackfill(Policy):
         decisions: list[Decision] = []
         started: list[tuple[float, int]] = []  # (estimated end, nodes) of this cycle's starts
         head_index = len(pending)
-        machine = len(snapshot.nodes)
+        machine = snapshot.node_count
         for i, job in enumerate(pending):
             size = start_size(job)
             if size > machine:

@@ -293,7 +293,7 @@ class _Cycle:
     def can_ever_start(self, job: JobView) -> bool:
         """False for a job wider than every node of the snapshot: it is passed over."""
         low = _start_range(job)[0]
-        return low <= self.free or low <= self.total or low <= len(self.snapshot.nodes)
+        return low <= self.free or low <= self.total or low <= self.snapshot.node_count
 
     # ------------------------------------------------------------------ Algorithm 2
     def satisfy_evolving_requests(self) -> None:
