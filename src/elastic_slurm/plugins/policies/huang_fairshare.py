@@ -160,20 +160,23 @@ class ModifiedFairShare(Policy):
             self._info.clear()
             self._sqrt_weights.clear()
         info = self._job_info
+        # weights by the identity of the view objects (the cache holds the views, so an id
+        # cannot be reused while it is cached); added one by one, in order
+        weights = self._sqrt_weights
         total = 0.0
         machine = idle
         for job in running:
-            total += info(job).sqrt_weight
+            weight = weights.get(id(job))
+            total += info(job).sqrt_weight if weight is None else weight
             machine += len(job.nodes)
-        # the hot loop of long queues, in C: weights by the identity of the view objects (the
-        # cache holds the views, so an id cannot be reused while it is cached)
-        weights = self._sqrt_weights
+        # the hot loop of long queues, in C
         keys = list(map(id, pending))
         try:
             total += sum(map(weights.__getitem__, keys))
-        except KeyError:
+        except KeyError:  # new arrivals (the queue's end, usually): cache what is missing
             for job in pending:
-                info(job)
+                if id(job) not in weights:
+                    info(job)
             total += sum(map(weights.__getitem__, keys))
 
         # future releases: (time, nodes); this cycle's starts are added as they are decided. A
