@@ -84,6 +84,25 @@ def test_free_profile_earliest_is_the_first_breakpoint_that_fits(seed: int) -> N
             p.reserve(i, need, d)
 
 
+@pytest.mark.parametrize("seed", range(40))
+def test_free_profile_earliest_after_longer_and_unbounded_runs_of_the_same_width(
+    seed: int,
+) -> None:
+    # the same widths asked again and again, for runs as long, longer, shorter and for ever:
+    # a search may start where one as long or shorter for that width ended, never earlier
+    rng = random.Random(1000 + seed)
+    releases = [(float(rng.randint(1, 50)), rng.randint(1, 4)) for _ in range(rng.randint(0, 8))]
+    releases += [(INF, rng.randint(1, 2))] if rng.random() < 0.3 else []
+    p = FreeProfile(0.0, rng.randint(0, 4), releases)
+    for _ in range(80):
+        need = rng.randint(1, 4)
+        d = rng.choice([0.0, INF, float(rng.randint(1, 40)), float(rng.randint(1, 40))])
+        i = p.earliest(need, d)
+        assert i == _brute_free(p, need, d)
+        if i < len(p.times) and rng.random() < 0.7:
+            p.reserve(i, need, d)
+
+
 def test_occupancy_searches_again_from_what_the_last_one_ruled_out() -> None:
     occ = Occupancy(0.0)
     occ.add(0.0, 10.0, 3)  # 3 of 4 nodes busy until 10 s

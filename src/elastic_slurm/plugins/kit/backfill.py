@@ -128,6 +128,9 @@ class FreeProfile:
         # need -> the first time at which that many nodes were free, when last looked: free
         # nodes only ever go down (reservations), so no start before it can work
         self._fits: dict[int, float] = {}
+        # need -> (duration, the earliest start found for it): no start before it can work
+        # for as long a run either
+        self._found: dict[int, tuple[float, float]] = {}
 
     def earliest(self, need: int, duration_s: float) -> int:
         """Index of the first breakpoint from which ``need`` nodes stay free for ``duration_s``.
@@ -142,6 +145,17 @@ class FreeProfile:
         while i < n and free[i] < need:  # the breakpoints where it can never start
             i += 1
         self._fits[need] = times[i] if i < n else INFINITY
+        found = self._found.get(need)
+        if found is not None and duration_s >= found[0]:
+            i = max(i, bisect.bisect_left(times, found[1]))
+        i = self._search(i, need, duration_s)
+        self._found[need] = (duration_s, times[i] if i < n else INFINITY)
+        return i
+
+    def _search(self, i: int, need: int, duration_s: float) -> int:
+        """:meth:`earliest` from breakpoint ``i`` on (no earlier one can work)."""
+        times, free = self.times, self.free
+        n = len(times)
         while i < n:
             if free[i] < need:
                 i += 1
@@ -166,6 +180,7 @@ class FreeProfile:
         out.times = [now_s, *self.times[i + 1 :]]
         out.free = self.free[i:]
         out._fits = {}
+        out._found = {}
         return out
 
     def same(self, other: FreeProfile) -> bool:

@@ -80,7 +80,7 @@ class ConservativeBackfill(Policy):
         releases = []
         for job in snapshot.running():
             end = estimated_end_s(job, now, est)
-            releases.append((end if end > now else after_now, job.size))
+            releases.append((end if end > now else after_now, len(job.nodes)))  # its size
         profile = FreeProfile(now, idle, releases)
         plan = self._plan
         if plan is not None and plan.follows(now, profile, pending, est):
@@ -88,7 +88,7 @@ class ConservativeBackfill(Policy):
             due = min(places, default=INFINITY) == now  # reservations that are now start
             starts = [k for k, t in enumerate(places) if t == now] if due else []
         else:
-            work, places, starts = FreeProfile(now, idle, releases), [], []
+            work, places, starts = profile.after(now), [], []  # a copy of profile
         for position in range(len(places), len(pending)):
             if work.free[0] == 0:
                 break  # nothing else can start now; later reservations change nothing now
@@ -107,8 +107,9 @@ class ConservativeBackfill(Policy):
         for position in starts:
             job = pending[position]
             why = "its reservation is now" if position else "first come, first served"
-            decisions.append(Start(job.job_id, start_size(job), f"conservative backfilling: {why}"))
-            profile.reserve(0, start_size(job), max(estimate_s(job, start_size(job), est), 0.0))
+            size = start_size(job)
+            decisions.append(Start(job.job_id, size, f"conservative backfilling: {why}"))
+            profile.reserve(0, size, max(estimate_s(job, size, est), 0.0))
         self._plan = _Plan.build(now, est, profile, work, pending, places, starts)
         return decisions
 
