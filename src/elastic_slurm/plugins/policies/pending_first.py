@@ -136,6 +136,11 @@ class PendingFirst(Policy):
                 if not isinstance(value, bool):
                     raise TypeError(f"{field.name} must be true or false, got {value!r}")
 
+    def __init__(self, config: PendingFirst.Config | None = None) -> None:
+        super().__init__(config)
+        # the last running-jobs tuple seen, and its jobs earliest-started first
+        self._by_start: tuple[tuple[JobView, ...], list[JobView]] | None = None
+
     def decide(self, snapshot: ClusterSnapshot, trigger: Trigger) -> list[Decision]:
         """Return this cycle's shrinks, starts and expansions (see the class docstring).
 
@@ -157,7 +162,13 @@ class PendingFirst(Policy):
             ``nodes_max``.
         """
         config: PendingFirst.Config = self.config
-        by_start = sorted(snapshot.running(), key=start_order)
+        running = snapshot.running()
+        last = self._by_start
+        if last is not None and last[0] is running:
+            by_start = last[1]  # the same (immutable) tuple as last cycle: the same order
+        else:
+            by_start = sorted(running, key=start_order)
+            self._by_start = (running, by_start)
         releases, growers = self._evolving(by_start) if config.serve_evolving else ([], [])
         released = sum(d.count for d in releases)
         decisions = self._schedule(snapshot, by_start, released, growers)
