@@ -182,8 +182,9 @@ class ModifiedFairShare(Policy):
         # future releases: (time, nodes); this cycle's starts are added as they are decided. A
         # job past its estimate ends just after now, never now: its nodes are not idle yet.
         soon = math.nextafter(now, INFINITY)
+        end_of = source.end_s  # _end_of, without a call more per running job
         profile = sorted(
-            (INFINITY if (e := _end_of(job, source, now)) is None else max(e, soon), len(job.nodes))
+            (INFINITY if (e := end_of(job, now)) is None else max(e, soon), len(job.nodes))
             for job in running
         )
         decisions: list[Decision] = []
@@ -286,7 +287,7 @@ class ModifiedFairShare(Policy):
         while True:
             if avail >= low:
                 size = min(high, avail)
-                run = _time_at(job, size, source)
+                run = source.runtime_s(job, size)  # _time_at, inline: once per release
                 done = t + (INFINITY if run is None else run)
                 if best is None or done < best[0]:
                     best = (done, t, size, avail - size)
