@@ -177,3 +177,35 @@ def test_a_cancelled_job_cancels_its_helpers_before_stopping_mpirun(tmp_path, mo
     events = [e["event"] for e in launcher.jobdir.events()]
     assert events.count("helpers_cancelled") == 1
     assert signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN  # restored
+
+
+class _Unreachable(_Steps):
+    """Slurm that stopped answering by the time the program ended."""
+
+    def helpers(self, job_id: int) -> list[object]:
+        from elastic_slurm.errors import SlurmUnavailableError
+
+        raise SlurmUnavailableError(["squeue", "--json"], 0, "", "slurm_load_jobs failed")
+
+
+def test_a_program_that_ended_well_is_not_failed_by_a_cleanup_slurm_could_not_do(
+    tmp_path, monkeypatch, capsys
+) -> None:
+    from elastic_slurm.mpi_runtime.launcher import Launcher
+
+    (tmp_path / "mpirun").write_text("#!/bin/sh\nexit 0\n")  # the program ends well at once
+    (tmp_path / "mpirun").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    env = {"SLURM_JOB_ID": "7", "PATH": f"{tmp_path}:/usr/bin:/bin"}
+    env["ELASTIC_SLURM_JOB_DIR"] = str(tmp_path / "job")
+    launcher = Launcher(["app.py"], env=env, slurm=_Unreachable())  # type: ignore[arg-type]
+    assert launcher.run() == 0
+    assert "warning: could not cancel the job's helper allocations" in capsys.readouterr().err
+
+
+def test_a_job_s_own_slurm_calls_ride_out_a_slurmctld_restart() -> None:
+    from elastic_slurm.mpi_runtime.slurm_env import JOB_SLURM_RETRY_S, job_slurm
+
+    assert job_slurm({}).retry_s == JOB_SLURM_RETRY_S >= 120  # the soak's outage: 2 minutes
+    assert job_slurm({"ELASTIC_SLURM_SLURM_RETRY_S": "30"}).retry_s == 30
+    assert job_slurm({"ELASTIC_SLURM_SLURM_RETRY_S": "1e9"}).retry_s == 3600  # the cap

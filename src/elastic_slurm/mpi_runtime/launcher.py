@@ -31,15 +31,13 @@ from pathlib import Path
 
 from elastic_slurm import envvars, mca
 from elastic_slurm.adapter.backend import SlurmBackend
-from elastic_slurm.adapter.slurm_cli import SlurmCLI
-from elastic_slurm.adapter.transport.local import LocalTransport
 from elastic_slurm.errors import ElasticSlurmError
 from elastic_slurm.model.resize_order import AckStatus, ResizeAck
 from elastic_slurm.mpi_runtime import handover
 from elastic_slurm.mpi_runtime.channel import channel_for
 from elastic_slurm.mpi_runtime.orders import OVERLAP, resize_path
 from elastic_slurm.mpi_runtime.preflight import check_hosts
-from elastic_slurm.mpi_runtime.slurm_env import resized_env
+from elastic_slurm.mpi_runtime.slurm_env import job_slurm, resized_env
 from elastic_slurm.protocol.jobdir import JobDir
 from elastic_slurm.waiting import DeadlineExceeded, wait_for
 
@@ -211,7 +209,7 @@ class Launcher:
         self.job_id = int(job_id)
         self.program = program_argv(program)
         self.ntasks_per_node = ntasks_per_node
-        self.slurm = slurm or SlurmCLI(LocalTransport())
+        self.slurm = slurm or job_slurm(self.env)
         self.resize_timeout_s = resize_timeout_s or envvars.get_float(
             "RESIZE_TIMEOUT_S", 120.0, self.env
         )
@@ -289,8 +287,18 @@ class Launcher:
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
             try:
                 self._cancel_helpers()
-                handover.drop_all(self.job_id)  # a handover the job's end cut short
+            except ElasticSlurmError as exc:
+                # the program's own outcome stands: a cleanup Slurm could not do is no reason
+                # to fail a job whose program ended well (the controller cancels helpers of
+                # ended jobs)
+                print(
+                    f"{self.command}: warning: could not cancel the job's helper allocations "
+                    f"({exc}); the controller cancels them once it sees the job ended",
+                    file=sys.stderr,
+                    flush=True,
+                )
             finally:
+                handover.drop_all(self.job_id)  # a handover the job's end cut short
                 signal.signal(signal.SIGTERM, previous)
 
     def _cancel_helpers(self) -> None:

@@ -57,10 +57,9 @@ def _holder(host: str) -> int | None:
     job = os.environ.get("SLURM_JOB_ID")
     if not job or not job.isdigit():
         return None
-    from elastic_slurm.adapter.slurm_cli import SlurmCLI
-    from elastic_slurm.adapter.transport.local import LocalTransport
+    from elastic_slurm.mpi_runtime.slurm_env import job_slurm
 
-    holder = SlurmCLI(LocalTransport()).elastic_nodes(int(job)).get(host)
+    holder = job_slurm().elastic_nodes(int(job)).get(host)
     return holder if holder is not None and holder != int(job) else None
 
 

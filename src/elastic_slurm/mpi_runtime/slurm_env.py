@@ -10,8 +10,37 @@ from the node list Slurm reports, so any process of the job can apply it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
+from elastic_slurm import envvars
 from elastic_slurm.adapter.hostlist import compress
+
+if TYPE_CHECKING:
+    from elastic_slurm.adapter.slurm_cli import SlurmCLI
+
+#: How long (seconds) a job's own Slurm queries and commands keep retrying while slurmctld
+#: does not answer (``ELASTIC_SLURM_SLURM_RETRY_S``): a job rides out a slurmctld restart or an
+#: overloaded slurmctld instead of failing (a soak lost a finished job to a 20 s window).
+JOB_SLURM_RETRY_S = 300.0
+
+
+def job_slurm(env: Mapping[str, str] | None = None) -> SlurmCLI:
+    """Slurm's commands on this node, as the job's processes (launcher, launch agent) use them.
+
+    Transient failures (slurmctld down or overloaded) are retried for
+    ``ELASTIC_SLURM_SLURM_RETRY_S`` seconds (default :data:`JOB_SLURM_RETRY_S`).
+
+    Raises
+    ------
+    ValueError
+        ``ELASTIC_SLURM_SLURM_RETRY_S`` is not a number.
+    """
+    from elastic_slurm.adapter.slurm_cli import SlurmCLI
+    from elastic_slurm.adapter.transport.local import LocalTransport
+
+    retry_s = envvars.get_float("SLURM_RETRY_S", JOB_SLURM_RETRY_S, env)
+    return SlurmCLI(LocalTransport(), retry_s=max(1.0, min(retry_s, 3600.0)))
+
 
 #: Variables that describe the allocation's size and are stale after a resize.
 STALE = (
