@@ -115,6 +115,14 @@ def test_a_right_port_passes_with_both_join_strategies(tmp_path: Path) -> None:
     ]
     handed = [(e["seq"], e["took"]) for e in events if e["event"] == "handed_over"]
     assert handed == [(1, True), (2, True)], out
+    # after a grow by spawn the old ranks are two MPI worlds: one of them speaks for both
+    # (before they disconnect), else the other waits in vain for the marker already removed
+    events = [
+        json.loads(ln)
+        for ln in (tmp_path / "try" / "spawn" / "events.jsonl").read_text().splitlines()
+    ]
+    handed = [(e["seq"], e["took"]) for e in events if e["event"] == "handed_over"]
+    assert handed == [(2, True)], out
 
 
 def test_a_port_that_keeps_computing_on_its_old_copy_is_caught(tmp_path: Path) -> None:

@@ -195,11 +195,11 @@ class RestartJoin:
             f"order {order.seq}: checkpointed{where} in {checkpoint_s:.2f} s; "
             + ("the next generation takes over" if successor else "restarting"),
         )
-        ec._spawn.disconnect()  # from ranks an earlier spawn added, if any
-        ec._close_watcher()  # what it still has to send goes before the process ends
         if successor:
             # end only once the successor has read the checkpoint, not beside its restore;
-            # then free the memory it was in (this rank has nothing else to do)
+            # then free the memory it was in (this rank has nothing else to do). Before the
+            # disconnect: ranks an earlier spawn added share ec.comm until then, so one rank 0
+            # speaks for all the old ranks
             nbytes = sum(
                 math.prod(a.global_shape) * np.dtype(a.dtype).itemsize for a in ec._arrays.values()
             )
@@ -210,6 +210,8 @@ class RestartJoin:
                 )
                 if took and directory != ec.jobdir.checkpoint:
                     handover.drop(directory)
+        ec._spawn.disconnect()  # from ranks an earlier spawn added, if any
+        ec._close_watcher()  # what it still has to send goes before the process ends
         raise ResizeExit()
 
     def _handover_dir(self, shared: Path) -> Path:
