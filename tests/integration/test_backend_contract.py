@@ -356,6 +356,26 @@ def test_released_nodes_stay_schedulable_after_a_shrink(backend, truth, shared_t
 # ---------------------------------------------------------------------------- updates
 
 
+def test_set_time_limit(backend, truth, shared_tmp):
+    # the controller stretches a shrunk job's limit: a running job's limit goes up, Slurm's
+    # own view says so, and the backend's next query reads it back
+    _idle(truth)
+    job = truth.sbatch("--nodes=1", "--time=5", workdir=shared_tmp)
+    try:
+        _running(truth, job)
+        backend.set_time_limit(job, 17)
+        assert truth.job(job)["TimeLimit"] == "00:17:00"
+        seen = backend.job(job)
+        assert seen is not None and seen.time_limit_s == 17 * 60.0
+        with pytest.raises(ValueError, match="at least 1 minute"):
+            backend.set_time_limit(job, 0)
+        with pytest.raises(SlurmCommandError):
+            backend.set_time_limit(UNKNOWN_JOB, 10)
+    finally:
+        backend.cancel(job)
+    wait(truth.all_idle, 30, "all nodes idle")
+
+
 def test_set_pending_size(backend, truth, shared_tmp):
     job = truth.sbatch("--hold", "--nodes=1-3", "--time=5", workdir=shared_tmp)
     running = None

@@ -39,6 +39,7 @@ CHANGES = {
     "update_nodelist",
     "update_numnodes",
     "set_array_throttle",
+    "set_time_limit",
     "allocate",
     "reconfigure",
 }
@@ -219,6 +220,51 @@ def test_shrink_waits_for_the_job_to_vacate(slurm, journal, tmp_path) -> None:
     (outcome,) = actuator.poll(jobs(slurm))
     assert outcome.ok and "release" in outcome.phases_s
     assert closed(journal, job.id) == ["done"]
+
+
+def test_a_shrink_stretches_the_time_limit_once_the_nodes_are_back(
+    slurm, journal, tmp_path
+) -> None:
+    job = Job(slurm, tmp_path, nodes=4)  # --time=60 (minutes)
+    slurm.store[job.id].start_time_s = time.time() - 600  # ran 10 of its 60 minutes
+    actuator = Actuator(slurm, journal)
+    actuator.apply([Shrink(job.id, 3)], jobs(slurm))  # give back 3: 4 -> 1
+    order = job.order(1)
+    actuator.poll(jobs(slurm))
+    assert slurm.store[job.id].time_limit_s == 3600.0  # not before the nodes are back
+    job.ack(1, AckStatus.VACATED, tuple(n for n in job.nodes if n not in order.nodes))
+    actuator.poll(jobs(slurm))
+    # 10 min done, 50 left on 4 nodes: at most 200 on 1 (a concave speedup)
+    assert slurm.store[job.id].time_limit_s == 210 * 60.0
+    (note,) = [r for r in records(journal, "note") if "stretched" in r["message"]]
+    assert "from 60 to 210 min" in note["message"] and "from 4 to 1 nodes" in note["message"]
+
+
+def test_a_refused_stretch_leaves_the_shrink_in_place(slurm, journal, tmp_path) -> None:
+    job = Job(slurm, tmp_path, nodes=2)
+    actuator = Actuator(slurm, journal)
+    actuator.apply([Shrink(job.id, 1)], jobs(slurm))
+    order = job.order(1)
+    job.ack(1, AckStatus.VACATED, tuple(n for n in job.nodes if n not in order.nodes))
+    slurm.fail("set_time_limit")  # no operator rights, say
+    actuator.poll(jobs(slurm))
+    assert job.nodes == order.nodes and phase(journal, job.id) == "awaiting_done"
+    assert slurm.store[job.id].time_limit_s == 3600.0
+    assert any("not stretched" in r["message"] for r in records(journal, "note"))
+    job.ack(1, AckStatus.DONE, order.nodes)
+    (outcome,) = actuator.poll(jobs(slurm))
+    assert outcome.ok
+
+
+def test_a_site_can_keep_time_limits_as_they_are(slurm, journal, tmp_path) -> None:
+    job = Job(slurm, tmp_path, nodes=2)
+    actuator = Actuator(slurm, journal, stretch_time_limit=False)
+    actuator.apply([Shrink(job.id, 1)], jobs(slurm))
+    order = job.order(1)
+    job.ack(1, AckStatus.VACATED, tuple(n for n in job.nodes if n not in order.nodes))
+    actuator.poll(jobs(slurm))
+    assert job.nodes == order.nodes and slurm.store[job.id].time_limit_s == 3600.0
+    assert not [c for c in slurm.calls if c[0] == "set_time_limit"]
 
 
 def test_a_job_that_negotiates_is_offered_first(slurm, journal, tmp_path) -> None:

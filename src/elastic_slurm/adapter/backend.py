@@ -230,6 +230,14 @@ class SlurmBackend(abc.ABC):
         """How many tasks of a job array may run at once (0: no limit)."""
 
     @abc.abstractmethod
+    def set_time_limit(self, job_id: int, minutes: int) -> None:
+        """Set a job's time limit to ``minutes`` from its start (``scontrol update TimeLimit``).
+
+        Raising a limit needs Slurm operator rights. Raises ``ValueError`` for fewer than 1
+        minute, ``SlurmCommandError`` if Slurm refuses.
+        """
+
+    @abc.abstractmethod
     def allocate(
         self,
         count: int,

@@ -242,6 +242,17 @@ def release(job_id: int) -> list[str]:
     return ["scontrol", "release", str(job_id)]
 
 
+def set_time_limit(job_id: int, minutes: int) -> list[str]:
+    """Set a job's time limit, in whole minutes from its start (Slurm's ``TimeLimit``).
+
+    >>> set_time_limit(7, 90)
+    ['scontrol', 'update', 'JobId=7', 'TimeLimit=90']
+    """
+    if minutes < 1:
+        raise ValueError(f"a time limit is at least 1 minute, got {minutes}")
+    return ["scontrol", "update", f"JobId={job_id}", f"TimeLimit={int(minutes)}"]
+
+
 def set_array_throttle(array_job_id: int, max_running: int) -> list[str]:
     """Change how many tasks of a job array may run at once (0: no limit)."""
     if max_running < 0:

@@ -485,6 +485,26 @@ class FakeSlurm(SlurmBackend):
             raise self._refused(job_id, "Invalid node count specified")
         self._schedule()
 
+    def set_time_limit(self, job_id: int, minutes: int) -> None:
+        """A job's time limit, minutes from its start; a running job's end moves with it.
+
+        Raises
+        ------
+        ValueError
+            ``minutes`` is less than 1.
+        SlurmCommandError
+            Unknown job, or one that has ended.
+        """
+        if minutes < 1:
+            raise ValueError(f"a time limit is at least 1 minute, got {minutes}")
+        self._call("set_time_limit", job_id, minutes)
+        job = self._known(job_id, "update")
+        if not (job.running or job.state == "PENDING"):
+            raise self._refused(job_id, "Job/step already completing or completed")
+        job.time_limit_s = minutes * 60.0
+        if job.running and job.start_time_s is not None:
+            job.end_time_s = job.start_time_s + job.time_limit_s
+
     def set_array_throttle(self, array_job_id: int, max_running: int) -> None:
         """How many tasks of an array may run at once (0: no limit); running ones go on.
 

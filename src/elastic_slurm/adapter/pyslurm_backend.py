@@ -952,6 +952,20 @@ class PyslurmBackend(SlurmBackend):
         """``scontrol update NumNodes=`` (delegated: pyslurm 22.5 drops node counts on updates)."""
         self.cli.update_numnodes(job_id, value)
 
+    def set_time_limit(self, job_id: int, minutes: int) -> None:
+        """A job's time limit in minutes from its start (``Job.modify``, ``time_limit``).
+
+        Raises
+        ------
+        ValueError
+            ``minutes`` is less than 1.
+        SlurmCommandError
+            Slurm refused (for example: raising a limit without operator rights).
+        """
+        if minutes < 1:
+            raise ValueError(f"a time limit is at least 1 minute, got {minutes}")
+        self._modify(job_id, time_limit=int(minutes))
+
     def set_array_throttle(self, array_job_id: int, max_running: int) -> None:
         """How many tasks of a job array may run at once (0: no limit), via ``Job.modify``.
 

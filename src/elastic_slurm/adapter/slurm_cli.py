@@ -321,6 +321,10 @@ class SlurmCLI(SlurmBackend):
         else:
             self.run(commands.set_pending_size(job_id, int(value)))
 
+    def set_time_limit(self, job_id: int, minutes: int) -> None:
+        """``scontrol update JobId=J TimeLimit=M`` (transient errors retried)."""
+        self.run(commands.set_time_limit(job_id, minutes))
+
     def set_array_throttle(self, array_job_id: int, max_running: int) -> None:
         """``scontrol update JobId=A ArrayTaskThrottle=n``."""
         self.run(commands.set_array_throttle(array_job_id, max_running))

@@ -155,6 +155,7 @@ def run(args: argparse.Namespace) -> int:
         slurm_outage_poll_s=c.slurm_outage_poll_s,
         manual_hold_s=c.manual_hold_s,
         max_failed_cycles=c.max_failed_cycles,
+        stretch_time_limit=c.stretch_time_limit,
     )
     if c.metrics_address:
         try:

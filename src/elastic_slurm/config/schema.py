@@ -174,6 +174,9 @@ class ControllerConfig(_Frozen):
     #: controller itself never gives up on an outage: it stops deciding until Slurm is back.
     slurm_retry_s: float = Field(20.0, gt=0, le=3600)
     slurm_outage_poll_s: float = Field(5.0, gt=0, le=300)
+    #: After a shrink, stretch the job's time limit by what it loses in speed (see
+    #: :mod:`elastic_slurm.controller.stretch`); needs Slurm operator rights.
+    stretch_time_limit: bool = True
     #: A size set by hand (``elastic-slurm resize``) is left alone by the policy this long.
     manual_hold_s: float = Field(600.0, ge=0, le=7 * 86400)
     #: The controller stops (exit 1, for the service manager to restart it with back-off) after

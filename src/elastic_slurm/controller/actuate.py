@@ -26,6 +26,12 @@ handled as the site's ``controller.on_overdue`` says (:data:`OVERDUE_ACTIONS`):
 
 Otherwise nodes are never taken from a job that has not vacated them.
 
+A shrink slows a malleable job down, and Slurm ends a job at its time limit whatever its
+size: once Slurm has taken the nodes back, the job's time limit is stretched by
+:func:`elastic_slurm.controller.stretch.stretched_limit_s` (journaled as a note; a refusal is a
+warning and leaves the shrink in place). A site turns this off with
+``controller.stretch_time_limit: false``.
+
 A job that registered with the controller's server (:mod:`elastic_slurm.protocol`) is
 *offered* each resize before it is ordered (phase ``offered``; Ghafoor's negotiation): an
 expansion's hosts are granted first and offered, a shrink is offered as "give back k nodes".
@@ -53,6 +59,7 @@ from elastic_slurm.controller.journal import Journal, ResizeRow
 from elastic_slurm.controller.observe import snapshot
 from elastic_slurm.controller.resize_state import ResizeEvent, ResizePhase, transition
 from elastic_slurm.controller.starts import Starts
+from elastic_slurm.controller.stretch import stretched_limit_s
 from elastic_slurm.errors import (
     JobInputError,
     ResizeError,
@@ -157,6 +164,8 @@ class Actuator:
         its own grace period at submission.
     on_overdue
         One of :data:`OVERDUE_ACTIONS`: what happens to a job once an order is overdue.
+    stretch_time_limit
+        Stretch a job's time limit after a shrink (see the module docstring).
 
     Raises
     ------
@@ -173,10 +182,12 @@ class Actuator:
         grow_path: GrowPath = "merge",
         resize_timeout_s: float = 120.0,
         on_overdue: str = "keep",
+        stretch_time_limit: bool = True,
     ) -> None:
         if on_overdue not in OVERDUE_ACTIONS:
             raise ValueError(f"on_overdue must be one of {OVERDUE_ACTIONS}, got {on_overdue!r}")
         self.on_overdue = on_overdue
+        self.stretch_time_limit = stretch_time_limit
         self.slurm = slurm
         self.journal = journal
         self.grant_timeout_s = grant_timeout_s
@@ -865,6 +876,7 @@ class Actuator:
                 return None
             r.phases_s["release"] = time.monotonic() - t0
             log.info("job %d: gave back %s", r.job_id, ",".join(vacated.nodes))
+            self._stretch(r, job)
             self._move(r, ResizeEvent.VACATED, phases_s=r.phases_s)
             return None
         ack = r.jobdir.final_ack(r.seq)
@@ -882,6 +894,39 @@ class Actuator:
             at=ack.at,
             message=ack.reason,
         )
+
+    def _stretch(self, r: Resize, job: SlurmJob | None) -> None:
+        """After Slurm took ``r``'s nodes back, stretch the job's time limit to match."""
+        if not self.stretch_time_limit:
+            return
+        try:
+            if job is None:
+                job = self.slurm.job(r.job_id)
+            if job is None or job.start_time_s is None:
+                return
+            limit = stretched_limit_s(
+                start_s=job.start_time_s,
+                now_s=time.time(),
+                limit_s=job.time_limit_s,
+                before=len(r.before),
+                after=len(r.target),
+            )
+            if limit is None:
+                return
+            self.slurm.set_time_limit(r.job_id, round(limit / 60.0))
+        except (SlurmCommandError, SlurmUnavailableError, ValueError) as exc:
+            msg = f"time limit not stretched after the shrink: {exc}"
+            log.warning("job %d: %s", r.job_id, msg)
+            self.journal.write("note", job_id=r.job_id, seq=r.seq, message=msg)
+            return
+        old = job.time_limit_s or 0.0
+        msg = (
+            f"time limit stretched from {old / 60:g} to {limit / 60:g} min "
+            f"(shrunk from {len(r.before)} to {len(r.target)} nodes)"
+        )
+        log.info("job %d: %s", r.job_id, msg)
+        self.journal.write("note", job_id=r.job_id, seq=r.seq, message=msg)
+        metrics.time_limit_stretched()
 
     def _give_back(self, r: Resize, running_on: tuple[str, ...]) -> None:
         """After a failed expansion, return the granted nodes the job does not use."""
@@ -950,6 +995,7 @@ class Actuator:
         if action == "force":
             try:
                 after = self.slurm.shrink(r.job_id, r.target)
+                self._stretch(r, None)
                 return self._close(r, ResizeEvent.ABORTED, ok=False, after=after, message=msg)
             except ResizeError as exc:
                 msg = f"forced shrink failed: {exc}"

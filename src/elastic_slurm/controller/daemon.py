@@ -173,7 +173,7 @@ class Controller:
         Where decisions and outcomes go.
     poll_interval_s
         Seconds between cycles.
-    grant_timeout_s, resize_timeout_s, on_overdue
+    grant_timeout_s, resize_timeout_s, on_overdue, stretch_time_limit
         See :class:`~elastic_slurm.controller.actuate.Actuator`. ``resize_timeout_s`` is also
         the longest the policy waits (seconds) for resizes under way before deciding again.
     min_resize_interval_s
@@ -214,6 +214,7 @@ class Controller:
         slurm_outage_poll_s: float = 5.0,
         manual_hold_s: float = 600.0,
         max_failed_cycles: int = 20,
+        stretch_time_limit: bool = True,
     ) -> None:
         self.slurm = slurm
         self._slurm: Any = _TimedSlurm(slurm)
@@ -235,6 +236,7 @@ class Controller:
             resize_timeout_s=resize_timeout_s,
             grow_path=grow_path,
             on_overdue=on_overdue,
+            stretch_time_limit=stretch_time_limit,
         )
         self._known: set[int] = set()
         self._requests: dict[int, int] = {}  # evolving requests open last cycle (job: number)

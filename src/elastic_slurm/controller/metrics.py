@@ -67,6 +67,11 @@ _SKIPPED = Counter(
     "Jobs left out of a cycle because their input was unusable",
     registry=REGISTRY,
 )
+_STRETCHED = Counter(
+    "elastic_slurm_time_limits_stretched",
+    "Time limits stretched after a shrink",
+    registry=REGISTRY,
+)
 _SLURM_UP = Gauge(
     "elastic_slurm_slurm_reachable",
     "1 while slurmctld answers, 0 during an outage",
@@ -105,6 +110,11 @@ def refusal(status: int) -> None:
 def job_skipped() -> None:
     """A job was left out of a cycle because what it wrote is unusable."""
     _SKIPPED.inc()
+
+
+def time_limit_stretched() -> None:
+    """A shrunk job's time limit was stretched (:mod:`elastic_slurm.controller.stretch`)."""
+    _STRETCHED.inc()
 
 
 def slurm_reachable(up: bool) -> None:
