@@ -4,7 +4,11 @@
   ``COMPLETED``; *lost* is every other end (``FAILED``, ``NODE_FAIL``, ``TIMEOUT``, cancelled
   by someone else than the soak, ...), a job Slurm does not know, or one that had not ended
   when the soak stopped waiting. Only trace jobs count; the misbehaving jobs are reported
-  apart (their ends are their own doing).
+  apart (their ends are their own doing). One exception, counted apart and not as lost
+  (:func:`ended_in_outage`): a job whose program wrote its result within its time limit while
+  slurmctld was down, which Slurm records ``TIMEOUT`` because the job's end reached it only
+  after the limit had passed (stock Slurm: a job whose completion arrives after its end time
+  is a timeout).
 * **Resizes** (the journal's ``resizes`` table): *done*, *rolled back* (every other closed
   outcome, by name) and *lost*: still open once every job has ended and the controller has
   had time to settle them.
@@ -17,6 +21,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter
 from dataclasses import dataclass, field
@@ -36,6 +41,8 @@ class JobCount:
 
     completed: tuple[int, ...]
     lost: dict[int, str]  # job id -> why (its final state, or "unknown", "unfinished")
+    #: Jobs whose program ended well during a slurmctld outage, recorded TIMEOUT by Slurm.
+    ended_in_outage: dict[int, str] = field(default_factory=dict)
 
 
 def final_states(slurm: SlurmBackend, job_ids: list[int]) -> dict[int, str]:
@@ -66,22 +73,115 @@ def parse_final_states(text: str) -> dict[int, str]:
     return out
 
 
-def count_jobs(states: dict[int, str], job_ids: list[int], unfinished: set[int]) -> JobCount:
+def count_jobs(
+    states: dict[int, str],
+    job_ids: list[int],
+    unfinished: set[int],
+    in_outage: dict[int, str] | None = None,
+) -> JobCount:
     """Sort ``job_ids`` into completed and lost (``unfinished``: the soak gave up on them).
+
+    ``in_outage``: jobs :func:`ended_in_outage` found (job id -> what was seen); counted
+    apart, neither completed nor lost.
 
     >>> c = count_jobs({1: "COMPLETED", 2: "NODE_FAIL", 3: "CANCELLED"}, [1, 2, 3, 4], {3})
     >>> c.completed, c.lost
     ((1,), {2: 'NODE_FAIL', 3: 'unfinished', 4: 'unknown'})
+    >>> count_jobs({5: "TIMEOUT"}, [5], set(), {5: "result at 12:00:07"}).ended_in_outage
+    {5: 'result at 12:00:07'}
     """
-    completed, lost = [], {}
+    completed, lost, late = [], {}, {}
     for job_id in job_ids:
         if job_id in unfinished:
             lost[job_id] = "unfinished"
         elif states.get(job_id) == "COMPLETED":
             completed.append(job_id)
+        elif states.get(job_id) == "TIMEOUT" and job_id in (in_outage or {}):
+            late[job_id] = (in_outage or {})[job_id]
         else:
             lost[job_id] = states.get(job_id, "unknown")
-    return JobCount(tuple(completed), lost)
+    return JobCount(tuple(completed), lost, late)
+
+
+def has_result(output: Path) -> bool:
+    r"""Whether a job's output holds its program's result: a JSON object with a ``checksum``.
+
+    ``examples/trace_job.py`` prints that line once its work is done, and only then.
+
+    >>> import tempfile
+    >>> p = Path(tempfile.mkdtemp()) / "7.out"
+    >>> _ = p.write_text('elastic-slurm: order 1 done\n{"runtime_s": 6.0, "checksum": 1.5}\n')
+    >>> has_result(p), has_result(p.with_name("8.out"))
+    (True, False)
+    """
+    try:
+        lines = output.read_text(errors="replace").splitlines()
+    except OSError:
+        return False
+    for line in lines:
+        if line.startswith("{") and '"checksum"' in line:
+            try:
+                if isinstance(json.loads(line), dict):
+                    return True
+            except ValueError:
+                continue
+    return False
+
+
+def ended_in_outage(
+    slurm: SlurmBackend,
+    states: dict[int, str],
+    jobs_dir: Path,
+    outages: list[tuple[float, float]],
+    slack_s: float = 30.0,
+) -> dict[int, str]:
+    """``TIMEOUT`` jobs whose program ended well, within its limit, while slurmctld was down.
+
+    A job counts when its output (``jobs_dir/<id>.out``) holds its result (:func:`has_result`),
+    the output was last written before the job's start plus its time limit (``sacct``), and
+    that moment falls in one of ``outages`` (epoch seconds; ``slack_s`` before its start too:
+    a completion sent just before the stop is lost with it). Returns job id -> what was seen.
+    """
+    timeouts = sorted(j for j, s in states.items() if s == "TIMEOUT")
+    if not timeouts or not outages:
+        return {}
+    res = slurm.transport.run(
+        [
+            "sacct",
+            "-X",
+            "-n",
+            "-P",
+            "-j",
+            ",".join(map(str, timeouts)),
+            "-o",
+            "JobIDRaw,Start,TimelimitRaw",
+        ],
+        env={"SLURM_TIME_FORMAT": "%s"},
+        timeout_s=60,
+    )
+    out: dict[int, str] = {}
+    for line in res.stdout.splitlines():
+        parts = line.split("|")
+        if len(parts) != 3 or not parts[0].isdigit():
+            continue
+        try:
+            job_id, start, limit_min = int(parts[0]), float(parts[1]), float(parts[2])
+        except ValueError:
+            continue
+        output = jobs_dir / f"{job_id}.out"
+        if job_id not in states or not has_result(output):
+            continue
+        try:
+            written = output.stat().st_mtime
+        except OSError:
+            continue
+        in_window = any(t0 - slack_s <= written <= t1 for t0, t1 in outages)
+        if in_window and written <= start + 60.0 * limit_min:
+            out[job_id] = (
+                f"result written {written - start:.0f} s after its start, within its "
+                f"{limit_min:g}-min limit, while slurmctld was down; Slurm says TIMEOUT"
+            )
+    return out
 
 
 def why_failed(output: Path, width: int = 160) -> str:

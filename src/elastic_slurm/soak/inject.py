@@ -9,6 +9,7 @@ really injected and what was seen.
 from __future__ import annotations
 
 import logging
+import math
 import signal
 import sqlite3
 import time
@@ -49,6 +50,8 @@ class FaultRecord:
     ends_s: float | None = None
     notes: list[str] = field(default_factory=list)
     job_ids: list[int] = field(default_factory=list)
+    #: For the slurmctld outage: when it was stopped and when it answered again (epoch s).
+    down_epoch_s: tuple[float, float] | None = None
 
 
 def may_begin(records: list[FaultRecord], i: int, now_s: float) -> bool:
@@ -292,6 +295,7 @@ class Injector:
 
     def _slurmctld_outage(self, rec: FaultRecord, now_s: float) -> None:
         if not rec.injected:
+            rec.down_epoch_s = (time.time(), math.inf)
             self.daemons.kill("slurmctld", signal.SIGTERM)
             self.slurmctld_down = True
             rec.injected = True
@@ -315,6 +319,8 @@ class Injector:
             except DeadlineExceeded:
                 self._end(rec, False, "slurmctld did not answer within 60 s of its restart")
                 return
+            if rec.down_epoch_s is not None:
+                rec.down_epoch_s = (rec.down_epoch_s[0], time.time())
             self._end(rec, alive, "slurmctld started again and answers")
 
     def _hostile_jobdir(self, rec: FaultRecord, now_s: float) -> None:

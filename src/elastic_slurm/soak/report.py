@@ -48,6 +48,7 @@ class SoakResult:
         data["jobs"] = {
             "completed": len(self.jobs.completed),
             "lost": {str(k): v for k, v in self.jobs.lost.items()},
+            "ended_in_outage": {str(k): v for k, v in self.jobs.ended_in_outage.items()},
         }
         data["faults"] = [
             {
@@ -113,6 +114,15 @@ def table(r: SoakResult) -> str:
         ),
         ("trace jobs completed", str(len(r.jobs.completed))),
         (
+            "trace jobs ended well during the slurmctld outage (Slurm: TIMEOUT)",
+            str(len(r.jobs.ended_in_outage))
+            + (
+                f" ({', '.join(map(str, r.jobs.ended_in_outage))})"
+                if r.jobs.ended_in_outage
+                else ""
+            ),
+        ),
+        (
             "trace jobs lost",
             str(len(r.jobs.lost)) + (f" ({_short(r.jobs.lost)})" if r.jobs.lost else ""),
         ),
@@ -141,6 +151,8 @@ def table(r: SoakResult) -> str:
         )
     for job_id, why in r.lost_reasons.items():
         rows.append((f"lost job {job_id}", why))
+    for job_id, seen in r.jobs.ended_in_outage.items():
+        rows.append((f"job {job_id} (ended during the outage)", seen))
     width = max(len(k) for k, _ in rows)
     lines = [f"| {'':{width}} | |", f"|{'-' * (width + 2)}|---|"]
     lines += [f"| {k:{width}} | {v.replace('|', '/')} |" for k, v in rows]

@@ -132,7 +132,11 @@ def soak(
             slurm, [*replay.job_ids.values(), *injector.misbehaving_jobs]
         )
         trace_ids = list(replay.job_ids.values())
-        counted = accounting.count_jobs(states, trace_ids, unfinished & set(trace_ids))
+        outages = [r.down_epoch_s for r in injector.records if r.down_epoch_s is not None]
+        in_outage = accounting.ended_in_outage(
+            slurm, {j: states[j] for j in trace_ids if j in states}, out_dir / "jobs", outages
+        )
+        counted = accounting.count_jobs(states, trace_ids, unfinished & set(trace_ids), in_outage)
         reasons = {
             j: why
             for j in counted.lost
