@@ -42,6 +42,10 @@ def test_a_waiting_successor_takes_over_grow_and_shrink(slurm, shared_tmp):
         slurm.cancel_job(job)
     launches = [e for e in jobdir.events() if e["event"] == "launch"]
     assert [e.get("successor_of") for e in launches] == [None, 1, 2]
+    # while each successor started, the old ranks computed at a lower priority (voted at a
+    # resize point, so on every rank): its start went first where they shared cores
+    yielded = [(e["seq"], e["nice"]) for e in jobdir.events() if e["event"] == "yielded"]
+    assert yielded == [(1, 10), (2, 10)], yielded
     summary = _summary(shared_tmp, job)
     assert summary["resizes"] == 2 and summary["ranks"] == 2
     assert summary["max_abs_error"] <= 1e-12 and summary["matches_reference"] is True

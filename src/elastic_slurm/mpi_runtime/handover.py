@@ -17,6 +17,11 @@ successor, that time overlaps the running generation's computation:
 4. the watcher sees it ready; at the next agreed resize point the old generation writes its
    checkpoint and exits; the successor restores it and computes.
 
+While the successor starts (step 3), the old generation's ranks run at a lower priority
+(:func:`yield_cpu`, voted at a resize point so that all ranks do it): where they share cores
+with it (the nodes a shrink keeps, the nodes a grow keeps) its start goes first, and the
+handover comes sooner. The ranks compute on meanwhile, and end at the handover.
+
 The checkpoint goes through memory (``/dev/shm``) when every rank of both generations sees the
 same ``/dev/shm`` (one machine, or nodes that share it): rank 0 leaves a random token there
 (:func:`make_token`), each rank of the successor and of the old generation looks for it
@@ -41,6 +46,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from elastic_slurm import envvars
 from elastic_slurm.errors import ElasticSlurmError
 from elastic_slurm.protocol.jobdir import JobDir, write_json_atomic
 
@@ -64,6 +70,39 @@ TOOK = "took-{seq}"
 #: checkpoint before they end anyway, plus one second per :data:`LINGER_BYTES_PER_S` bytes.
 LINGER_S = 5.0
 LINGER_BYTES_PER_S = 100 * 2**20
+
+
+#: How much the old generation's ranks lower their priority while the successor starts.
+SUCCESSOR_NICE = 10
+
+
+def yield_cpu(env: Any = None) -> int:
+    """Lower the calling thread's priority to nice ``ELASTIC_SLURM_SUCCESSOR_NICE`` (10).
+
+    Called by every rank of the old generation once its successor is starting: the ranks
+    keep computing, but where they share cores with the successor's processes those start
+    first. A user cannot raise a priority again (``RLIMIT_NICE`` is 0 by default), so this
+    is for ranks that end at the handover; if the successor fails, they compute on at the
+    lower priority, which costs nothing on nodes the job has to itself once nothing else
+    wants the cores. On Linux the nice value is per thread: only the calling (computing)
+    thread changes. ``0`` turns it off. Returns the thread's nice value afterwards.
+
+    Raises
+    ------
+    ValueError
+        The variable is set but is not an integer from 0 to 19.
+    """
+    nice = envvars.get_int("SUCCESSOR_NICE", SUCCESSOR_NICE, env)
+    if not 0 <= nice <= 19:
+        raise ValueError(f"ELASTIC_SLURM_SUCCESSOR_NICE={nice}: use 0 (off) to 19")
+    now = os.getpriority(os.PRIO_PROCESS, 0)
+    if nice > now:
+        try:
+            os.setpriority(os.PRIO_PROCESS, 0, nice)
+        except OSError:
+            return now
+        return nice
+    return now
 
 
 def memory_dir(job_id: int, seq: int, root: str = "/dev/shm") -> Path:

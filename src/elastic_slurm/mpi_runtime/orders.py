@@ -46,6 +46,8 @@ SEQUENTIAL = "sequential"
 ORDER_READY = 1
 FORCED = 2
 SPAWN_DONE = 4
+#: The next generation is starting: the ranks lower their priority (they end at the handover).
+YIELD = 8
 
 
 def resize_path(env: Any = None) -> str:

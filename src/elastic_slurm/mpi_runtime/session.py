@@ -69,6 +69,7 @@ from elastic_slurm.mpi_runtime.data import (
     StateHooks,
 )
 from elastic_slurm.mpi_runtime.distribution import BlockRows
+from elastic_slurm.mpi_runtime.handover import yield_cpu
 from elastic_slurm.mpi_runtime.join_restart import RestartJoin
 from elastic_slurm.mpi_runtime.join_spawn import SpawnJoin
 from elastic_slurm.mpi_runtime.layout import Layout, current_layout
@@ -77,6 +78,7 @@ from elastic_slurm.mpi_runtime.orders import (
     ORDER_READY,
     SEQUENTIAL,
     SPAWN_DONE,
+    YIELD,
     OrderWatcher,
     Vote,
     resize_path,
@@ -178,6 +180,8 @@ class ElasticComm:
         self._path = resize_path()
         self._vote: Vote | None = None
         self._watcher: OrderWatcher | None = None
+        self._starting: int | None = None  # rank 0: the order whose successor is starting
+        self._yielded: int | None = None  # rank 0: the order for which YIELD was voted
         self._known_hosts: list[str] = []
         self._paused_at = 0.0
         self._vendor: tuple[str, tuple[int, ...]] = ("", ())
@@ -529,11 +533,18 @@ class ElasticComm:
                 flag = SPAWN_DONE if self._spawn.pending.done() else 0
             elif self._watcher.ready() is not None:
                 flag = ORDER_READY
+            elif (starting := self._starting) is not None and self._yielded != starting:
+                flag, self._yielded = YIELD, starting
         voted = self._vote.exchange(flag)
         if not voted:
             return None
         if voted & SPAWN_DONE:
             return _SPAWNED
+        if voted == YIELD:
+            nice = yield_cpu()
+            if self.rank == 0 and self.jobdir is not None:
+                self.jobdir.log_event("yielded", seq=self._yielded, nice=nice)
+            return None
         # rank 0 alone may get here (its broadcasts complete without the others): check that
         # every rank came before the collectives of the resize
         vote = self._vote
@@ -635,7 +646,11 @@ class ElasticComm:
         )
         if choice.strategy != RESTART:
             return None
-        return self._restart.prepare(order)
+        self._starting = order.seq  # the ranks yield the cores to it (:func:`yield_cpu`)
+        try:
+            return self._restart.prepare(order)
+        finally:
+            self._starting = None
 
     def _placement(self, hosts: list[str]) -> list[str]:
         """Where the ranks of ``hosts`` really run (this machine for ``elastic-slurm try``)."""
