@@ -376,6 +376,27 @@ def test_set_time_limit(backend, truth, shared_tmp):
     wait(truth.all_idle, 30, "all nodes idle")
 
 
+def test_merge_room_counts_the_idle_nodes_after_the_batch_host(backend, truth, shared_tmp):
+    _idle(truth)
+    first = truth.sbatch("--nodes=1", "--time=5", workdir=shared_tmp)
+    jobs = [first]
+    try:
+        _running(truth, first)
+        second = truth.sbatch("--nodes=1", "--time=5", workdir=shared_tmp)
+        jobs.append(second)
+        _running(truth, second)
+        names = [n.name for n in backend.nodes()]
+        host = truth.nodes_of(second)[0]
+        after = len(names) - names.index(host) - 1  # both jobs hold one node each
+        backend.cancel(first)
+        wait(lambda: truth.state(first) in ("CANCELLED", "COMPLETED") or None, 30, "cancelled")
+        wait(lambda: backend.merge_room(second) == after or None, 30, "the room after it")
+        assert backend.merge_room(UNKNOWN_JOB) == 0
+    finally:
+        backend.cancel(*jobs)
+    wait(truth.all_idle, 30, "all nodes idle")
+
+
 def test_set_pending_size(backend, truth, shared_tmp):
     job = truth.sbatch("--hold", "--nodes=1-3", "--time=5", workdir=shared_tmp)
     running = None

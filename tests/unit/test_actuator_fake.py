@@ -240,6 +240,23 @@ def test_a_shrink_stretches_the_time_limit_once_the_nodes_are_back(
     assert "from 60 to 210 min" in note["message"] and "from 4 to 1 nodes" in note["message"]
 
 
+def test_a_merge_grows_by_the_idle_nodes_after_the_batch_host(slurm, journal, tmp_path) -> None:
+    # n1-n2 go idle ahead of the job's batch host n3: a merge cannot bring them in, so an
+    # expansion by 3 grows by the 2 that come after it (n5, n6) instead of failing each cycle
+    first = Job(slurm, tmp_path, nodes=2)
+    job = Job(slurm, tmp_path, nodes=2, hi=6)
+    assert slurm.store[job.id].batch_host == "n3"
+    slurm.cancel(first.id)
+    assert slurm.merge_room(job.id) == 2
+    actuator = Actuator(slurm, journal)
+    actuator.apply([Expand(job.id, 3, "room")], jobs(slurm))
+    order = job.order(1)
+    assert set(order.nodes) == {"n3", "n4", "n5", "n6"} and set(job.nodes) == set(order.nodes)
+    assert any("growing by 2 of the 3" in r["message"] for r in records(journal, "note"))
+    slurm.cancel(job.id)
+    assert slurm.merge_room(job.id) == 0  # not running
+
+
 def test_a_refused_stretch_leaves_the_shrink_in_place(slurm, journal, tmp_path) -> None:
     job = Job(slurm, tmp_path, nodes=2)
     actuator = Actuator(slurm, journal)

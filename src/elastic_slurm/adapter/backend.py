@@ -332,6 +332,19 @@ class SlurmBackend(abc.ABC):
         except SlurmCommandError as exc:
             raise ResizeError(f"Slurm refused to set job {job_id} to {nodes} nodes: {exc}") from exc
 
+    def merge_room(self, job_id: int) -> int:
+        """How many idle nodes a merge could add to running job ``job_id`` now (nodes).
+
+        The idle nodes that come after its batch host in the configuration's order
+        (:func:`ahead_of`); 0 if it is not running.
+        """
+        job = self.job(job_id)
+        if job is None or not job.nodes or job.model_state is not JobState.RUNNING:
+            return 0
+        nodes = self.nodes()
+        exclude = set(ahead_of(job.batch_host, [n.name for n in nodes]))
+        return sum(1 for n in nodes if n.name not in exclude and n.model_state is NodeState.IDLE)
+
     def grow(
         self, job_id: int, count: int, *, path: GrowPath = "merge", grant_timeout_s: int = 30
     ) -> GrowResult:

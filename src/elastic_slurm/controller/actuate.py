@@ -376,12 +376,25 @@ class Actuator:
                 job.job_id, seq, "expand", ResizePhase.GRANTING.value, nodes, (), decided, d.reason
             )
         )
+        count = d.count
         try:
+            if self.grow_path == "merge":
+                # a merge cannot bring in idle nodes that come before the job's batch host:
+                # grow by those after it rather than not at all (the policy saw them all free)
+                room = self.slurm.merge_room(job.job_id)
+                if 0 < room < count:
+                    msg = (
+                        f"growing by {room} of the {count} decided: the other idle nodes come "
+                        f"before its batch host {job.batch_host}, which a merge cannot bring in"
+                    )
+                    log.info("job %d: %s", job.job_id, msg)
+                    self.journal.write("note", job_id=job.job_id, seq=seq, message=msg)
+                    count = room
             grown = self.slurm.grow(
-                job.job_id, d.count, path=self.grow_path, grant_timeout_s=self.grant_timeout_s
+                job.job_id, count, path=self.grow_path, grant_timeout_s=self.grant_timeout_s
             )
         except ResizeError as exc:
-            log.warning("job %d: expansion by %d failed: %s", job.job_id, d.count, exc)
+            log.warning("job %d: expansion by %d failed: %s", job.job_id, count, exc)
             self.failed_grants[job.job_id] = time.time()
             transition(ResizePhase.GRANTING, ResizeEvent.ABORTED)
             self._close_row(job.job_id, seq, "expand", "failed", {})
