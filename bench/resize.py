@@ -58,6 +58,10 @@ def wait(check, timeout_s: float, what: str):  # noqa: ANN001, ANN201 - a tiny p
     raise SystemExit(f"timed out waiting for {what}")
 
 
+#: The resize paths ``--paths`` may name.
+PATHS = ("overlap", "overlap-nonice", "sequential")
+
+
 def run_case(
     slurm,
     path: str,
@@ -73,9 +77,15 @@ def run_case(
 ) -> None:
     """Resize heat2d between ``start`` and ``top`` nodes ``reps`` times; record the phases.
 
-    ``resize_path``: ``overlap`` (the runtime's default) or ``sequential`` (the old path);
-    ``mpi_env``: the site's MPI parameters.
+    ``resize_path``: ``overlap`` (the runtime's default), ``overlap-nonice`` (the same, but the
+    old generation keeps its priority while its successor starts: ``SUCCESSOR_NICE=0``) or
+    ``sequential`` (the old path); ``mpi_env``: the site's MPI parameters.
     """
+    if resize_path not in PATHS:
+        raise SystemExit(f"unknown resize path {resize_path!r}: use {', '.join(PATHS)}")
+    extra_env = [("ELASTIC_SLURM_RESIZE_PATH", resize_path.split("-")[0])]
+    if resize_path == "overlap-nonice":
+        extra_env.append(("ELASTIC_SLURM_SUCCESSOR_NICE", "0"))
     req = ElasticRequest(
         program=(
             str(example("heat2d.py")),
@@ -94,7 +104,7 @@ def run_case(
         nodes_start=start,
         walltime=timedelta(minutes=30),
         job_name="bench-resize",
-        extra_env=(("ELASTIC_SLURM_RESIZE_PATH", resize_path),),
+        extra_env=tuple(extra_env),
     )
     job = api.submit(
         req,
@@ -261,7 +271,8 @@ def main() -> int:
     p.add_argument(
         "--paths",
         default="overlap,sequential",
-        help="resize paths to compare: overlap (new), sequential (old), or both",
+        help="resize paths to compare, comma-separated: overlap (new), sequential (old), "
+        "overlap-nonice (new, the old ranks keeping their priority while the successor starts)",
     )
     p.add_argument("--micro-worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--calls", type=int, default=1000, help="resize points timed (--micro)")
@@ -278,6 +289,8 @@ def main() -> int:
     samples: dict[tuple[str, str], list[dict[str, float]]] = {}
     py = job_python(site)  # a flavour's jobs run the chroot's python3
     paths = [p.strip() for p in args.paths.split(",") if p.strip()]
+    for unknown in sorted(set(paths) - set(PATHS)):
+        p.error(f"unknown resize path {unknown!r}: use {', '.join(PATHS)}")
     # a flavour's chroot sees only the cluster's own directories (and the source tree)
     scratch = site.local_cluster.state_dir if site.local_cluster is not None else Path("/var/tmp")
     scratch.mkdir(parents=True, exist_ok=True)
@@ -310,21 +323,23 @@ def main() -> int:
             return "-"
         return f"{statistics.median(vals):.2f} [{min(vals):.2f}-{max(vals):.2f}]"
 
-    print(f"{'resize':<24} {'path':<11} {'pause':<18} {'total':<18} phases (medians)")
+    print(f"{'resize':<24} {'path':<14} {'pause':<18} {'total':<18} phases (medians)")
     for (kind, resize_path), rows in sorted(samples.items()):
         phases = sorted({k for r in rows for k in r} - {"total", "pause"})
         detail = ", ".join(
             f"{ph} {statistics.median(r[ph] for r in rows if ph in r):.2f}" for ph in phases
         )
         print(
-            f"{kind:<24} {resize_path:<11} {cell(rows, 'pause'):<18} {cell(rows, 'total'):<18} "
+            f"{kind:<24} {resize_path:<14} {cell(rows, 'pause'):<18} {cell(rows, 'total'):<18} "
             f"{detail}"
         )
-    if {"overlap", "sequential"} <= set(paths):
-        print("sequential / overlap (medians):")
+    for base, other in (("sequential", "overlap"), ("overlap-nonice", "overlap")):
+        if not {base, other} <= set(paths):
+            continue
+        print(f"{base} / {other} (medians):")
         kinds = sorted({k for k, _p in samples})
         for kind in kinds:
-            new, old = samples.get((kind, "overlap")), samples.get((kind, "sequential"))
+            new, old = samples.get((kind, other)), samples.get((kind, base))
             if not new or not old:
                 continue
             ratios = []
@@ -332,7 +347,7 @@ def main() -> int:
                 a = [r[ph] for r in old if ph in r]
                 b = [r[ph] for r in new if ph in r]
                 if a and b and statistics.median(b) > 0:
-                    ratios.append(f"{ph} {statistics.median(a) / statistics.median(b):.1f}x")
+                    ratios.append(f"{ph} {statistics.median(a) / statistics.median(b):.2f}x")
             print(f"  {kind:<24} " + ", ".join(ratios))
     return 0
 
