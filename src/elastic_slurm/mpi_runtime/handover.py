@@ -269,8 +269,40 @@ def signal_ready(jobdir: JobDir, seq: int, launch: int, memory: bool) -> None:
     """
     write_json_atomic(
         ready_path(jobdir, seq),
-        {"seq": seq, "launch": launch, "memory": memory, "at": time.time()},
+        {
+            "seq": seq,
+            "launch": launch,
+            "memory": memory,
+            "at": time.time(),
+            "process_started": process_started(),
+        },
     )
+
+
+def process_started() -> float | None:
+    """When this process started (epoch seconds, to a clock tick), ``None`` if unknown.
+
+    From ``/proc/self/stat`` (start time in clock ticks since boot) against
+    ``CLOCK_BOOTTIME`` now: with the launcher's ``launch`` event it splits a successor's start
+    into the launch of its processes (``mpirun``, daemons) and what they do before they are
+    ready (interpreter, imports, ``MPI_Init``, the runtime's set-up).
+    """
+    try:
+        stat = Path("/proc/self/stat").read_text()
+        ticks = int(stat[stat.rindex(")") + 2 :].split()[19])
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
+        return time.time() - age
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+
+
+def ready_info(jobdir: JobDir, seq: int) -> dict[str, Any]:
+    """What the successor of order ``seq`` wrote when it became ready (``{}``: nothing)."""
+    try:
+        data = json.loads(ready_path(jobdir, seq).read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def wait_ready(

@@ -54,6 +54,7 @@ class RestartJoin:
     def __init__(self, ec: ElasticComm) -> None:
         self.ec = ec
         self._successor_s: float | None = None  # how long the successor took to be ready
+        self._launch_s: float | None = None  # of which: until its rank 0 process ran
         self._memory: tuple[Path, str] | None = None  # where the successor sees rank 0's token
 
     # ------------------------------------------------------------------ while computing
@@ -87,6 +88,12 @@ class RestartJoin:
             failed=lambda: jobdir.read_ack(order.seq, AckStatus.FAILED) is not None,
         )
         self._successor_s = time.monotonic() - t0
+        started = handover.ready_info(jobdir, order.seq).get("process_started")
+        self._launch_s = (
+            max(0.0, float(started) - (time.time() - self._successor_s))
+            if isinstance(started, (int, float)) and why is None
+            else None
+        )
         if why is not None and jobdir.read_ack(order.seq, AckStatus.FAILED) is None:
             # the launcher stops the successor, then fails the order: the added nodes are
             # vacated before the controller gives them back
@@ -178,6 +185,7 @@ class RestartJoin:
                     "paused_at": ec._paused_at,
                     "directory": str(directory),
                     "successor_s": self._successor_s,
+                    "successor_launch_s": self._launch_s,
                 },
             )
             ec.jobdir.request_restart(
@@ -313,6 +321,8 @@ class RestartJoin:
         }
         if manifest.get("successor_s") is not None:  # overlapped with computing
             ec.last_resize_s["successor"] = float(manifest["successor_s"])
+        if manifest.get("successor_launch_s") is not None:  # of which: mpirun, daemons
+            ec.last_resize_s["successor_launch"] = float(manifest["successor_launch_s"])
         ec._packed = packed
         ec._begin_voting()  # before the acknowledgement: it then goes through the watcher
         if manifest.get("paused_at"):  # the new generation computes from here on

@@ -16,7 +16,6 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
-import requests
 from tenacity import (
     retry,
     retry_if_exception_type,
@@ -98,7 +97,9 @@ class ControllerClient:
         self.retry_s = retry_s
         self.munge_socket = munge_socket
         self.credential = credential or (lambda p: make_credential(munge_socket, payload=p))
-        self._session = requests.Session()
+        # made at the first message: every rank of a job builds a client, rank 0 alone talks
+        # (and ``requests`` costs about 50 ms to import: on the path of a restart's start)
+        self._session: Any = None
         # per request: a Session's ``verify`` loses to REQUESTS_CA_BUNDLE in the environment
         self._verify: str | bool = True
         if urlsplit(self.url).scheme == "https":
@@ -114,6 +115,10 @@ class ControllerClient:
         retry_s: float | None = None,
     ) -> dict[str, Any]:
         """One message; ``ConnectionError`` once ``retry_s`` (default :attr:`retry_s`) is over."""
+        import requests
+
+        if self._session is None:
+            self._session = requests.Session()
         url = f"{self.url}{PREFIX}/jobs/{self.job_id}{path}"
         data = b"" if body is None else json.dumps(body, separators=(",", ":")).encode()
 
