@@ -101,6 +101,10 @@ class StubSlurm:
         j = self.listed[job_id]
         self.listed[job_id] = replace(j, nodes=tuple(nodes), node_count=len(nodes))
 
+    def merge_room(self, job_id: int) -> int:
+        used = {n for j in self.listed.values() for n in j.nodes}
+        return sum(1 for n in self.node_names if n not in used)
+
     def grow(self, job_id: int, count: int, **_: Any) -> GrowResult:
         self.calls.append("grow")
         used = {n for j in self.listed.values() for n in j.nodes}
