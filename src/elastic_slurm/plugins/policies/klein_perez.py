@@ -42,6 +42,7 @@ import logging
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import ClassVar
 
 from elastic_slurm.model.decisions import Decision, Expand, Shrink, Start
@@ -244,6 +245,10 @@ class KleinPerez(Policy):
         self._suffixes = {job_id: _suffix_sums(steps) for job_id, steps in self.profiles.items()}
         self._published: dict[int, tuple[tuple[Step, ...], tuple[Step, ...]]] = {}
         self._warned = False
+        # per job view, by id(view) (the view is kept, so the id is not reused): a running
+        # view's (view, snapped estimated end or None when not a plain hold, size); a pending
+        # view's (view, its one step or None, 0)
+        self._views: dict[int, tuple[JobView, object, int]] = {}
 
     def decide(self, snapshot: ClusterSnapshot, trigger: Trigger) -> list[Decision]:
         """Re-run Algorithm 1 and return what it schedules now (see the class docstring).
@@ -251,6 +256,9 @@ class KleinPerez(Policy):
         Ignores the trigger. Returns shrinks first, then starts and expansions in list order;
         no decision for a job that is resizing.
         """
+        fast = self._fast_decide(snapshot)
+        if fast is not None:
+            return fast
         return list(self.plan(snapshot, complete=False).decisions)
 
     def plan(self, snapshot: ClusterSnapshot, *, complete: bool = True) -> Plan:
@@ -288,6 +296,146 @@ class KleinPerez(Policy):
                 occ.add(s, t, n)
             planned[e.job.job_id] = tuple(segments)
         return Plan(now, planned, *self._decisions(entries, snapshot, now))
+
+    # ------------------------------------------------------------------ fast path
+    def _fast_decide(self, snapshot: ClusterSnapshot) -> list[Decision] | None:
+        """:meth:`plan`'s decisions (``complete=False``) for jobs of one step; else ``None``.
+
+        When every job left to place has one step (pending jobs, and running jobs without a
+        profile waiting to grow), Algorithm 1 is conservative backfilling in list order
+        against the holds of the running jobs: only the jobs to place are visited (a hold's
+        entry places nothing), pending ones from a per-view cache, with :meth:`plan`'s cut
+        and a finer one (:func:`_backfill`). ``None`` (use :meth:`plan`) for a job with
+        several steps left.
+        """
+        now = _snap(snapshot.time_s)
+        cap = machine_nodes(snapshot)
+        pending, running = snapshot.pending(), snapshot.running()
+        self._forget(pending, running)
+        holds_at: list[tuple[float, int]] = []  # (end, nodes) of holds from now
+        actors: list[_Entry] = []  # running entries due now (release, or grow by nodes_max)
+        grows: list[_Item] = []
+        for job in running:
+            end, size = self._hold(job, now)
+            if end is not None:
+                holds_at.append((end, size))
+                continue
+            e = self._entry(job, now, snapshot)
+            if e.steps:  # waiting to grow without a profile: placed like a pending job
+                if len(e.steps) > 1 or e.compactable or e.fixed or e.action != "grow":
+                    return None
+                (d, n), own = e.steps[0], min(e.steps[0][1], job.size)
+                grows.append((job.submit_time_s, job.job_id, job, d, n, own, "grow"))
+                holds_at.append((now + d, own))
+                continue
+            if e.action and not e.due_now:
+                return None
+            for s, t, n in e.fixed:
+                if s != now:
+                    return None
+                holds_at.append((t, n))
+            if e.action:
+                actors.append(e)
+        items = self._pending_items(pending, now, snapshot)
+        if items is None:
+            return None
+        if grows:
+            items = sorted(items + grows, key=lambda x: (x[0], x[1]))
+        starts = _backfill(items, _holds_from(now, holds_at), cap, now)
+        return self._fast_decisions(snapshot, now, actors, items, starts)
+
+    def _forget(self, pending: Sequence[JobView], running: Sequence[JobView]) -> None:
+        """Drop cached views long gone; warn of unprofiled evolving jobs as :meth:`plan` would."""
+        views = self._views
+        if len(views) > 4 * (len(pending) + len(running)) + 1024:
+            keep = {id(j) for j in (*pending, *running)}
+            self._views = {k: v for k, v in views.items() if k in keep}
+        if not self._warned:  # the first such job in list order, in the first cycle with one
+            new = [
+                j
+                for j in (*pending, *running)
+                if j.kind is JobKind.EVOLVING and id(j) not in views and self._profile(j) is None
+            ]
+            if new:
+                self._warn_unprofiled(min(new, key=lambda j: (j.submit_time_s, j.job_id)))
+
+    def _hold(self, job: JobView, now: float) -> tuple[float | None, int]:
+        """A running job that only holds its size: ``(end, size)`` of that hold from now.
+
+        ``(None, 0)`` for the others (see :func:`_simple_end`). The same hold as
+        :meth:`_entry` gives; the snapped end is cached per view.
+        """
+        hit = self._views.get(id(job))
+        if hit is None or hit[0] is not job:
+            hit = self._views[id(job)] = (job, _simple_end(job, self._profile(job)), job.size)
+        end = hit[1]
+        if end is None:
+            return None, 0
+        assert isinstance(end, float)
+        return (end if end > now + 2 * _DUE_S else now + 2 * _DUE_S), hit[2]
+
+    def _pending_items(
+        self, pending: Sequence[JobView], now: float, snapshot: ClusterSnapshot
+    ) -> list[_Item] | None:
+        """The pending jobs to place, from their cached one step; ``None`` if one has more."""
+        views = self._views
+        items: list[_Item] = []
+        for job in pending:
+            hit = views.get(id(job))
+            if hit is None or hit[0] is not job:
+                e = self._entry(job, now, snapshot)
+                hit = views[id(job)] = (job, e.steps[0] if len(e.steps) == 1 else None, 0)
+            step = hit[1]
+            if step is None:
+                return None
+            assert isinstance(step, tuple)
+            items.append((job.submit_time_s, job.job_id, job, step[0], step[1], 0, "start"))
+        return items
+
+    def _fast_decisions(
+        self,
+        snapshot: ClusterSnapshot,
+        now: float,
+        actors: list[_Entry],
+        items: list[_Item],
+        starts: list[float],
+    ) -> list[Decision]:
+        """:meth:`_decisions` for :meth:`_fast_decide`: releases, then the rest in list order."""
+        horizon = now + _DUE_S
+        due = [(e.job.submit_time_s, e.job.job_id, e.job, e.action) for e in actors]
+        placed = zip(items, starts, strict=True)
+        due += [(i[0], i[1], i[2], i[6]) for i, s in placed if s <= horizon]
+        if not due:
+            return []
+        if actors:
+            due.sort(key=lambda x: (x[0], x[1]))
+        label = self.config.fit
+        free = len(snapshot.idle_nodes())
+        releases: list[Decision] = []
+        actions: list[Decision] = []
+        for _, _, job, action in due:
+            if action == "release":
+                give = min(-job.evolving_request, job.size - max(1, job.nodes_min))
+                if give >= 1:
+                    free += give
+                    releases.append(
+                        Shrink(job.job_id, give, f"its {label} schedule starts the next step now")
+                    )
+        for _, _, job, action in due:
+            if action == "start":
+                if job.nodes_requested <= free:
+                    free -= job.nodes_requested
+                    actions.append(
+                        Start(job.job_id, job.nodes_requested, f"its {label} schedule starts now")
+                    )
+            elif action == "grow":
+                want = min(job.evolving_request, job.nodes_max - job.size)
+                if 1 <= want <= free:
+                    free -= want
+                    actions.append(
+                        Expand(job.job_id, want, f"its {label} schedule starts the next step now")
+                    )
+        return [*releases, *actions]
 
     # ------------------------------------------------------------------ planning
     def _profile(self, job: JobView) -> tuple[Step, ...] | None:
@@ -462,6 +610,57 @@ def _slack(entries: Sequence[_Entry], now: float) -> list[float]:
     return out
 
 
+_Item = tuple[float, int, JobView, float, int, int, str]
+"""A job to place in :meth:`KleinPerez._fast_decide`: submit time, id, view, its one step's
+duration and nodes, the nodes it reserves from now for that long (a running job waiting to
+grow keeps its size), and its action (``"start"`` or ``"grow"``)."""
+
+
+def _backfill(items: Sequence[_Item], occ: Occupancy, cap: int, now: float) -> list[float]:
+    """Place each item in turn at its earliest start (Algorithm 2 for one step); the starts.
+
+    ``occ`` holds the running jobs' holds and the items' reservations. An item's
+    reservation is lifted while it is placed; a running job that does not grow now keeps its
+    nodes until it does. The list is cut as :meth:`KleinPerez.plan` cuts it (:func:`_slack`)
+    and, finer, once no item left could start now (:func:`_may_fit_now`: each placement
+    busies at least the nodes its item reserved, so what cannot start now never will in
+    this cycle). Items not placed get ``inf``.
+    """
+    needs = [(i[4] - i[5] if i[3] > 0.0 else -INFINITY) for i in items]
+    slack = list(accumulate(reversed(needs), min))[::-1]
+    starts = [INFINITY] * len(items)
+    last = len(items) - 1  # the last item that may still be given nodes now
+    for k, (_, _, _, d, n, own, _) in enumerate(items):
+        if cap - _least_busy(occ, now) < slack[k]:
+            break
+        while last >= k and not _may_fit_now(occ, items[last], cap, now):
+            last -= 1
+        if last < k:
+            break  # nobody from here on can be given nodes now
+        if own:
+            occ.add(now, now + d, -own)
+        s = occ.earliest(n, d, cap, now)
+        if own and s > now:
+            occ.add(now, s, own)
+        occ.add(s, s + d, n)
+        starts[k] = s
+    return starts
+
+
+def _may_fit_now(occ: Occupancy, item: _Item, cap: int, now: float) -> bool:
+    """False when ``item`` cannot start in ``[now, now + _DUE_S]`` against ``occ`` (or more).
+
+    A start there covers ``[now + _DUE_S, now + d)``: too busy there (less the item's own
+    reservation, which covers ``[now, now + d)``), it can only start later.
+    """
+    d, n, own = item[3], item[4], item[5]
+    if n > cap:
+        return False
+    if not d > 2 * _DUE_S:
+        return True
+    return occ.max_and_last_end(now + _DUE_S, now + d)[0] - own + n <= cap
+
+
 def _least_busy(occ: Occupancy, now: float) -> int:
     """The fewest nodes busy at any time in ``[now, now + _DUE_S]``."""
     times, vals = occ.times, occ.vals
@@ -489,6 +688,42 @@ def _unprofiled(job: JobView, now: float, end: float, request: int) -> _Entry:
         return _Entry(job, [(now, end, kept)], (), end, None, False, "release", due_now=True)
     end = max(end, now + 2 * _DUE_S)  # past its estimate: it ends soon, not now
     return _Entry(job, [(now, end, job.size)], (), end, None, False, "")
+
+
+def _simple_end(job: JobView, profile: tuple[Step, ...] | None) -> float | None:
+    """A running job that only holds its size until its estimated end: that end, snapped.
+
+    ``None`` for the others (evolving jobs with a profile or a request, resizing jobs, no
+    estimated end in the view): their entries are built each cycle.
+    """
+    if job.estimated_end_s is None:
+        return None
+    if job.kind is JobKind.EVOLVING:
+        request = 0 if job.resizing else job.evolving_request
+        if profile is not None or request != 0:
+            return None
+    return _snap(job.estimated_end_s)
+
+
+def _holds_from(now: float, holds_at: Sequence[tuple[float, int]]) -> Occupancy:
+    """The occupancy of holds ``[now, end)`` of ``nodes``, given as ``(end, nodes)``."""
+    occ = Occupancy(now)
+    total = 0
+    ends: dict[float, int] = {}
+    for end, n in holds_at:
+        if end > now and n:
+            total += n
+            if end < INFINITY:
+                ends[end] = ends.get(end, 0) + n
+    if not total:
+        return occ
+    times, vals = [now], [total]
+    for end in sorted(ends):
+        total -= ends[end]
+        times.append(end)
+        vals.append(total)
+    occ.times, occ.vals = times, vals
+    return occ
 
 
 def _suffix_sums(steps: Sequence[Step]) -> tuple[float, ...]:
