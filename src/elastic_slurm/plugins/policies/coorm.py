@@ -40,9 +40,10 @@ from elastic_slurm.model.decisions import Decision, Expand, Shrink, Start
 from elastic_slurm.model.request import JobKind
 from elastic_slurm.model.snapshot import ClusterSnapshot, JobView
 from elastic_slurm.model.triggers import Trigger
+from elastic_slurm.plugins.kit.holds import holds_from, may_start_now, split_by_start
 from elastic_slurm.plugins.kit.nodes import machine_nodes, within_free
 from elastic_slurm.plugins.kit.occupancy import Occupancy
-from elastic_slurm.plugins.kit.queue import submit_order, without_started
+from elastic_slurm.plugins.kit.queue import without_started
 from elastic_slurm.plugins.policy import Policy
 
 log = logging.getLogger(__name__)
@@ -197,6 +198,8 @@ class EquiPartition(Policy):
         super().__init__(config)
         self._warned = False  # wide pre-allocations are reported once
         self._plan: _Plan | None = None  # the last cycle's reservations, to build on
+        # each pending view's request, by id(view) (the view is kept: its id is not reused)
+        self._requests: dict[int, tuple[JobView, int, float]] = {}
 
     def decide(self, snapshot: ClusterSnapshot, trigger: Trigger) -> list[Decision]:
         """Return this cycle's shrinks, starts and expansions (see the class docstring).
@@ -208,7 +211,11 @@ class EquiPartition(Policy):
         resizing on nodes an evolving job has pre-allocated).
         """
         cycle = _Cycle(self.config, snapshot)
-        self._plan = cycle.nonpreemptible_view(self._plan)
+        if len(self._requests) > 4 * len(cycle.pending) + 1024:  # forget views long gone
+            self._requests = {
+                id(j): self._requests[id(j)] for j in cycle.pending if id(j) in self._requests
+            }
+        self._plan = cycle.nonpreemptible_view(self._plan, self._requests)
         if not self._warned:
             cycle.find_wide()
         if cycle.wide is not None and not self._warned:
@@ -238,30 +245,42 @@ class _Cycle:
         self.snapshot = snapshot
         self.now = snapshot.time_s
         self.cap = machine_nodes(snapshot)
-        order = sorted(snapshot.jobs, key=submit_order)
-        self.running = [j for j in order if j.start_time_s is not None]
-        self.pending = [j for j in order if j.start_time_s is None]
+        self.running, self.pending = split_by_start(snapshot)
         self.occ = Occupancy(self.now)
         self.starts: list[JobView] = []
         self.sizes = {j.job_id: j.size for j in self.running}
         self.wide: JobView | None = None  # a pending pre-allocation over twice its request
 
-    def nonpreemptible_view(self, plan: _Plan | None = None) -> _Plan:
+    def nonpreemptible_view(
+        self,
+        plan: _Plan | None = None,
+        requests: dict[int, tuple[JobView, int, float]] | None = None,
+    ) -> _Plan:
         """Step 1: running jobs' non-preemptible holds, then CBF of the queue's requests.
 
-        Once no node is left non-preemptibly now, only a job of zero duration could still
-        start now, and later reservations do not change what is used now: the scan stops
-        placing the others (the schedule now is the same, and long queues cost little).
-        ``plan`` (the last cycle's) lets the reservations it still holds be kept instead of
-        recomputed (see :class:`_Plan`); returns this cycle's.
+        Once no job left in the queue could start now (no node left non-preemptibly now, or
+        :func:`~elastic_slurm.plugins.kit.holds.may_start_now` false for each), only a job
+        of zero duration could still start now, and later reservations do not change what is
+        used now: the scan stops placing the others (the schedule now is the same, and long
+        queues cost little). ``plan`` (the last cycle's) lets the reservations it still holds
+        be kept instead of recomputed (see :class:`_Plan`); ``requests`` caches each pending
+        view's request (by ``id``; see :func:`_np_request`). Returns this cycle's plan.
         """
         now, cap, config = self.now, self.cap, self.config
         just_after = math.nextafter(now, INFINITY)  # a job past its estimate ends "soon"
-        held = Occupancy(now)
+        ends = []
         for job in self.running:
             end = job.estimated_end_s if job.estimated_end_s is not None else INFINITY
-            held.add(now, max(end, just_after), _np_hold(job, config))
+            ends.append((max(end, just_after), _np_hold(job, config)))
+        held = holds_from(now, ends)
         pending = self.pending
+        requests = {} if requests is None else requests
+        asks = []
+        for job in pending:
+            hit = requests.get(id(job))
+            if hit is None:
+                hit = requests[id(job)] = (job, *_np_request(job, config))
+            asks.append(hit)
         if plan is not None and plan.follows(now, cap, held, pending):
             occ, places = plan.final.after(now), plan.places
             due = min(places, default=INFINITY) == now  # reservations that are now start
@@ -269,15 +288,21 @@ class _Cycle:
         else:
             occ, places, started = held.after(now), [], []
         full = occ.value_at(now) >= cap
+        last = len(pending) - 1  # the last job with a duration that may still start now
         for k in range(len(places), len(pending)):
-            job = pending[k]
-            need = _np_need(job, config)
+            _, need, duration = asks[k]
             if need > cap:
                 if not full:
                     places.append(INFINITY)
                 continue  # can never start here: reserves nothing
-            duration = job.walltime_at_s(_np_start(job))
-            step = ((INFINITY if duration is None else max(duration, 0.0)), need)
+            step = (duration, need)
+            if not full and duration > 0.0:
+                free = cap - occ.value_at(now)
+                while last >= k and (
+                    asks[last][1] > free or not _may_start(occ, asks[last], cap, now)
+                ):
+                    last -= 1
+                full = last < k  # nobody from here on can start now but at zero duration
             if full:
                 if step[0] == 0.0:
                     started.append(k)  # fits anywhere, now included
@@ -293,10 +318,9 @@ class _Cycle:
                 full = occ.value_at(now) >= cap
         self.occ = occ
         self.starts = [pending[k] for k in started]
-        for job in self.starts:  # what the next cycle's holds should be, if all goes as planned
-            duration = job.walltime_at_s(_np_start(job))
-            end = INFINITY if duration is None else now + max(duration, 0.0)
-            held.add(now, end, _np_need(job, config))
+        for k in started:  # what the next cycle's holds should be, if all goes as planned
+            job, need, duration = asks[k]
+            held.add(now, now + duration, need)
         return _Plan.build(now, cap, held, occ, pending, places, started)
 
     def find_wide(self) -> None:
@@ -339,7 +363,8 @@ class _Cycle:
         """Step 3: share the preemptible nodes; the shrinks, starts and expansions it takes."""
         malleable = [j for j in self.running if j.kind is JobKind.MALLEABLE and not j.resizing]
         used = sum(max(1, j.nodes_min) for j in malleable)  # non-preemptibly used now
-        used += sum(self.sizes[j.job_id] for j in self.running if j not in malleable)
+        resized = {id(j) for j in malleable}  # the running jobs sized by equi-partitioning
+        used += sum(self.sizes[j.job_id] for j in self.running if id(j) not in resized)
         for job in self.starts:
             if job.kind is JobKind.MALLEABLE:
                 malleable.append(job)
@@ -461,6 +486,26 @@ def _np_need(job: JobView, config: EquiPartition.Config) -> int:
     if job.kind is JobKind.EVOLVING and config.preallocate:
         return max(job.nodes_requested, job.nodes_max)
     return _np_start(job)
+
+
+def _np_request(job: JobView, config: EquiPartition.Config) -> tuple[int, float]:
+    """A pending job's request for conservative backfilling: ``(nodes, duration_s)``.
+
+    Its :func:`_np_need`, for its time limit at its :func:`_np_start` size (``inf`` when it
+    has none; never negative).
+    """
+    duration = job.walltime_at_s(_np_start(job))
+    return _np_need(job, config), (INFINITY if duration is None else max(duration, 0.0))
+
+
+def _may_start(occ: Occupancy, ask: tuple[JobView, int, float], cap: int, now: float) -> bool:
+    """Whether a request ``(view, nodes, duration_s)`` of some duration may start now.
+
+    False for a zero duration: such a request fits anywhere, and the scan starts it without
+    placing anything.
+    """
+    _, need, duration = ask
+    return duration > 0.0 and may_start_now(occ, need, duration, cap, now)
 
 
 def _np_start(job: JobView) -> int:

@@ -49,6 +49,7 @@ from elastic_slurm.model.decisions import Decision, Expand, Shrink, Start
 from elastic_slurm.model.request import JobKind
 from elastic_slurm.model.snapshot import ClusterSnapshot, JobView
 from elastic_slurm.model.triggers import Trigger
+from elastic_slurm.plugins.kit.holds import holds_from, split_by_start
 from elastic_slurm.plugins.kit.nodes import machine_nodes
 from elastic_slurm.plugins.kit.occupancy import Occupancy
 from elastic_slurm.plugins.policies.klein_perez_fit import (
@@ -310,7 +311,7 @@ class KleinPerez(Policy):
         """
         now = _snap(snapshot.time_s)
         cap = machine_nodes(snapshot)
-        pending, running = snapshot.pending(), snapshot.running()
+        running, pending = split_by_start(snapshot)
         self._forget(pending, running)
         holds_at: list[tuple[float, int]] = []  # (end, nodes) of holds from now
         actors: list[_Entry] = []  # running entries due now (release, or grow by nodes_max)
@@ -341,7 +342,7 @@ class KleinPerez(Policy):
             return None
         if grows:
             items = sorted(items + grows, key=lambda x: (x[0], x[1]))
-        starts = _backfill(items, _holds_from(now, holds_at), cap, now)
+        starts = _backfill(items, holds_from(now, holds_at), cap, now)
         return self._fast_decisions(snapshot, now, actors, items, starts)
 
     def _forget(self, pending: Sequence[JobView], running: Sequence[JobView]) -> None:
@@ -631,9 +632,10 @@ def _backfill(items: Sequence[_Item], occ: Occupancy, cap: int, now: float) -> l
     starts = [INFINITY] * len(items)
     last = len(items) - 1  # the last item that may still be given nodes now
     for k, (_, _, _, d, n, own, _) in enumerate(items):
-        if cap - _least_busy(occ, now) < slack[k]:
+        free = cap - _least_busy(occ, now)
+        if free < slack[k]:
             break
-        while last >= k and not _may_fit_now(occ, items[last], cap, now):
+        while last >= k and (needs[last] > free or not _may_fit_now(occ, items[last], cap, now)):
             last -= 1
         if last < k:
             break  # nobody from here on can be given nodes now
@@ -703,27 +705,6 @@ def _simple_end(job: JobView, profile: tuple[Step, ...] | None) -> float | None:
         if profile is not None or request != 0:
             return None
     return _snap(job.estimated_end_s)
-
-
-def _holds_from(now: float, holds_at: Sequence[tuple[float, int]]) -> Occupancy:
-    """The occupancy of holds ``[now, end)`` of ``nodes``, given as ``(end, nodes)``."""
-    occ = Occupancy(now)
-    total = 0
-    ends: dict[float, int] = {}
-    for end, n in holds_at:
-        if end > now and n:
-            total += n
-            if end < INFINITY:
-                ends[end] = ends.get(end, 0) + n
-    if not total:
-        return occ
-    times, vals = [now], [total]
-    for end in sorted(ends):
-        total -= ends[end]
-        times.append(end)
-        vals.append(total)
-    occ.times, occ.vals = times, vals
-    return occ
 
 
 def _suffix_sums(steps: Sequence[Step]) -> tuple[float, ...]:
