@@ -10,11 +10,14 @@ they cost more than the planning itself on a deep queue; these build the same in
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Sequence
 
 from elastic_slurm.model.snapshot import ClusterSnapshot, JobView
 from elastic_slurm.plugins.kit.occupancy import Occupancy
 from elastic_slurm.plugins.kit.queue import INFINITY, submit_order
+
+_START = operator.attrgetter("start_time_s")
 
 
 def split_by_start(snapshot: ClusterSnapshot) -> tuple[Sequence[JobView], Sequence[JobView]]:
@@ -33,9 +36,8 @@ def split_by_start(snapshot: ClusterSnapshot) -> tuple[Sequence[JobView], Sequen
     """
     if "_names" in vars(snapshot) and "jobs" not in vars(snapshot):  # made by from_parts
         pending, running = snapshot.pending(), snapshot.running()
-        if all(j.start_time_s is None for j in pending) and not any(
-            j.start_time_s is None for j in running
-        ):
+        starts = list(map(_START, pending))
+        if starts.count(None) == len(starts) and None not in map(_START, running):
             return running, pending
     order = sorted(snapshot.jobs, key=submit_order)
     return (

@@ -198,8 +198,7 @@ class EquiPartition(Policy):
         super().__init__(config)
         self._warned = False  # wide pre-allocations are reported once
         self._plan: _Plan | None = None  # the last cycle's reservations, to build on
-        # each pending view's request, by id(view) (the view is kept: its id is not reused)
-        self._requests: dict[int, tuple[JobView, int, float]] = {}
+        self._requests = _Requests()  # each pending view's request
 
     def decide(self, snapshot: ClusterSnapshot, trigger: Trigger) -> list[Decision]:
         """Return this cycle's shrinks, starts and expansions (see the class docstring).
@@ -211,10 +210,7 @@ class EquiPartition(Policy):
         resizing on nodes an evolving job has pre-allocated).
         """
         cycle = _Cycle(self.config, snapshot)
-        if len(self._requests) > 4 * len(cycle.pending) + 1024:  # forget views long gone
-            self._requests = {
-                id(j): self._requests[id(j)] for j in cycle.pending if id(j) in self._requests
-            }
+        self._requests.forget(cycle.pending)
         self._plan = cycle.nonpreemptible_view(self._plan, self._requests)
         if not self._warned:
             cycle.find_wide()
@@ -254,7 +250,7 @@ class _Cycle:
     def nonpreemptible_view(
         self,
         plan: _Plan | None = None,
-        requests: dict[int, tuple[JobView, int, float]] | None = None,
+        requests: _Requests | None = None,
     ) -> _Plan:
         """Step 1: running jobs' non-preemptible holds, then CBF of the queue's requests.
 
@@ -274,14 +270,14 @@ class _Cycle:
             ends.append((max(end, just_after), _np_hold(job, config)))
         held = holds_from(now, ends)
         pending = self.pending
-        requests = {} if requests is None else requests
-        asks = []
-        for job in pending:
-            hit = requests.get(id(job))
-            if hit is None:
-                hit = requests[id(job)] = (job, *_np_request(job, config))
-            asks.append(hit)
+        requests = _Requests() if requests is None else requests
+
+        def ask(k: int) -> tuple[JobView, int, float]:
+            return requests.of(pending[k], config)
+
+        known = 0  # pending[:known] are last cycle's queue, whose requests are all cached
         if plan is not None and plan.follows(now, cap, held, pending):
+            known = len(plan.ids)
             occ, places = plan.final.after(now), plan.places
             due = min(places, default=INFINITY) == now  # reservations that are now start
             started = [k for k, t in enumerate(places) if t == now] if due else []
@@ -289,37 +285,44 @@ class _Cycle:
             occ, places, started = held.after(now), [], []
         full = occ.value_at(now) >= cap
         last = len(pending) - 1  # the last job with a duration that may still start now
-        for k in range(len(places), len(pending)):
-            _, need, duration = asks[k]
+        k = len(places)
+        while k < len(pending) and not full:
+            _, need, duration = ask(k)
             if need > cap:
-                if not full:
-                    places.append(INFINITY)
+                places.append(INFINITY)
+                k += 1
                 continue  # can never start here: reserves nothing
-            step = (duration, need)
-            if not full and duration > 0.0:
+            if duration > 0.0:
                 free = cap - occ.value_at(now)
                 while last >= k and (
-                    asks[last][1] > free or not _may_start(occ, asks[last], cap, now)
+                    ask(last)[1] > free or not _may_start(occ, ask(last), cap, now)
                 ):
                     last -= 1
                 full = last < k  # nobody from here on can start now but at zero duration
-            if full:
-                if step[0] == 0.0:
-                    started.append(k)  # fits anywhere, now included
-                continue
-            begin = occ.earliest(need, step[0], cap, now)
+                if full:
+                    break
+            begin = occ.earliest(need, duration, cap, now)
             places.append(begin)
+            k += 1
             if begin == INFINITY:
                 continue
             if begin <= now:
-                started.append(k)
-            occ.add(begin, begin + step[0], need)
+                started.append(k - 1)
+            occ.add(begin, begin + duration, need)
             if begin <= now:
                 full = occ.value_at(now) >= cap
+        rest = max(k, known)  # cache the requests of the rest too: any zero duration?
+        if rest < len(pending) and not requests.by_id.keys() >= set(map(id, pending[rest:])):
+            for j in range(rest, len(pending)):
+                ask(j)
+        if k < len(pending) and requests.zero:
+            for j in range(k, len(pending)):  # zero durations fit anywhere, now included
+                if id(pending[j]) in requests.zero and ask(j)[1] <= cap:
+                    started.append(j)
         self.occ = occ
         self.starts = [pending[k] for k in started]
         for k in started:  # what the next cycle's holds should be, if all goes as planned
-            job, need, duration = asks[k]
+            _, need, duration = ask(k)
             held.add(now, now + duration, need)
         return _Plan.build(now, cap, held, occ, pending, places, started)
 
@@ -486,6 +489,34 @@ def _np_need(job: JobView, config: EquiPartition.Config) -> int:
     if job.kind is JobKind.EVOLVING and config.preallocate:
         return max(job.nodes_requested, job.nodes_max)
     return _np_start(job)
+
+
+@dataclasses.dataclass
+class _Requests:
+    """Each pending view's :func:`_np_request`, cached by ``id(view)``.
+
+    The view is kept with its request, so that its id is not reused while cached.
+    ``zero`` holds the ids of those of zero duration (which start whenever they fit now).
+    """
+
+    by_id: dict[int, tuple[JobView, int, float]] = dataclasses.field(default_factory=dict)
+    zero: set[int] = dataclasses.field(default_factory=set)
+
+    def of(self, job: JobView, config: EquiPartition.Config) -> tuple[JobView, int, float]:
+        """``(job, nodes, duration_s)``: the job's request, from the cache or computed."""
+        hit = self.by_id.get(id(job))
+        if hit is None:
+            hit = self.by_id[id(job)] = (job, *_np_request(job, config))
+            if hit[2] == 0.0:
+                self.zero.add(id(job))
+        return hit
+
+    def forget(self, pending: Sequence[JobView]) -> None:
+        """Drop the views no longer pending, once there are many of them."""
+        if len(self.by_id) > 4 * len(pending) + 1024:
+            keep = {id(j) for j in pending}
+            self.by_id = {k: v for k, v in self.by_id.items() if k in keep}
+            self.zero &= keep
 
 
 def _np_request(job: JobView, config: EquiPartition.Config) -> tuple[int, float]:

@@ -337,6 +337,11 @@ class KleinPerez(Policy):
                 holds_at.append((t, n))
             if e.action:
                 actors.append(e)
+        if not pending and not grows and not actors:
+            return []
+        if not any(e.action == "release" for e in actors) and not snapshot.idle_nodes():
+            if min((j.nodes_requested for j in pending), default=1) >= 1:
+                return []  # no node to give: nothing can start or grow
         items = self._pending_items(pending, now, snapshot)
         if items is None:
             return None
