@@ -250,6 +250,7 @@ class KleinPerez(Policy):
         # view's (view, snapped estimated end or None when not a plain hold, size); a pending
         # view's (view, its one step or None, 0)
         self._views: dict[int, tuple[JobView, object, int]] = {}
+        self._last: _LastPlan | None = None  # the last fast cycle's placements, to build on
 
     def decide(self, snapshot: ClusterSnapshot, trigger: Trigger) -> list[Decision]:
         """Re-run Algorithm 1 and return what it schedules now (see the class docstring).
@@ -347,7 +348,14 @@ class KleinPerez(Policy):
             return None
         if grows:
             items = sorted(items + grows, key=lambda x: (x[0], x[1]))
-        starts = _backfill(items, holds_from(now, holds_at), cap, now)
+        base = holds_from(now, holds_at)
+        last = self._last
+        if not grows and last is not None and last.follows(now, cap, base, items):
+            occ, first = last.final.after(now), list(last.places)
+        else:
+            occ, first = base.after(now), []
+        starts, placed = _backfill(items, occ, cap, now, first)
+        self._last = None if grows else _LastPlan.build(now, cap, base, occ, items, starts[:placed])
         return self._fast_decisions(snapshot, now, actors, items, starts)
 
     def _forget(self, pending: Sequence[JobView], running: Sequence[JobView]) -> None:
@@ -622,8 +630,13 @@ duration and nodes, the nodes it reserves from now for that long (a running job 
 grow keeps its size), and its action (``"start"`` or ``"grow"``)."""
 
 
-def _backfill(items: Sequence[_Item], occ: Occupancy, cap: int, now: float) -> list[float]:
-    """Place each item in turn at its earliest start (Algorithm 2 for one step); the starts.
+def _backfill(
+    items: Sequence[_Item], occ: Occupancy, cap: int, now: float, first: list[float]
+) -> tuple[list[float], int]:
+    """Place each item in turn at its earliest start (Algorithm 2 for one step).
+
+    Returns every item's start and how many were placed: ``first`` (the starts of the first
+    items, already in ``occ``: see :class:`_LastPlan`), then those placed here.
 
     ``occ`` holds the running jobs' holds and the items' reservations. An item's
     reservation is lifted while it is placed; a running job that does not grow now keeps its
@@ -634,9 +647,11 @@ def _backfill(items: Sequence[_Item], occ: Occupancy, cap: int, now: float) -> l
     """
     needs = [(i[4] - i[5] if i[3] > 0.0 else -INFINITY) for i in items]
     slack = list(accumulate(reversed(needs), min))[::-1]
-    starts = [INFINITY] * len(items)
+    starts = first + [INFINITY] * (len(items) - len(first))
     last = len(items) - 1  # the last item that may still be given nodes now
-    for k, (_, _, _, d, n, own, _) in enumerate(items):
+    k = len(first)
+    for k in range(len(first), len(items)):
+        _, _, _, d, n, own, _ = items[k]
         free = cap - _least_busy(occ, now)
         if free < slack[k]:
             break
@@ -651,7 +666,73 @@ def _backfill(items: Sequence[_Item], occ: Occupancy, cap: int, now: float) -> l
             occ.add(now, s, own)
         occ.add(s, s + d, n)
         starts[k] = s
-    return starts
+    else:
+        k = len(items)
+    return starts, k
+
+
+@dataclass
+class _LastPlan:
+    """A cycle's placements, kept so that the next cycle need not redo them all.
+
+    Placed from scratch, the items placed last cycle get the same starts again if (1) the
+    holds from now on are last cycle's with the items it started added, (2) the items are
+    last cycle's minus those started, plus arrivals at the end, on the same machine, and
+    (3) no start is before now: each start is the earliest that fits (Algorithm 2 for one
+    step), the new occupancy before an item is never lower (only items later in the list
+    were started, and added), and the old start still fits. Checked exactly by
+    :meth:`follows`; otherwise everything is placed again. Running jobs waiting to grow are
+    never kept (their steps change with the time).
+
+    Parameters
+    ----------
+    now, cap
+        The cycle's time (seconds) and machine size.
+    base
+        The holds with the items started added (what the next cycle's holds should be).
+    final
+        The occupancy after every placement.
+    ids, places
+        The ``id()`` of the items' views still to start, in order, and the starts of the
+        first ``len(places)`` of them.
+    """
+
+    now: float
+    cap: int
+    base: Occupancy
+    final: Occupancy
+    ids: list[int]
+    places: list[float]
+
+    @classmethod
+    def build(
+        cls,
+        now: float,
+        cap: int,
+        base: Occupancy,
+        final: Occupancy,
+        items: Sequence[_Item],
+        places: list[float],
+    ) -> _LastPlan:
+        horizon = now + _DUE_S
+        due = {k for k, s in enumerate(places) if s <= horizon}
+        for k in due:
+            s, d, n = places[k], items[k][3], items[k][4]
+            base.add(s, s + d, n)
+        ids = [id(i[2]) for k, i in enumerate(items) if k not in due]
+        return cls(now, cap, base, final, ids, [s for k, s in enumerate(places) if k not in due])
+
+    def follows(self, now: float, cap: int, base: Occupancy, items: Sequence[_Item]) -> bool:
+        """Whether a cycle may keep these placements (conditions (1)-(3) above)."""
+        n = len(self.ids)
+        return (
+            now >= self.now
+            and cap == self.cap
+            and len(items) >= n
+            and [id(i[2]) for i in items[:n]] == self.ids
+            and min(self.places, default=INFINITY) >= now
+            and self.base.after(now).same(base)
+        )
 
 
 def _may_fit_now(occ: Occupancy, item: _Item, cap: int, now: float) -> bool:
