@@ -317,10 +317,15 @@ class KleinPerez(Policy):
         holds_at: list[tuple[float, int]] = []  # (end, nodes) of holds from now
         actors: list[_Entry] = []  # running entries due now (release, or grow by nodes_max)
         grows: list[_Item] = []
+        views, floor = self._views, now + 2 * _DUE_S
         for job in running:
-            end, size = self._hold(job, now)
-            if end is not None:
-                holds_at.append((end, size))
+            hit = views.get(id(job))
+            if hit is None or hit[0] is not job:
+                hit = views[id(job)] = (job, _simple_end(job, self._profile(job)), job.size)
+            end = hit[1]
+            if end is not None:  # a hold until its estimated end (soon, when past it)
+                assert isinstance(end, float)
+                holds_at.append((end if end > floor else floor, hit[2]))
                 continue
             e = self._entry(job, now, snapshot)
             if e.steps:  # waiting to grow without a profile: placed like a pending job
@@ -372,21 +377,6 @@ class KleinPerez(Policy):
             ]
             if new:
                 self._warn_unprofiled(min(new, key=lambda j: (j.submit_time_s, j.job_id)))
-
-    def _hold(self, job: JobView, now: float) -> tuple[float | None, int]:
-        """A running job that only holds its size: ``(end, size)`` of that hold from now.
-
-        ``(None, 0)`` for the others (see :func:`_simple_end`). The same hold as
-        :meth:`_entry` gives; the snapped end is cached per view.
-        """
-        hit = self._views.get(id(job))
-        if hit is None or hit[0] is not job:
-            hit = self._views[id(job)] = (job, _simple_end(job, self._profile(job)), job.size)
-        end = hit[1]
-        if end is None:
-            return None, 0
-        assert isinstance(end, float)
-        return (end if end > now + 2 * _DUE_S else now + 2 * _DUE_S), hit[2]
 
     def _pending_items(
         self, pending: Sequence[JobView], now: float, snapshot: ClusterSnapshot
@@ -650,15 +640,20 @@ def _backfill(
     starts = first + [INFINITY] * (len(items) - len(first))
     last = len(items) - 1  # the last item that may still be given nodes now
     k = len(first)
+    fits = False  # known: items[last] may start now against occ
     for k in range(len(first), len(items)):
         _, _, _, d, n, own, _ = items[k]
         free = cap - _least_busy(occ, now)
         if free < slack[k]:
             break
-        while last >= k and (needs[last] > free or not _may_fit_now(occ, items[last], cap, now)):
+        while last >= k and (
+            needs[last] > free or not (fits or _may_fit_now(occ, items[last], cap, now))
+        ):
             last -= 1
+            fits = False
         if last < k:
             break  # nobody from here on can be given nodes now
+        fits = True  # items[last] may start now, until a placement busies its time
         if own:
             occ.add(now, now + d, -own)
         s = occ.earliest(n, d, cap, now)
@@ -666,6 +661,7 @@ def _backfill(
             occ.add(now, s, own)
         occ.add(s, s + d, n)
         starts[k] = s
+        fits = s >= now + items[last][3] and not own
     else:
         k = len(items)
     return starts, k
