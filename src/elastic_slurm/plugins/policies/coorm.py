@@ -283,8 +283,10 @@ class _Cycle:
             started = [k for k, t in enumerate(places) if t == now] if due else []
         else:
             occ, places, started = held.after(now), [], []
-        full = occ.value_at(now) >= cap
+        free = cap - occ.value_at(now)  # nodes free non-preemptibly now
+        full = free <= 0
         last = len(pending) - 1  # the last job with a duration that may still start now
+        last_ok = False  # known: pending[last] may start now against occ
         k = len(places)
         while k < len(pending) and not full:
             _, need, duration = ask(k)
@@ -293,24 +295,27 @@ class _Cycle:
                 k += 1
                 continue  # can never start here: reserves nothing
             if duration > 0.0:
-                free = cap - occ.value_at(now)
-                while last >= k and (
-                    ask(last)[1] > free or not _may_start(occ, ask(last), cap, now)
-                ):
+                while last >= k:
+                    _, n_last, d_last = ask(last)
+                    if n_last <= free and (last_ok or _may_start(occ, ask(last), cap, now)):
+                        break
                     last -= 1
+                    last_ok = False
                 full = last < k  # nobody from here on can start now but at zero duration
                 if full:
                     break
+                last_ok = True
             begin = occ.earliest(need, duration, cap, now)
             places.append(begin)
             k += 1
             if begin == INFINITY:
                 continue
+            occ.add(begin, begin + duration, need)
+            last_ok = last_ok and begin >= now + ask(last)[2]
             if begin <= now:
                 started.append(k - 1)
-            occ.add(begin, begin + duration, need)
-            if begin <= now:
-                full = occ.value_at(now) >= cap
+                free = cap - occ.value_at(now)
+                full = free <= 0
         rest = max(k, known)  # cache the requests of the rest too: any zero duration?
         if rest < len(pending) and not requests.by_id.keys() >= set(map(id, pending[rest:])):
             for j in range(rest, len(pending)):
