@@ -285,37 +285,9 @@ class _Cycle:
             occ, places, started = held.after(now), [], []
         free = cap - occ.value_at(now)  # nodes free non-preemptibly now
         full = free <= 0
-        last = len(pending) - 1  # the last job with a duration that may still start now
-        last_ok = False  # known: pending[last] may start now against occ
         k = len(places)
-        while k < len(pending) and not full:
-            _, need, duration = ask(k)
-            if need > cap:
-                places.append(INFINITY)
-                k += 1
-                continue  # can never start here: reserves nothing
-            if duration > 0.0:
-                while last >= k:
-                    _, n_last, d_last = ask(last)
-                    if n_last <= free and (last_ok or _may_start(occ, ask(last), cap, now)):
-                        break
-                    last -= 1
-                    last_ok = False
-                full = last < k  # nobody from here on can start now but at zero duration
-                if full:
-                    break
-                last_ok = True
-            begin = occ.earliest(need, duration, cap, now)
-            places.append(begin)
-            k += 1
-            if begin == INFINITY:
-                continue
-            occ.add(begin, begin + duration, need)
-            last_ok = last_ok and begin >= now + ask(last)[2]
-            if begin <= now:
-                started.append(k - 1)
-                free = cap - occ.value_at(now)
-                full = free <= 0
+        if not full and k < len(pending):
+            k = self._scan(pending, requests, occ, places, started, k, free)
         rest = max(k, known)  # cache the requests of the rest too: any zero duration?
         if rest < len(pending) and not requests.by_id.keys() >= set(map(id, pending[rest:])):
             for j in range(rest, len(pending)):
@@ -330,6 +302,56 @@ class _Cycle:
             _, need, duration = ask(k)
             held.add(now, now + duration, need)
         return _Plan.build(now, cap, held, occ, pending, places, started)
+
+    def _scan(
+        self,
+        pending: Sequence[JobView],
+        requests: _Requests,
+        occ: Occupancy,
+        places: list[float],
+        started: list[int],
+        first: int,
+        free: int,
+    ) -> int:
+        """Place ``pending[first:]`` in order (conservative backfilling) while any may start now.
+
+        Appends to ``places`` and ``started``; adds to ``occ``. ``free``: nodes free
+        non-preemptibly now. Returns the position where the scan stopped.
+        """
+        now, cap, config = self.now, self.cap, self.config
+        asks: list[tuple[JobView, int, float] | None] = [None] * len(pending)  # from the cache
+        last = len(pending) - 1  # the last job with a duration that may still start now
+        last_ok = False  # known: pending[last] may start now against occ
+        for k in range(first, len(pending)):
+            _, need, duration = asks[k] or requests.of(pending[k], config)
+            if need > cap:
+                places.append(INFINITY)
+                continue  # can never start here: reserves nothing
+            if duration > 0.0:
+                while last >= k:
+                    ask = asks[last]
+                    if ask is None:
+                        ask = asks[last] = requests.of(pending[last], config)
+                    if ask[1] <= free and (last_ok or _may_start(occ, ask, cap, now)):
+                        break
+                    last -= 1
+                    last_ok = False
+                if last < k:
+                    return k  # nobody from here on can start now but at zero duration
+                last_ok = True
+            begin = occ.earliest(need, duration, cap, now)
+            places.append(begin)
+            if begin == INFINITY:
+                continue
+            occ.add(begin, begin + duration, need)
+            if last_ok:
+                last_ok = begin >= now + asks[last][2]  # type: ignore[index]
+            if begin <= now:
+                started.append(k)
+                free = cap - occ.value_at(now)
+                if free <= 0:
+                    return k + 1
+        return len(pending)
 
     def find_wide(self) -> None:
         """The first pending evolving job whose pre-allocation is over twice its request."""
