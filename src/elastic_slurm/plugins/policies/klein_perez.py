@@ -40,6 +40,7 @@ import bisect
 import dataclasses
 import logging
 import math
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
@@ -345,9 +346,14 @@ class KleinPerez(Policy):
                 actors.append(e)
         if not pending and not grows and not actors:
             return []
-        if not any(e.action == "release" for e in actors) and not snapshot.idle_nodes():
-            if min((j.nodes_requested for j in pending), default=1) >= 1:
-                return []  # no node to give: nothing can start or grow
+        if not any(e.action == "release" for e in actors):
+            # a start needs its nodes_requested idle, a growth its 1 <= want idle
+            least = min(map(_REQUESTED, pending), default=INFINITY)
+            for job in [g[2] for g in grows] + [e.job for e in actors]:
+                want = min(job.evolving_request, job.nodes_max - job.size)
+                least = min(least, want if want >= 1 else INFINITY)
+            if least > len(snapshot.idle_nodes()):
+                return []  # nothing can start or grow, whatever the schedule
         items = self._pending_items(pending, now, snapshot)
         if items is None:
             return None
@@ -381,20 +387,23 @@ class KleinPerez(Policy):
     def _pending_items(
         self, pending: Sequence[JobView], now: float, snapshot: ClusterSnapshot
     ) -> list[_Item] | None:
-        """The pending jobs to place, from their cached one step; ``None`` if one has more."""
+        """The pending jobs to place, cached per view; ``None`` if one has several steps.
+
+        A cached view is kept with its item, so its ``id`` is not reused while cached.
+        """
         views = self._views
-        items: list[_Item] = []
-        for job in pending:
-            hit = views.get(id(job))
-            if hit is None or hit[0] is not job:
-                e = self._entry(job, now, snapshot)
-                hit = views[id(job)] = (job, e.steps[0] if len(e.steps) == 1 else None, 0)
-            step = hit[1]
-            if step is None:
-                return None
-            assert isinstance(step, tuple)
-            items.append((job.submit_time_s, job.job_id, job, step[0], step[1], 0, "start"))
-        return items
+        hits = list(map(views.get, map(id, pending)))
+        if None in hits:
+            for k, job in enumerate(pending):
+                if hits[k] is None:
+                    e = self._entry(job, now, snapshot)
+                    item = None
+                    if len(e.steps) == 1:
+                        (d, n), key = e.steps[0], (job.submit_time_s, job.job_id)
+                        item = (*key, job, d, n, 0, "start")
+                    hits[k] = views[id(job)] = (job, item, 0)
+        items = [hit[1] for hit in hits]  # type: ignore[index]
+        return None if None in items else items  # type: ignore[return-value]
 
     def _fast_decisions(
         self,
@@ -613,6 +622,8 @@ def _slack(entries: Sequence[_Entry], now: float) -> list[float]:
         out[k] = min(out[k + 1], need)
     return out
 
+
+_REQUESTED = operator.attrgetter("nodes_requested")
 
 _Item = tuple[float, int, JobView, float, int, int, str]
 """A job to place in :meth:`KleinPerez._fast_decide`: submit time, id, view, its one step's
