@@ -143,8 +143,9 @@ class EquiPartition(Policy):
     * A job that is resizing is left as it is and its nodes count as non-preemptible for the
       cycle (the snapshot does not say how many it will end with).
     * Step 1 is recomputed every cycle; the policy keeps the last cycle's reservations only to
-      skip those that the recomputation provably gives again (``_Plan``): the decisions are
-      the recomputation's.
+      skip those that the recomputation provably gives again (``_Plan``), and stops placing
+      the queue once no job left in it could start now (later reservations change nothing
+      now): the decisions are the recomputation's.
     * With ``preallocate=False`` evolving jobs pre-allocate only their current size (the
       thesis' "probable execution"): a growth is then served only when nodes are free
       non-preemptibly (idle or used preemptibly by malleable jobs), and otherwise lapses or

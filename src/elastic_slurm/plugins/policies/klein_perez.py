@@ -176,6 +176,12 @@ class KleinPerez(Policy):
       its run time.
     * Running jobs that are neither evolving with a profile nor evolving at all hold their
       current size until their estimated end; malleable jobs are never resized.
+    * **Speed.** When every job left to place has one step (no profile, or a profile of
+      one step), :meth:`decide` places only those jobs, in list order, against the other
+      jobs' holds, keeps the last cycle's placements when placing again would give the
+      same (:class:`_LastPlan`), and stops once no job left could start now; otherwise it
+      runs :meth:`plan`. Its decisions are :meth:`plan`'s (``tests/sim``
+      ``test_planner_fast_paths.py`` checks it at every cycle of trace slices).
 
     Parameters
     ----------
