@@ -284,6 +284,7 @@ class ClusterSnapshot:
             "_names": node_names,
             "_lookup": lookup,
             "estimates": estimates,
+            "_parts": True,
         }
         object.__setattr__(snap, "__dict__", state)
         return snap
@@ -317,6 +318,14 @@ class ClusterSnapshot:
         if idle is None:
             idle = state["_idle"] = tuple(n.name for n in self.nodes if n.state is NodeState.IDLE)
         return idle  # type: ignore[no-any-return]
+
+    def pending_and_running_only(self) -> bool:
+        """Whether the snapshot holds pending and running jobs only (made by :meth:`from_parts`).
+
+        Then :meth:`pending` and :meth:`running` are all its jobs, each in submission order,
+        read without building :attr:`jobs`.
+        """
+        return bool(self.__dict__.get("_parts"))
 
     def pending(self) -> tuple[JobView, ...]:
         """Pending jobs in submission order (first come, first served)."""

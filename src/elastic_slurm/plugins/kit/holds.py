@@ -34,7 +34,7 @@ def split_by_start(snapshot: ClusterSnapshot) -> tuple[Sequence[JobView], Sequen
     tuple
         ``(started, not_started)``: two sequences of job views.
     """
-    if "_names" in vars(snapshot) and "jobs" not in vars(snapshot):  # made by from_parts
+    if snapshot.pending_and_running_only():
         pending, running = snapshot.pending(), snapshot.running()
         starts = list(map(_START, pending))
         if starts.count(None) == len(starts) and None not in map(_START, running):
