@@ -174,6 +174,9 @@ def test_a_program_that_ends_while_a_grow_is_spawned_ends_and_fails_the_order(
         _order(jobdir, 1, ResizeAction.EXPAND, grown.nodes)
         ack = wait(lambda: jobdir.final_ack(1), 60, "order 1 to be answered")
         assert ack.status is AckStatus.FAILED and ack.reason == ENDED_BEFORE_JOIN, ack
+        # the added nodes are reported in use: Open MPI's daemons stay there until mpirun
+        # ends, and a controller that gave them back would have them killed (soak job 279)
+        assert set(ack.nodes) == set(grown.nodes), ack
         wait(lambda: job_state(job) == "COMPLETED", 60, "the job to end")
     finally:
         slurm.cancel_job(job)

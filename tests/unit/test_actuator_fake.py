@@ -257,6 +257,31 @@ def test_a_merge_grows_by_the_idle_nodes_after_the_batch_host(slurm, journal, tm
     assert slurm.merge_room(job.id) == 0  # not running
 
 
+def test_a_failed_grow_keeps_the_added_nodes_the_job_still_runs_on(
+    slurm, journal, tmp_path
+) -> None:
+    # a job that ends with a spawn under way keeps Open MPI daemons on the added nodes until
+    # mpirun ends: given back, Slurm would kill them and Open MPI fail the job (soak job 279)
+    job = Job(slurm, tmp_path, nodes=2)
+    before = job.nodes
+    actuator = Actuator(slurm, journal)
+    actuator.apply([Expand(job.id, 2)], jobs(slurm))
+    order = job.order(1)
+    job.ack(1, AckStatus.FAILED, order.nodes, "the application ended before ...")
+    (outcome,) = actuator.poll(jobs(slurm))
+    assert not outcome.ok and set(job.nodes) == set(order.nodes)
+    assert not [c for c in slurm.calls if c[0] == "update_nodelist"]
+    assert any("still runs on" in r["message"] for r in records(journal, "note"))
+    # one that says it runs on its old nodes only gets the grant taken back, as before
+    other = Job(slurm, tmp_path, nodes=1)
+    had = other.nodes
+    actuator.apply([Expand(other.id, 1)], jobs(slurm))
+    assert len(other.order(1).nodes) == 2
+    other.ack(1, AckStatus.FAILED, had, "spawn failed")
+    actuator.poll(jobs(slurm))
+    assert other.nodes == had and set(job.nodes) == set(order.nodes) != set(before)
+
+
 def test_a_refused_stretch_leaves_the_shrink_in_place(slurm, journal, tmp_path) -> None:
     job = Job(slurm, tmp_path, nodes=2)
     actuator = Actuator(slurm, journal)

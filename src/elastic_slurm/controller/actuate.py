@@ -942,8 +942,21 @@ class Actuator:
         metrics.time_limit_stretched()
 
     def _give_back(self, r: Resize, running_on: tuple[str, ...]) -> None:
-        """After a failed expansion, return the granted nodes the job does not use."""
-        keep = [n for n in r.before if n in running_on] or list(r.before)
+        """After a failed expansion, return the granted nodes the job does not use.
+
+        Nodes the job says it still runs on stay with it (a job ending with a spawn under
+        way keeps MPI daemons on the added nodes until it ends: giving them back would have
+        Slurm kill those, and Open MPI then fails the job).
+        """
+        granted = r.target or r.before
+        keep = [n for n in granted if n in running_on] or list(r.before)
+        still = sorted(set(keep) - set(r.before))
+        if still:
+            msg = f"expansion failed; the job still runs on {still}, which stay with it"
+            log.info("job %d: %s", r.job_id, msg)
+            self.journal.write("note", job_id=r.job_id, seq=r.seq, message=msg)
+        if set(keep) == set(granted):
+            return
         try:
             self.slurm.shrink(r.job_id, keep)
             log.warning("job %d could not use its new nodes; gave them back", r.job_id)

@@ -161,16 +161,21 @@ class SpawnJoin:
             return  # completed at a resize point, or already handled
         order = spawning.about["order"]
         why = ENDED_BEFORE_JOIN
+        # the order's nodes are reported as still in use: Open MPI's daemons on the added nodes
+        # stay until mpirun ends, and a node given back to Slurm before then has its daemon
+        # killed, which makes mpirun fail the job (soak run 7, job 279); the job is ending, and
+        # Slurm takes every node back at its end
+        in_use = [*ec._known_hosts, *order.nodes]
         try:
             inter, merged, _, _ = spawning.finish(ec.comm)
         except ResizeFailed as exc:
             if ec.rank == 0:  # hosts as the vote knows them: hosts() is collective
-                ec._refuse(order, ec._known_hosts, f"{why}; the spawn had failed: {exc}")
+                ec._refuse(order, in_use, f"{why}; the spawn had failed: {exc}")
             return
         merged.Ibarrier().Wait()
         merged.bcast({"ended": why, "seq": order.seq}, root=0)
         if ec.rank == 0:
-            ec._refuse(order, ec._known_hosts, why)
+            ec._refuse(order, in_use, why)
         self._intercomms.append(inter)
         ec.comm = merged
         self.disconnect()
