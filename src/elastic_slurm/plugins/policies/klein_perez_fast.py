@@ -1,0 +1,366 @@
+"""Klein and Pérez's list scheduling made incremental: the fast path of :class:`KleinPerez`.
+
+When every job left to place has one step (pending jobs, and running jobs without a profile
+waiting to grow), Algorithm 1 of Klein and Pérez (CoreGRID 2011, section 4) is conservative
+backfilling in list order against the running jobs' holds. :class:`FastPath` (a mixin of
+:class:`~elastic_slurm.plugins.policies.klein_perez.KleinPerez`) places only those jobs, from
+a per-view cache, keeps the last cycle's placements when placing again would give the same
+(:class:`_LastPlan`), and stops once no job left could start now (:func:`_backfill`). Its
+decisions are :meth:`KleinPerez.plan`'s (``tests/sim/test_planner_fast_paths.py`` checks it
+at every cycle of trace slices); the paper's algorithm itself stays in ``klein_perez.py`` and
+``klein_perez_fit.py``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import operator
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import accumulate
+from typing import TYPE_CHECKING, Any
+
+from elastic_slurm.model.decisions import Decision, Expand, Shrink, Start
+from elastic_slurm.model.request import JobKind
+from elastic_slurm.model.snapshot import ClusterSnapshot, JobView
+from elastic_slurm.plugins.kit.holds import holds_from, split_by_start
+from elastic_slurm.plugins.kit.nodes import machine_nodes
+from elastic_slurm.plugins.kit.occupancy import Occupancy
+from elastic_slurm.plugins.policies.klein_perez_fit import Step
+
+if TYPE_CHECKING:
+    from elastic_slurm.plugins.policies.klein_perez import _Entry
+
+INFINITY = math.inf
+
+_TIME_DIGITS = 6  # times taken from a snapshot are snapped to the microsecond
+_DUE_S = 1e-6  # a start planned this close after now is due now
+
+
+def _snap(t: float) -> float:
+    """Round a time to the microsecond, so that ends and starts computed apart coincide."""
+    return t if t in (INFINITY, -INFINITY) else round(t, _TIME_DIGITS)
+
+
+_REQUESTED = operator.attrgetter("nodes_requested")
+
+_Item = tuple[float, int, JobView, float, int, int, str]
+"""A job to place in :meth:`KleinPerez._fast_decide`: submit time, id, view, its one step's
+duration and nodes, the nodes it reserves from now for that long (a running job waiting to
+grow keeps its size), and its action (``"start"`` or ``"grow"``)."""
+
+
+def _backfill(
+    items: Sequence[_Item], occ: Occupancy, cap: int, now: float, first: list[float]
+) -> tuple[list[float], int]:
+    """Place each item in turn at its earliest start (Algorithm 2 for one step).
+
+    Returns every item's start and how many were placed: ``first`` (the starts of the first
+    items, already in ``occ``: see :class:`_LastPlan`), then those placed here.
+
+    ``occ`` holds the running jobs' holds and the items' reservations. An item's
+    reservation is lifted while it is placed; a running job that does not grow now keeps its
+    nodes until it does. The list is cut as :meth:`KleinPerez.plan` cuts it (:func:`_slack`)
+    and, finer, once no item left could start now (:func:`_may_fit_now`: each placement
+    busies at least the nodes its item reserved, so what cannot start now never will in
+    this cycle). Items not placed get ``inf``.
+    """
+    needs = [(i[4] - i[5] if i[3] > 0.0 else -INFINITY) for i in items]
+    slack = list(accumulate(reversed(needs), min))[::-1]
+    starts = first + [INFINITY] * (len(items) - len(first))
+    last = len(items) - 1  # the last item that may still be given nodes now
+    k = len(first)
+    fits = False  # known: items[last] may start now against occ
+    for k in range(len(first), len(items)):
+        _, _, _, d, n, own, _ = items[k]
+        free = cap - _least_busy(occ, now)
+        if free < slack[k]:
+            break
+        while last >= k and (
+            needs[last] > free or not (fits or _may_fit_now(occ, items[last], cap, now))
+        ):
+            last -= 1
+            fits = False
+        if last < k:
+            break  # nobody from here on can be given nodes now
+        fits = True  # items[last] may start now, until a placement busies its time
+        if own:
+            occ.add(now, now + d, -own)
+        s = occ.earliest(n, d, cap, now)
+        if own and s > now:
+            occ.add(now, s, own)
+        occ.add(s, s + d, n)
+        starts[k] = s
+        fits = s >= now + items[last][3] and not own
+    else:
+        k = len(items)
+    return starts, k
+
+
+@dataclass
+class _LastPlan:
+    """A cycle's placements, kept so that the next cycle need not redo them all.
+
+    Placed from scratch, the items placed last cycle get the same starts again if (1) the
+    holds from now on are last cycle's with the items it started added, (2) the items are
+    last cycle's minus those started, plus arrivals at the end, on the same machine, and
+    (3) no start is before now: each start is the earliest that fits (Algorithm 2 for one
+    step), the new occupancy before an item is never lower (only items later in the list
+    were started, and added), and the old start still fits. Checked exactly by
+    :meth:`follows`; otherwise everything is placed again. Running jobs waiting to grow are
+    never kept (their steps change with the time).
+
+    Parameters
+    ----------
+    now, cap
+        The cycle's time (seconds) and machine size.
+    base
+        The holds with the items started added (what the next cycle's holds should be).
+    final
+        The occupancy after every placement.
+    ids, places
+        The ``id()`` of the items' views still to start, in order, and the starts of the
+        first ``len(places)`` of them.
+    """
+
+    now: float
+    cap: int
+    base: Occupancy
+    final: Occupancy
+    ids: list[int]
+    places: list[float]
+
+    @classmethod
+    def build(
+        cls,
+        now: float,
+        cap: int,
+        base: Occupancy,
+        final: Occupancy,
+        items: Sequence[_Item],
+        places: list[float],
+    ) -> _LastPlan:
+        horizon = now + _DUE_S
+        due = {k for k, s in enumerate(places) if s <= horizon}
+        for k in due:
+            s, d, n = places[k], items[k][3], items[k][4]
+            base.add(s, s + d, n)
+        ids = [id(i[2]) for k, i in enumerate(items) if k not in due]
+        return cls(now, cap, base, final, ids, [s for k, s in enumerate(places) if k not in due])
+
+    def follows(self, now: float, cap: int, base: Occupancy, items: Sequence[_Item]) -> bool:
+        """Whether a cycle may keep these placements (conditions (1)-(3) above)."""
+        n = len(self.ids)
+        return (
+            now >= self.now
+            and cap == self.cap
+            and len(items) >= n
+            and [id(i[2]) for i in items[:n]] == self.ids
+            and min(self.places, default=INFINITY) >= now
+            and self.base.after(now).same(base)
+        )
+
+
+def _may_fit_now(occ: Occupancy, item: _Item, cap: int, now: float) -> bool:
+    """False when ``item`` cannot start in ``[now, now + _DUE_S]`` against ``occ`` (or more).
+
+    A start there covers ``[now + _DUE_S, now + d)``: too busy there (less the item's own
+    reservation, which covers ``[now, now + d)``), it can only start later.
+    """
+    d, n, own = item[3], item[4], item[5]
+    if n > cap:
+        return False
+    if not d > 2 * _DUE_S:
+        return True
+    return occ.max_and_last_end(now + _DUE_S, now + d)[0] - own + n <= cap
+
+
+def _least_busy(occ: Occupancy, now: float) -> int:
+    """The fewest nodes busy at any time in ``[now, now + _DUE_S]``."""
+    times, vals = occ.times, occ.vals
+    j = max(0, bisect.bisect_right(times, now) - 1)
+    least = vals[j] if times[j] <= now else 0
+    horizon = now + _DUE_S
+    j += 1
+    while j < len(times) and times[j] <= horizon:
+        least = min(least, vals[j])
+        j += 1
+    return least
+
+
+def _simple_end(job: JobView, profile: tuple[Step, ...] | None) -> float | None:
+    """A running job that only holds its size until its estimated end: that end, snapped.
+
+    ``None`` for the others (evolving jobs with a profile or a request, resizing jobs, no
+    estimated end in the view): their entries are built each cycle.
+    """
+    if job.estimated_end_s is None:
+        return None
+    if job.kind is JobKind.EVOLVING:
+        request = 0 if job.resizing else job.evolving_request
+        if profile is not None or request != 0:
+            return None
+    return _snap(job.estimated_end_s)
+
+
+class FastPath:
+    """The fast path of :class:`~elastic_slurm.plugins.policies.klein_perez.KleinPerez`.
+
+    A mixin: it uses the policy's ``_entry``, ``_profile``, ``_warn_unprofiled``, ``config``
+    and its caches ``_views`` and ``_last``.
+    """
+
+    _views: dict[int, tuple[JobView, object, int]]
+    _last: _LastPlan | None
+    _warned: bool
+    config: Any
+
+    def _fast_decide(self, snapshot: ClusterSnapshot) -> list[Decision] | None:
+        """:meth:`plan`'s decisions (``complete=False``) for jobs of one step; else ``None``.
+
+        When every job left to place has one step (pending jobs, and running jobs without a
+        profile waiting to grow), Algorithm 1 is conservative backfilling in list order
+        against the holds of the running jobs: only the jobs to place are visited (a hold's
+        entry places nothing), pending ones from a per-view cache, with :meth:`plan`'s cut
+        and a finer one (:func:`_backfill`). ``None`` (use :meth:`plan`) for a job with
+        several steps left.
+        """
+        now = _snap(snapshot.time_s)
+        cap = machine_nodes(snapshot)
+        running, pending = split_by_start(snapshot)
+        self._forget(pending, running)
+        holds_at: list[tuple[float, int]] = []  # (end, nodes) of holds from now
+        actors: list[_Entry] = []  # running entries due now (release, or grow by nodes_max)
+        grows: list[_Item] = []
+        views, floor = self._views, now + 2 * _DUE_S
+        for job in running:
+            hit = views.get(id(job))
+            if hit is None or hit[0] is not job:
+                hit = views[id(job)] = (job, _simple_end(job, self._profile(job)), job.size)
+            end = hit[1]
+            if end is not None:  # a hold until its estimated end (soon, when past it)
+                assert isinstance(end, float)
+                holds_at.append((end if end > floor else floor, hit[2]))
+                continue
+            e = self._entry(job, now, snapshot)
+            if e.steps:  # waiting to grow without a profile: placed like a pending job
+                if len(e.steps) > 1 or e.compactable or e.fixed or e.action != "grow":
+                    return None
+                (d, n), own = e.steps[0], min(e.steps[0][1], job.size)
+                grows.append((job.submit_time_s, job.job_id, job, d, n, own, "grow"))
+                holds_at.append((now + d, own))
+                continue
+            if e.action and not e.due_now:
+                return None
+            for s, t, n in e.fixed:
+                if s != now:
+                    return None
+                holds_at.append((t, n))
+            if e.action:
+                actors.append(e)
+        if not pending and not grows and not actors:
+            return []
+        if not any(e.action == "release" for e in actors):
+            # a start needs its nodes_requested idle, a growth its 1 <= want idle
+            least = min(map(_REQUESTED, pending), default=INFINITY)
+            for job in [g[2] for g in grows] + [e.job for e in actors]:
+                want = min(job.evolving_request, job.nodes_max - job.size)
+                least = min(least, want if want >= 1 else INFINITY)
+            if least > len(snapshot.idle_nodes()):
+                return []  # nothing can start or grow, whatever the schedule
+        items = self._pending_items(pending, now, snapshot)
+        if items is None:
+            return None
+        if grows:
+            items = sorted(items + grows, key=lambda x: (x[0], x[1]))
+        base = holds_from(now, holds_at)
+        last = self._last
+        if not grows and last is not None and last.follows(now, cap, base, items):
+            occ, first = last.final.after(now), list(last.places)
+        else:
+            occ, first = base.after(now), []
+        starts, placed = _backfill(items, occ, cap, now, first)
+        self._last = None if grows else _LastPlan.build(now, cap, base, occ, items, starts[:placed])
+        return self._fast_decisions(snapshot, now, actors, items, starts)
+
+    def _forget(self, pending: Sequence[JobView], running: Sequence[JobView]) -> None:
+        """Drop cached views long gone; warn of unprofiled evolving jobs as :meth:`plan` would."""
+        views = self._views
+        if len(views) > 4 * (len(pending) + len(running)) + 1024:
+            keep = {id(j) for j in (*pending, *running)}
+            self._views = {k: v for k, v in views.items() if k in keep}
+        if not self._warned:  # the first such job in list order, in the first cycle with one
+            new = [
+                j
+                for j in (*pending, *running)
+                if j.kind is JobKind.EVOLVING and id(j) not in views and self._profile(j) is None
+            ]
+            if new:
+                self._warn_unprofiled(min(new, key=lambda j: (j.submit_time_s, j.job_id)))
+
+    def _pending_items(
+        self, pending: Sequence[JobView], now: float, snapshot: ClusterSnapshot
+    ) -> list[_Item] | None:
+        """The pending jobs to place, cached per view; ``None`` if one has several steps.
+
+        A cached view is kept with its item, so its ``id`` is not reused while cached.
+        """
+        views = self._views
+        hits = list(map(views.get, map(id, pending)))
+        if None in hits:
+            for k, job in enumerate(pending):
+                if hits[k] is None:
+                    e = self._entry(job, now, snapshot)
+                    item = None
+                    if len(e.steps) == 1:
+                        (d, n), key = e.steps[0], (job.submit_time_s, job.job_id)
+                        item = (*key, job, d, n, 0, "start")
+                    hits[k] = views[id(job)] = (job, item, 0)
+        items = [hit[1] for hit in hits]  # type: ignore[index]
+        return None if None in items else items  # type: ignore[return-value]
+
+    def _fast_decisions(
+        self,
+        snapshot: ClusterSnapshot,
+        now: float,
+        actors: list[_Entry],
+        items: list[_Item],
+        starts: list[float],
+    ) -> list[Decision]:
+        """:meth:`_decisions` for :meth:`_fast_decide`: releases, then the rest in list order."""
+        horizon = now + _DUE_S
+        due = [(e.job.submit_time_s, e.job.job_id, e.job, e.action) for e in actors]
+        placed = zip(items, starts, strict=True)
+        due += [(i[0], i[1], i[2], i[6]) for i, s in placed if s <= horizon]
+        if not due:
+            return []
+        if actors:
+            due.sort(key=lambda x: (x[0], x[1]))
+        label = self.config.fit
+        free = len(snapshot.idle_nodes())
+        releases: list[Decision] = []
+        actions: list[Decision] = []
+        for _, _, job, action in due:
+            if action == "release":
+                give = min(-job.evolving_request, job.size - max(1, job.nodes_min))
+                if give >= 1:
+                    free += give
+                    releases.append(
+                        Shrink(job.job_id, give, f"its {label} schedule starts the next step now")
+                    )
+        for _, _, job, action in due:
+            if action == "start":
+                if job.nodes_requested <= free:
+                    free -= job.nodes_requested
+                    actions.append(
+                        Start(job.job_id, job.nodes_requested, f"its {label} schedule starts now")
+                    )
+            elif action == "grow":
+                want = min(job.evolving_request, job.nodes_max - job.size)
+                if 1 <= want <= free:
+                    free -= want
+                    actions.append(
+                        Expand(job.job_id, want, f"its {label} schedule starts the next step now")
+                    )
+        return [*releases, *actions]
