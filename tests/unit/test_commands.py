@@ -179,7 +179,7 @@ def test_squeue_json(job_ids: tuple[int, ...], expected: list[str]) -> None:
                 "--allocations",
                 "--noheader",
                 "--parsable2",
-                "--format=JobID,State,NNodes,NodeList,Start,End",
+                "--format=JobID,State,NNodes,NodeList,Start,End,Submit",
             ],
         ),
     ],

@@ -583,7 +583,10 @@ def test_parse_sacct_allocations_other_job_is_ignored(golden: Golden) -> None:
             [AllocationRecord("RUNNING", ("n1", "n2"), 100.0, None)],
         ),
         ("7.batch|COMPLETED|1|n1|1|2\n7.0|COMPLETED|1|n1|1|2", []),  # steps are not allocations
-        ("7|COMPLETED|1|n1|1|2|extra", []),  # wrong field count
+        ("7|COMPLETED|1|n1|1|2|3|extra", []),  # wrong field count
+        # with the submit time: a record Slurm gave the job's first start begins at its submit
+        ("7|COMPLETED|1|n1|100|130|105", [AllocationRecord("COMPLETED", ("n1",), 105.0, 130.0)]),
+        ("7|COMPLETED|1|n1|100|130|90", [AllocationRecord("COMPLETED", ("n1",), 100.0, 130.0)]),
         ("17|COMPLETED|1|n1|1|2", []),  # another job whose id starts with 7
         ("  7|FAILED|1|n2|5|-1  ", [AllocationRecord("FAILED", ("n2",), 5.0, None)]),
         ("7|COMPLETED|1|(null)|0|0", [AllocationRecord("COMPLETED", (), None, None)]),

@@ -208,7 +208,9 @@ def sacct_allocations(job_id: int) -> list[str]:
     """The job's allocation records in accounting, one per size it had (run with EPOCH_TIMES).
 
     Slurm closes a record (state ``RESIZING``) each time the job is resized; fields:
-    ``jobid|state|nnodes|nodelist|start|end``.
+    ``jobid|state|nnodes|nodelist|start|end|submit``. A record's submit time is when that
+    size began: Slurm 22.05 rewrites the start of a resized job's open record to the job's
+    first start when its time limit is updated (seen here), so the start alone misorders them.
     """
     return [
         "sacct",
@@ -216,7 +218,7 @@ def sacct_allocations(job_id: int) -> list[str]:
         "--allocations",
         "--noheader",
         "--parsable2",
-        "--format=JobID,State,NNodes,NodeList,Start,End",
+        "--format=JobID,State,NNodes,NodeList,Start,End,Submit",
     ]
 
 

@@ -605,6 +605,12 @@ def parse_sacct_allocations(text: str, job_id: int) -> list[AllocationRecord]:
     >>> [(r.state, len(r.nodes)) for r in recs]
     [('RESIZING', 2), ('COMPLETED', 4)]
 
+    A record's start is its submit time when that is later (the size began then; see
+    :func:`elastic_slurm.adapter.commands.sacct_allocations`):
+
+    >>> parse_sacct_allocations("7|COMPLETED|1|n1|100|130|105", 7)[0].start_s
+    105.0
+
     Raises
     ------
     SlurmOutputError
@@ -614,13 +620,17 @@ def parse_sacct_allocations(text: str, job_id: int) -> list[AllocationRecord]:
     argv = ("sacct", "--allocations", f"--jobs={job_id}")
     for lineno, line in enumerate(text.splitlines(), start=1):
         fields = line.strip().split("|")
-        if len(fields) != 6 or fields[0] != str(job_id):
+        if len(fields) not in (6, 7) or fields[0] != str(job_id):
             continue
-        _, state, _count, nodelist, start, end = fields
+        _, state, _count, nodelist, start, end = fields[:6]
         if not state.split():
             raise SlurmOutputError(argv, f"line {lineno}: no state")
         nodes = _expand_field(nodelist, argv, f"line {lineno}")
-        out.append(AllocationRecord(state.split()[0], nodes, _epoch(start), _epoch(end)))
+        begin = _epoch(start)
+        submit = _epoch(fields[6]) if len(fields) == 7 else None
+        if begin is not None and submit is not None and submit > begin:
+            begin = submit  # a record whose start Slurm rewrote (see commands.sacct_allocations)
+        out.append(AllocationRecord(state.split()[0], nodes, begin, _epoch(end)))
     return out
 
 

@@ -133,6 +133,14 @@ def parse_sacct(
     (100.0, 110.0, 130.0, 40.0, 1, 1)
     >>> parse_sacct("7|100|110|Unknown|2|RUNNING\n", {1: 7}) is None
     True
+
+    A record whose start Slurm rewrote to the job's first (after a time-limit update) begins
+    at its submit time:
+
+    >>> text = "7|100|110|130|2|RESIZING\n7|130|110|150|1|COMPLETED\n"
+    >>> r = parse_sacct(text, {1: 7})
+    >>> r[1].end_s, r[1].node_s, r[1].nodes_end
+    (150.0, 60.0, 1)
     """
     by_slurm = {v: k for k, v in job_ids.items()}
     rows: dict[int, list[tuple[float, float, float, int]]] = {}
@@ -147,8 +155,11 @@ def parse_sacct(
             end = start
         if not (submit.isdigit() and start.isdigit() and end.isdigit()):
             return None  # still pending or running: no end yet
+        # a record begins at its submit time when that is later: Slurm 22.05 rewrites the
+        # start of a resized job's open record to the job's first start when its time limit
+        # changes (a shrink stretches it), which would misorder the records
         rows.setdefault(int(parts[0]), []).append(
-            (float(submit), float(start), float(end), int(nnodes or 0))
+            (float(submit), max(float(start), float(submit)), float(end), int(nnodes or 0))
         )
     if set(rows) != set(by_slurm):
         return None
