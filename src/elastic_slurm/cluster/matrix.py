@@ -232,8 +232,7 @@ def _grow(c: _Context, timings: dict[str, float], path: str) -> str:
         if c.slurm.merge_room(job) >= 2:
             break
         c.slurm.cancel_job(job)
-        c.ended(job)
-        time.sleep(1.0)
+        c.ended(job)  # then the sleeper waits until every node is idle again
         job = c.sleeper(f"grow-{path}", 1)
     for size in (2, 3):
         t = time.monotonic()
