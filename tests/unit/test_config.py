@@ -68,7 +68,7 @@ def test_load_shipped_local(site: str | None) -> None:
         "es-",
     )
     assert (lc.scheduler.sched_interval_s, lc.scheduler.bf_interval_s) == (2, 2)
-    assert lc.start_timeout_s == 60.0
+    assert lc.start_timeout_s == 180.0
     assert lc.node_names() == ("n1", "n2", "n3", "n4")
 
 

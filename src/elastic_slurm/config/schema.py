@@ -100,7 +100,7 @@ class LocalClusterConfig(_Frozen):
     )
     network: NetworkConfig = NetworkConfig()
     scheduler: SchedulerConfig = SchedulerConfig()
-    start_timeout_s: float = Field(60.0, gt=0, le=_DAY_S)
+    start_timeout_s: float = Field(180.0, gt=0, le=_DAY_S)
     #: ``bookworm``: this machine's own Slurm 22.05; ``trixie`` (Slurm 24.11) and ``forky``
     #: (Slurm 26.05): the same cluster inside a Debian chroot under ``chroots_dir`` (built once
     #: by ``cluster up``). A flavour needs its own state/run dirs, ports and network.
