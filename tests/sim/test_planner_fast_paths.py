@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from elastic_slurm.model.decisions import Decision
+from elastic_slurm.plugins.kit.kept_plan import KeptPlan
 from elastic_slurm.plugins.policies import coorm, klein_perez
 from elastic_slurm.plugins.registry import make_policy
 from elastic_slurm.simulator import LinaConversion, Simulation, Workload, from_swf, read_swf
@@ -48,7 +49,7 @@ def test_klein_perez_decides_what_the_plain_algorithm_plans(
     assert isinstance(policy, klein_perez.KleinPerez)
     fast = policy._fast_decide
     kept: list[bool] = []
-    follows = klein_perez._LastPlan.follows
+    follows = KeptPlan.follows
     paths: list[bool] = []
 
     def counted(self: Any, *args: Any) -> bool:
@@ -62,7 +63,7 @@ def test_klein_perez_decides_what_the_plain_algorithm_plans(
         assert got == list(policy.plan(snapshot, complete=True).decisions), snapshot.time_s
         return got
 
-    monkeypatch.setattr(klein_perez._LastPlan, "follows", counted)
+    monkeypatch.setattr(KeptPlan, "follows", counted)
     policy.decide = checked  # type: ignore[method-assign]
     Simulation(workload.jobs, policy, workload.nodes).run()
     assert all(paths), "jobs without profiles are one step each: the fast path every cycle"

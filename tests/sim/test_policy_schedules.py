@@ -1,10 +1,11 @@
 """Schedule identity: policies that keep last cycle's reservations against recomputing them.
 
 ``conservative_backfill`` and ``coorm_equipartition`` keep the reservations of their last
-cycle and reuse those that a recomputation would give again (their ``_Plan``). Here each runs
-on a slice of a real trace with half the jobs elastic, once as shipped and once forced to
-recompute every reservation every cycle (the plain algorithm, as the papers state it); every
-decision, job record and allocation change must be the same, and both paths must be taken.
+cycle and reuse those that a recomputation would give again (``kit.kept_plan.KeptPlan``).
+Here each runs on a slice of a real trace with half the jobs elastic, once as shipped and once
+forced to recompute every reservation every cycle (the plain algorithm, as the papers state
+it); every decision, job record and allocation change must be the same, and both paths must
+be taken.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 import pytest
 
 from elastic_slurm.model.decisions import Decision
-from elastic_slurm.plugins.policies import conservative_backfill, coorm
+from elastic_slurm.plugins.kit.kept_plan import KeptPlan
 from elastic_slurm.plugins.registry import make_policy
 from elastic_slurm.simulator import LinaConversion, Simulation, Workload, from_swf, read_swf
 from elastic_slurm.simulator.workload import make_elastic
@@ -52,13 +53,11 @@ def _run(workload: Workload, name: str, *, recompute: bool) -> tuple[Any, ...]:
 
 @pytest.mark.skipif(not WORKLOADS.is_dir(), reason=f"the shared traces are not here ({WORKLOADS})")
 @pytest.mark.parametrize("trace", TRACES)
-@pytest.mark.parametrize(
-    ("name", "plan"),
-    [("conservative_backfill", conservative_backfill._Plan), ("coorm_equipartition", coorm._Plan)],
-)
+@pytest.mark.parametrize("name", ["conservative_backfill", "coorm_equipartition"])
 def test_kept_reservations_give_the_schedule_of_recomputed_ones(
-    trace: str, name: str, plan: type, monkeypatch: pytest.MonkeyPatch
+    trace: str, name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    plan = KeptPlan
     workload = _slice(trace, 3000, 700, 0.5)
     answers: list[bool] = []
     follows = plan.follows

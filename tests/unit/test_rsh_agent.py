@@ -59,6 +59,7 @@ def test_main_execs_srun_without_size_variables(
     monkeypatch.setenv("SLURM_JOB_ID", "4")
     monkeypatch.setenv("SLURM_NNODES", "2")
     monkeypatch.setenv("SLURM_JOB_NODELIST", "n[1-2]")
+    monkeypatch.setattr(rsh_agent, "_holder", lambda host: None)  # no sibling: Slurm not asked
     assert rsh_agent.main(["-x", "-T", "n3", "orted", "-mca", "x"]) == 127
     ((file, args, env),) = no_exec
     assert (file, args) == ("srun", rsh_agent.srun_argv("n3", ["orted", "-mca", "x"]))

@@ -9,13 +9,10 @@ delays no job ahead of it in the queue, not just the first.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import ClassVar
 
 from elastic_slurm.model.decisions import Decision, Start
-from elastic_slurm.model.estimates import RuntimeEstimates
-from elastic_slurm.model.snapshot import ClusterSnapshot, JobView
+from elastic_slurm.model.snapshot import ClusterSnapshot
 from elastic_slurm.model.triggers import Trigger
 from elastic_slurm.plugins.kit.backfill import (
     BackfillOptions,
@@ -24,6 +21,7 @@ from elastic_slurm.plugins.kit.backfill import (
     estimated_end_s,
     estimates_for,
 )
+from elastic_slurm.plugins.kit.kept_plan import KeptPlan
 from elastic_slurm.plugins.kit.queue import INFINITY, start_size, without_started
 from elastic_slurm.plugins.policy import Policy
 
@@ -44,8 +42,8 @@ class ConservativeBackfill(Policy):
       snapshot. Recomputing can, rarely, give a job a later reservation than in the previous
       cycle (an earlier job moving into a hole it had); it never starts a job that delays an
       earlier one by the estimates. The policy keeps the last cycle's reservations only to
-      skip recomputing those that the recomputation provably gives again (see ``_Plan``): the
-      decisions are the recomputation's.
+      skip recomputing those that the recomputation provably gives again (see
+      :mod:`~elastic_slurm.plugins.kit.kept_plan`): the decisions are the recomputation's.
     * A job without a time limit reserves its nodes for ever once started or reserved.
 
     Jobs start at :func:`~elastic_slurm.plugins.policies.fcfs.start_size`; running jobs are
@@ -66,7 +64,7 @@ class ConservativeBackfill(Policy):
 
     def __init__(self, config: BackfillOptions | None = None) -> None:
         super().__init__(config)
-        self._plan: _Plan | None = None  # the last cycle's reservations, to build on
+        self._plan: KeptPlan[FreeProfile] | None = None  # last cycle's reservations
 
     def decide(self, snapshot: ClusterSnapshot, trigger: Trigger) -> list[Decision]:
         """Start the jobs whose reservation, made in queue order, is now."""
@@ -83,7 +81,7 @@ class ConservativeBackfill(Policy):
             releases.append((end if end > now else after_now, len(job.nodes)))  # its size
         profile = FreeProfile(now, idle, releases)
         plan = self._plan
-        if plan is not None and plan.follows(now, profile, pending, est):
+        if plan is not None and plan.follows(now, est, profile, pending):
             work, places = plan.final.after(now), plan.places
             due = min(places, default=INFINITY) == now  # reservations that are now start
             starts = [k for k, t in enumerate(places) if t == now] if due else []
@@ -110,77 +108,6 @@ class ConservativeBackfill(Policy):
             size = start_size(job)
             decisions.append(Start(job.job_id, size, f"conservative backfilling: {why}"))
             profile.reserve(0, size, max(estimate_s(job, size, est), 0.0))
-        self._plan = _Plan.build(now, est, profile, work, pending, places, starts)
-        return decisions
-
-
-@dataclass
-class _Plan:
-    """One cycle's reservations, kept so that the next cycle need not recompute them all.
-
-    Recomputed from scratch, conservative backfilling gives every job it placed last cycle
-    the same reservation again, if (1) the free-node profile from now on is what last
-    cycle's, with its starts reserved, says it is (jobs ended when their estimates said), (2)
-    the queue is last cycle's minus its starts, plus arrivals at the end, and (3) no
-    reservation was for a time now past: each placement is the earliest that fits, the new
-    profile is never freer (only starts of jobs later in the queue are added before it), and
-    the old one still fits (the final profile is never negative). A job reserved for now
-    starts. :meth:`follows` checks (1)-(3) exactly; otherwise the cycle recomputes all.
-
-    Parameters
-    ----------
-    now
-        The cycle's time, seconds.
-    estimates
-        The estimates the durations came from.
-    base
-        The cycle's free-node profile with its starts reserved (what the next cycle's should
-        be, from its own time on).
-    final
-        The profile after every reservation made.
-    queue, ids
-        The jobs still pending after the cycle, in order, and their views' ``id()``.
-    places
-        The reservation of ``queue[k]`` (its start, seconds; ``inf`` when it never fits) for
-        the first ``len(places)`` jobs.
-    """
-
-    now: float
-    estimates: RuntimeEstimates
-    base: FreeProfile
-    final: FreeProfile
-    queue: Sequence[JobView]
-    ids: list[int]
-    places: list[float]
-
-    @classmethod
-    def build(
-        cls,
-        now: float,
-        estimates: RuntimeEstimates,
-        base: FreeProfile,
-        final: FreeProfile,
-        pending: Sequence[JobView],
-        places: list[float],
-        starts: list[int],
-    ) -> _Plan:
         queue = without_started(pending, places, starts)
-        return cls(now, estimates, base, final, queue, list(map(id, queue)), places)
-
-    def follows(
-        self,
-        now: float,
-        profile: FreeProfile,
-        pending: Sequence[JobView],
-        estimates: RuntimeEstimates,
-    ) -> bool:
-        """Whether this cycle may keep this plan's reservations (conditions (1)-(3) above)."""
-        n = len(self.ids)
-        return (
-            now >= self.now
-            and estimates is self.estimates
-            and len(pending) >= n
-            and list(map(id, pending[:n])) == self.ids
-            and min(self.places, default=INFINITY) >= now
-            and self.base.after(now).same(profile)
-        )
+        self._plan = KeptPlan.of(now, est, profile, work, queue, places)
+        return decisions

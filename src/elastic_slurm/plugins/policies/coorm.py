@@ -41,6 +41,7 @@ from elastic_slurm.model.request import JobKind
 from elastic_slurm.model.snapshot import ClusterSnapshot, JobView
 from elastic_slurm.model.triggers import Trigger
 from elastic_slurm.plugins.kit.holds import holds_from, may_start_now, split_by_start
+from elastic_slurm.plugins.kit.kept_plan import KeptPlan
 from elastic_slurm.plugins.kit.nodes import machine_nodes, within_free
 from elastic_slurm.plugins.kit.occupancy import Occupancy
 from elastic_slurm.plugins.kit.queue import without_started
@@ -143,7 +144,8 @@ class EquiPartition(Policy):
     * A job that is resizing is left as it is and its nodes count as non-preemptible for the
       cycle (the snapshot does not say how many it will end with).
     * Step 1 is recomputed every cycle; the policy keeps the last cycle's reservations only to
-      skip those that the recomputation provably gives again (``_Plan``), and stops placing
+      skip those that the recomputation provably gives again
+      (:mod:`~elastic_slurm.plugins.kit.kept_plan`), and stops placing
       the queue once no job left in it could start now (later reservations change nothing
       now): the decisions are the recomputation's.
     * With ``preallocate=False`` evolving jobs pre-allocate only their current size (the
@@ -198,7 +200,7 @@ class EquiPartition(Policy):
     def __init__(self, config: EquiPartition.Config | None = None) -> None:
         super().__init__(config)
         self._warned = False  # wide pre-allocations are reported once
-        self._plan: _Plan | None = None  # the last cycle's reservations, to build on
+        self._plan: KeptPlan[Occupancy] | None = None  # the last cycle's reservations, to build on
         self._requests = _Requests()  # each pending view's request
 
     def decide(self, snapshot: ClusterSnapshot, trigger: Trigger) -> list[Decision]:
@@ -250,9 +252,9 @@ class _Cycle:
 
     def nonpreemptible_view(
         self,
-        plan: _Plan | None = None,
+        plan: KeptPlan[Occupancy] | None = None,
         requests: _Requests | None = None,
-    ) -> _Plan:
+    ) -> KeptPlan[Occupancy]:
         """Step 1: running jobs' non-preemptible holds, then CBF of the queue's requests.
 
         Once no job left in the queue could start now (no node left non-preemptibly now, or
@@ -260,7 +262,8 @@ class _Cycle:
         of zero duration could still start now, and later reservations do not change what is
         used now: the scan stops placing the others (the schedule now is the same, and long
         queues cost little). ``plan`` (the last cycle's) lets the reservations it still holds
-        be kept instead of recomputed (see :class:`_Plan`); ``requests`` caches each pending
+        be kept instead of recomputed (see :mod:`~elastic_slurm.plugins.kit.kept_plan`);
+        ``requests`` caches each pending
         view's request (by ``id``; see :func:`_np_request`). Returns this cycle's plan.
         """
         now, cap, config = self.now, self.cap, self.config
@@ -302,7 +305,8 @@ class _Cycle:
         for k in started:  # what the next cycle's holds should be, if all goes as planned
             _, need, duration = ask(k)
             held.add(now, now + duration, need)
-        return _Plan.build(now, cap, held, occ, pending, places, started)
+        queue = without_started(pending, places, started)
+        return KeptPlan.of(now, cap, held, occ, queue, places)
 
     def _scan(
         self,
@@ -433,69 +437,6 @@ class _Cycle:
             avail -= size
             starts.append(Start(job.job_id, size, why))
         return shrinks, starts, grows
-
-
-@dataclasses.dataclass
-class _Plan:
-    """One cycle's reservations (step 1), kept so that the next cycle need not redo them all.
-
-    Conservative backfilling recomputed from scratch gives every job placed last cycle the
-    same reservation again if (1) the non-preemptible holds from now on are last cycle's
-    with its starts added (jobs ended when their estimates said, none was resized), (2) the
-    queue is last cycle's minus its starts, plus arrivals at the end, on the same machine,
-    and (3) no reservation was for a time now past: each placement is the earliest that
-    fits, the new occupancy is never higher (only starts of jobs later in the queue are
-    added before it), and the old placement still fits. A job reserved for now starts.
-    :meth:`follows` checks (1)-(3) exactly; otherwise the cycle recomputes all.
-
-    Parameters
-    ----------
-    now, cap
-        The cycle's time (seconds) and machine size.
-    base
-        The running jobs' holds with the cycle's starts added.
-    final
-        The occupancy after every reservation made.
-    queue, ids
-        The jobs still pending after the cycle, in order, and their views' ``id()``.
-    places
-        When ``queue[k]``'s reservation starts (``inf`` for none), for the first
-        ``len(places)`` jobs.
-    """
-
-    now: float
-    cap: int
-    base: Occupancy
-    final: Occupancy
-    queue: Sequence[JobView]
-    ids: list[int]
-    places: list[float]
-
-    @classmethod
-    def build(
-        cls,
-        now: float,
-        cap: int,
-        base: Occupancy,
-        final: Occupancy,
-        pending: Sequence[JobView],
-        places: list[float],
-        started: list[int],
-    ) -> _Plan:
-        queue = without_started(pending, places, started)
-        return cls(now, cap, base, final, queue, list(map(id, queue)), places)
-
-    def follows(self, now: float, cap: int, held: Occupancy, pending: Sequence[JobView]) -> bool:
-        """Whether a cycle may keep this plan's reservations (conditions (1)-(3) above)."""
-        n = len(self.ids)
-        return (
-            now >= self.now
-            and cap == self.cap
-            and len(pending) >= n
-            and list(map(id, pending[:n])) == self.ids
-            and min(self.places, default=INFINITY) >= now
-            and self.base.after(now).same(held)
-        )
 
 
 # ---------------------------------------------------------------------------- requests

@@ -47,12 +47,12 @@ from elastic_slurm.model.decisions import Decision, Expand, Shrink, Start
 from elastic_slurm.model.request import JobKind
 from elastic_slurm.model.snapshot import ClusterSnapshot, JobView
 from elastic_slurm.model.triggers import Trigger
+from elastic_slurm.plugins.kit.kept_plan import KeptPlan
 from elastic_slurm.plugins.kit.nodes import machine_nodes
 from elastic_slurm.plugins.kit.occupancy import Occupancy
 from elastic_slurm.plugins.policies.klein_perez_fast import (
     _DUE_S,
     FastPath,
-    _LastPlan,
     _least_busy,
     _snap,
 )
@@ -175,7 +175,8 @@ class KleinPerez(FastPath, Policy):
     * **Speed.** When every job left to place has one step (no profile, or a profile of
       one step), :meth:`decide` places only those jobs, in list order, against the other
       jobs' holds, keeps the last cycle's placements when placing again would give the
-      same (:class:`_LastPlan`), and stops once no job left could start now; otherwise it
+      same (:mod:`~elastic_slurm.plugins.kit.kept_plan`), and stops once no job left could
+      start now; otherwise it
       runs :meth:`plan`. Its decisions are :meth:`plan`'s (``tests/sim``
       ``test_planner_fast_paths.py`` checks it at every cycle of trace slices).
 
@@ -253,7 +254,7 @@ class KleinPerez(FastPath, Policy):
         # view's (view, snapped estimated end or None when not a plain hold, size); a pending
         # view's (view, its one step or None, 0)
         self._views: dict[int, tuple[JobView, object, int]] = {}
-        self._last: _LastPlan | None = None  # the last fast cycle's placements, to build on
+        self._last: KeptPlan[Occupancy] | None = None  # last fast cycle's placements
 
     def decide(self, snapshot: ClusterSnapshot, trigger: Trigger) -> list[Decision]:
         """Re-run Algorithm 1 and return what it schedules now (see the class docstring).

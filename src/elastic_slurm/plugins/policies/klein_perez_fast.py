@@ -5,7 +5,8 @@ waiting to grow), Algorithm 1 of Klein and Pérez (CoreGRID 2011, section 4) is 
 backfilling in list order against the running jobs' holds. :class:`FastPath` (a mixin of
 :class:`~elastic_slurm.plugins.policies.klein_perez.KleinPerez`) places only those jobs, from
 a per-view cache, keeps the last cycle's placements when placing again would give the same
-(:class:`_LastPlan`), and stops once no job left could start now (:func:`_backfill`). Its
+(:mod:`~elastic_slurm.plugins.kit.kept_plan`), and stops once no job left could start now
+(:func:`_backfill`). Its
 decisions are :meth:`KleinPerez.plan`'s (``tests/sim/test_planner_fast_paths.py`` checks it
 at every cycle of trace slices); the paper's algorithm itself stays in ``klein_perez.py`` and
 ``klein_perez_fit.py``.
@@ -17,7 +18,6 @@ import bisect
 import math
 import operator
 from collections.abc import Sequence
-from dataclasses import dataclass
 from itertools import accumulate
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +25,7 @@ from elastic_slurm.model.decisions import Decision, Expand, Shrink, Start
 from elastic_slurm.model.request import JobKind
 from elastic_slurm.model.snapshot import ClusterSnapshot, JobView
 from elastic_slurm.plugins.kit.holds import holds_from, split_by_start
+from elastic_slurm.plugins.kit.kept_plan import KeptPlan
 from elastic_slurm.plugins.kit.nodes import machine_nodes
 from elastic_slurm.plugins.kit.occupancy import Occupancy
 from elastic_slurm.plugins.policies.klein_perez_fit import Step
@@ -57,7 +58,7 @@ def _backfill(
     """Place each item in turn at its earliest start (Algorithm 2 for one step).
 
     Returns every item's start and how many were placed: ``first`` (the starts of the first
-    items, already in ``occ``: see :class:`_LastPlan`), then those placed here.
+    items, already in ``occ``: see :func:`_kept`), then those placed here.
 
     ``occ`` holds the running jobs' holds and the items' reservations. An item's
     reservation is lifted while it is placed; a running job that does not grow now keeps its
@@ -98,68 +99,33 @@ def _backfill(
     return starts, k
 
 
-@dataclass
-class _LastPlan:
-    """A cycle's placements, kept so that the next cycle need not redo them all.
+def _kept(
+    now: float,
+    cap: int,
+    base: Occupancy,
+    final: Occupancy,
+    items: Sequence[_Item],
+    places: list[float],
+) -> KeptPlan[Occupancy]:
+    """The cycle's placements to build on (:mod:`~elastic_slurm.plugins.kit.kept_plan`).
 
-    Placed from scratch, the items placed last cycle get the same starts again if (1) the
-    holds from now on are last cycle's with the items it started added, (2) the items are
-    last cycle's minus those started, plus arrivals at the end, on the same machine, and
-    (3) no start is before now: each start is the earliest that fits (Algorithm 2 for one
-    step), the new occupancy before an item is never lower (only items later in the list
-    were started, and added), and the old start still fits. Checked exactly by
-    :meth:`follows`; otherwise everything is placed again. Running jobs waiting to grow are
-    never kept (their steps change with the time).
-
-    Parameters
-    ----------
-    now, cap
-        The cycle's time (seconds) and machine size.
-    base
-        The holds with the items started added (what the next cycle's holds should be).
-    final
-        The occupancy after every placement.
-    ids, places
-        The ``id()`` of the items' views still to start, in order, and the starts of the
-        first ``len(places)`` of them.
+    The items placed to start by ``now + _DUE_S`` count as started: their holds join
+    ``base``. Running jobs waiting to grow are never kept (their steps change with the time).
     """
+    horizon = now + _DUE_S
+    due = {k for k, s in enumerate(places) if s <= horizon}
+    for k in due:
+        s, d, n = places[k], items[k][3], items[k][4]
+        base.add(s, s + d, n)
+    queue = [i for k, i in enumerate(items) if k not in due]
+    return KeptPlan.of(
+        now, cap, base, final, queue, [s for k, s in enumerate(places) if k not in due], _view_id
+    )
 
-    now: float
-    cap: int
-    base: Occupancy
-    final: Occupancy
-    ids: list[int]
-    places: list[float]
 
-    @classmethod
-    def build(
-        cls,
-        now: float,
-        cap: int,
-        base: Occupancy,
-        final: Occupancy,
-        items: Sequence[_Item],
-        places: list[float],
-    ) -> _LastPlan:
-        horizon = now + _DUE_S
-        due = {k for k, s in enumerate(places) if s <= horizon}
-        for k in due:
-            s, d, n = places[k], items[k][3], items[k][4]
-            base.add(s, s + d, n)
-        ids = [id(i[2]) for k, i in enumerate(items) if k not in due]
-        return cls(now, cap, base, final, ids, [s for k, s in enumerate(places) if k not in due])
-
-    def follows(self, now: float, cap: int, base: Occupancy, items: Sequence[_Item]) -> bool:
-        """Whether a cycle may keep these placements (conditions (1)-(3) above)."""
-        n = len(self.ids)
-        return (
-            now >= self.now
-            and cap == self.cap
-            and len(items) >= n
-            and [id(i[2]) for i in items[:n]] == self.ids
-            and min(self.places, default=INFINITY) >= now
-            and self.base.after(now).same(base)
-        )
+def _view_id(item: _Item) -> int:
+    """An item's name in a kept plan: its view's ``id()``."""
+    return id(item[2])
 
 
 def _may_fit_now(occ: Occupancy, item: _Item, cap: int, now: float) -> bool:
@@ -212,7 +178,7 @@ class FastPath:
     """
 
     _views: dict[int, tuple[JobView, object, int]]
-    _last: _LastPlan | None
+    _last: KeptPlan[Occupancy] | None
     _warned: bool
     config: Any
 
@@ -276,12 +242,12 @@ class FastPath:
             items = sorted(items + grows, key=lambda x: (x[0], x[1]))
         base = holds_from(now, holds_at)
         last = self._last
-        if not grows and last is not None and last.follows(now, cap, base, items):
+        if not grows and last is not None and last.follows(now, cap, base, items, _view_id):
             occ, first = last.final.after(now), list(last.places)
         else:
             occ, first = base.after(now), []
         starts, placed = _backfill(items, occ, cap, now, first)
-        self._last = None if grows else _LastPlan.build(now, cap, base, occ, items, starts[:placed])
+        self._last = None if grows else _kept(now, cap, base, occ, items, starts[:placed])
         return self._fast_decisions(snapshot, now, actors, items, starts)
 
     def _forget(self, pending: Sequence[JobView], running: Sequence[JobView]) -> None:
