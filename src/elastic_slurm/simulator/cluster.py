@@ -341,10 +341,23 @@ class VirtualCluster:
         return self.in_flight == 0 and bool(self.trigger_kinds)
 
     def take_trigger(self) -> Trigger:
-        """What happened since the last cycle, coalesced (and forgotten here)."""
-        trigger = Trigger(frozenset(self.trigger_kinds), tuple(sorted(self.trigger_ids)))
+        """What happened since the last cycle, coalesced (and forgotten here).
+
+        Built as :meth:`JobRecord` is in :meth:`_end`, without the frozen dataclass's
+        ``__init__`` (one ``object.__setattr__`` per field): one per cycle, millions per run.
+        """
+        ids = self.trigger_ids
+        trigger = object.__new__(Trigger)
+        object.__setattr__(
+            trigger,
+            "__dict__",
+            {
+                "kinds": frozenset(self.trigger_kinds),
+                "job_ids": tuple(sorted(ids)) if len(ids) > 1 else tuple(ids),
+            },
+        )
         self.trigger_kinds.clear()
-        self.trigger_ids.clear()
+        ids.clear()
         return trigger
 
     def records_by_submission(self) -> list[JobRecord]:

@@ -97,10 +97,10 @@ class EventQueue:
             When the queue is empty.
         """
         heap = self._heap
-        time_s = heap[0][0]
-        self.advance_to(time_s)
-        batch = []
         pop = heapq.heappop
+        time_s, priority, _, payload = pop(heap)
+        self.advance_to(time_s)
+        batch = [(priority, payload)]
         while heap and heap[0][0] == time_s:
             _, priority, _, payload = pop(heap)
             batch.append((priority, payload))
