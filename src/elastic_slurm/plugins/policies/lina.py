@@ -337,25 +337,27 @@ class _Cycle:
         left: list[JobView] = []
         head: JobView | None = None
         reservation: tuple[float, int] | None = None  # (shadow time, extra nodes)
+        free = self.free  # a local copy (the queue can be long), read again after each start
         for i, job in enumerate(pending):
-            if self.free == 0:
+            if free == 0:
                 if self.victims:  # only Algorithm 4 reads the jobs left
                     left.extend(pending[i:])
                 break
-            if job.nodes_min > self.free:  # cheap test first: the queue can be long
+            if job.nodes_min > free:  # cheap test first
                 if head is None and self.can_ever_start(job):
                     head = job
                 left.append(job)
                 continue
             size = _request(job)
             if head is None:
-                if size <= self.free:
+                if size <= free:
                     self.start(job, size, "first come, first served (Alg. 3)")
+                    free = self.free
                 elif self.can_ever_start(job):
                     head = job
                     left.append(job)
                 continue
-            if size > self.free:
+            if size > free:
                 left.append(job)
                 continue
             if reservation is None:
@@ -370,6 +372,7 @@ class _Cycle:
                 left.append(job)
                 continue
             self.start(job, size, why)
+            free = self.free
         return left
 
     def first_fit(self, pending: Sequence[JobView]) -> list[JobView]:
@@ -400,31 +403,40 @@ class _Cycle:
     def schedule_pending(self, pending: list[JobView]) -> None:
         sizeable = _SIZEABLE
         refused: bool | None = None  # blocked() with no idle node: the same all cycle long
+        # self.free and self._capacity as locals (the queue can be long), read again after
+        # every call that may change them
+        free = self.free
+        capacity = self._capacity
         for job in pending:
-            if self.free == 0:
+            if free == 0:
                 if refused is None:
                     refused = self.blocked()
-                if self._capacity == 0 or refused:
+                if capacity == 0 or refused:
                     break  # no idle node and nothing can be shrunk: no later job can start
-            # p_r of _start_range, inline: the queue can be long
+            # p_r of _start_range, inline
             elastic = job.kind in sizeable
             low = job.nodes_min if elastic else job.nodes_requested
             if low < 1:
                 low = 1
-            shortfall = low - self.free
+            shortfall = low - free
             if shortfall <= 0:
                 if elastic:
-                    size = min(_request(job), self.free)
+                    size = min(_request(job), free)
                     self.start(job, size, "its minimum fits in the idle nodes (Alg. 4)")
+                    free = self.free
+                    capacity = self._capacity
                 continue
-            if self._capacity is not None and self._capacity < shortfall:
+            if capacity is not None and capacity < shortfall:
                 continue  # what select_shrinkable would say: the victims cannot cover it
             chosen = self.select_shrinkable(shortfall)
+            capacity = self._capacity
             if chosen is None:
                 continue
             self.take(chosen, f"for pending job {job.job_id} (Alg. 4)")
             self.free += shortfall
             self.start(job, low, f"by shrinking malleable jobs for {shortfall} node(s) (Alg. 4)")
+            free = self.free
+            capacity = self._capacity
 
     # ------------------------------------------------------------------ Algorithm 1, line 7
     def expand_malleable(self) -> None:
