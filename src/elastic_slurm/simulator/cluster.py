@@ -64,6 +64,7 @@ from elastic_slurm.simulator.workload import SimJob
 
 _PENDING, _STARTING, _RUNNING, _ENDED = 0, 1, 2, 3
 _NO_COST = NoResizeCost()
+_INSORT_MAX = 16  # nodes released at once up to which _release inserts them one by one
 
 
 class SimulationError(PolicyError):
@@ -566,7 +567,7 @@ class VirtualCluster:
         i = bisect.bisect_left(order, job.order)
         order.insert(i, job.order)
         self._running_views.insert(i, None)
-        self._dirty(job)
+        self._stale[job.order] = job  # _dirty, inline: once per job
         self.timeline.append((now_s, spec.job_id, size))
         self._schedule(job, now_s)
 
@@ -715,11 +716,16 @@ class VirtualCluster:
                     self._begin_expand(job, now_s)
         if names:
             self._idle = None
-            if len(names) == 1:
-                bisect.insort(self.free, names[0])
+            free = self.free
+            if len(names) <= _INSORT_MAX:
+                # a few nodes: each binary search and shift costs less than re-sorting a
+                # large machine's idle list (a few microseconds at thousands of nodes)
+                insort = bisect.insort
+                for name in names:
+                    insort(free, name)
             else:
-                self.free.extend(names)
-                self.free.sort()
+                free.extend(names)
+                free.sort()
 
     def _cancel_claim(self, job: _Job) -> None:
         self.claims.remove(job)
@@ -746,7 +752,7 @@ class VirtualCluster:
         self._live.epoch += 1
         for v in verdicts:
             d = v.decision
-            if not v.legal:
+            if v.reason:  # not v.legal, without the property call
                 self._refuse(policy_name, d, now_s, v.reason)
             if type(d) is Start:
                 self._apply_start(d, now_s)
@@ -783,8 +789,11 @@ class VirtualCluster:
         del self._pending_views[i]
         self._pending_tuple = None
         del self._live.views[d.job_id]
-        have = min(n, len(self.free))
-        job.nodes = self._take(have)
+        free = self.free
+        have = min(n, len(free))
+        job.nodes = free[:have]  # _take, inline: once per job
+        del free[:have]
+        self._idle = None
         if have == n:
             self._start(job, now_s)
             return
