@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from elastic_slurm.model.decisions import Decision, Start
-from elastic_slurm.model.snapshot import ClusterSnapshot
+from elastic_slurm.model.snapshot import ClusterSnapshot, JobView
 from elastic_slurm.model.triggers import Trigger
 from elastic_slurm.plugins.kit.backfill import (
     BackfillOptions,
@@ -72,7 +72,9 @@ class EasyBackfill(Policy):
         now = snapshot.time_s
         est = estimates_for(snapshot, self.config.estimates)
         decisions: list[Decision] = []
-        started: list[tuple[float, int]] = []  # (estimated end, nodes) of this cycle's starts
+        # this cycle's starts, (job, nodes): their estimated ends are needed only for a
+        # reservation, which most cycles do not make
+        started: list[tuple[JobView, int]] = []
         head_index = len(pending)
         machine = snapshot.node_count
         for i, job in enumerate(pending):
@@ -83,7 +85,7 @@ class EasyBackfill(Policy):
                 head_index = i
                 break
             decisions.append(Start(job.job_id, size, "first come, first served"))
-            started.append((now + estimate_s(job, size, est), size))
+            started.append((job, size))
             free -= size
         if head_index >= len(pending) - 1 or free == 0:
             return decisions  # nobody blocked, nothing behind the head, or no idle node
@@ -98,8 +100,9 @@ class EasyBackfill(Policy):
             if size > free:
                 continue
             if shadow_s < 0.0:
-                ends = [(estimated_end_s(j, now, est), len(j.nodes)) for j in snapshot.running()]
-                shadow_s, extra = shadow([*started, *ends], free, start_size(head))
+                ends = [(now + estimate_s(j, n, est), n) for j, n in started]
+                ends += [(estimated_end_s(j, now, est), len(j.nodes)) for j in snapshot.running()]
+                shadow_s, extra = shadow(ends, free, start_size(head))
             if now + estimate_s(job, size, est) <= shadow_s:
                 reason = (
                     f"backfilled: ends before job {head.job_id}'s reservation at {shadow_s:g} s"

@@ -254,7 +254,8 @@ class _Cycle:
         self.evolving_expands: list[Decision] = []
         self.starts: list[Decision] = []
         self.expands: list[Decision] = []
-        self.started: list[tuple[float, int]] = []  # (predicted end, nodes) of this cycle
+        # this cycle's starts, (job, nodes): their predicted ends are read only by shadow()
+        self.started: list[tuple[JobView, int]] = []
         self.victims = [j for j in running if j.kind is JobKind.MALLEABLE and not j.resizing]
         self._random: dict[int, float] | None = None
         self._ending: bool | None = None
@@ -388,7 +389,7 @@ class _Cycle:
 
     def shadow(self, need: int) -> tuple[float, int]:
         """The head job's reservation: ``(shadow time, extra nodes)``; ``(inf, 0)`` if never."""
-        ends = list(self.started)
+        ends = [(self.now + self.pending_runtime_s(job, size), size) for job, size in self.started]
         for job in self.running:
             ends.append((self.running_end_s(job), self.size(job)))
         ends.sort()
@@ -559,7 +560,7 @@ class _Cycle:
     def start(self, job: JobView, size: int, reason: str) -> None:
         self.free -= size
         self.starts.append(Start(job.job_id, size, reason))
-        self.started.append((self.now + self.pending_runtime_s(job, size), size))
+        self.started.append((job, size))
 
     # ------------------------------------------------------------------ job facts
     def size(self, job: JobView) -> int:
