@@ -44,7 +44,7 @@ from __future__ import annotations
 import bisect
 import operator
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass, fields
 from typing import Any
 
 from elastic_slurm.errors import PolicyError
@@ -196,7 +196,21 @@ class _Job:
 _ARRIVAL_KEY = operator.attrgetter("submit_s", "job_id")
 
 
-_from_fields = JobView.from_fields
+# JobView's defaults, for _view
+_VIEW_DEFAULTS = {f.name: f.default for f in fields(JobView) if f.default is not MISSING}
+
+
+def _view(values: dict[str, Any]) -> JobView:
+    """``JobView.from_fields(values)`` without its check of the names, for this module's views.
+
+    Views are the simulator's most frequent object (one per arrival, start and change) and
+    their names are this module's own, fixed: ``tests/sim/test_sim_speed_views.py`` checks
+    that every view made here equals ``JobView(**fields)`` and names every field. Saves
+    about a third of ``from_fields``' cost (two set comparisons and a dict copy per view).
+    """
+    view = object.__new__(JobView)
+    object.__setattr__(view, "__dict__", _VIEW_DEFAULTS | values)
+    return view
 
 
 class _Live:
@@ -431,7 +445,7 @@ class VirtualCluster:
 
     def _pending_view(self, job: _Job) -> JobView:
         s = job.spec
-        return _from_fields(
+        return _view(
             {
                 "job_id": s.job_id,
                 "kind": s.kind,
@@ -456,7 +470,7 @@ class VirtualCluster:
         est = None
         if job.est_full_s is not None:
             est = base + (1.0 - job.est_done) * job.est_full_s
-        return _from_fields(
+        return _view(
             {
                 "job_id": s.job_id,
                 "kind": s.kind,
