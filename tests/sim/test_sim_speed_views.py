@@ -1,6 +1,6 @@
 """The simulator's job views, built without ``JobView.from_fields``' check (issue 17).
 
-``simulator/cluster.py`` builds its views with ``_view``, which skips the check of the field
+``simulator/cluster.py`` builds its views with ``_from_fields``, which skips the check of the field
 names that ``JobView.from_fields`` makes on every call. These tests are that check, made on
 every view of a run with rigid, malleable and evolving jobs: each names every field of
 :class:`~elastic_slurm.model.snapshot.JobView` and equals (same hash) ``JobView(**fields)``.
@@ -15,7 +15,7 @@ import pytest
 from elastic_slurm.model import ClusterSnapshot, Decision, JobKind, JobState, JobView, Trigger
 from elastic_slurm.plugins.policies.lina import LinaElastic
 from elastic_slurm.simulator import run
-from elastic_slurm.simulator.cluster import _view
+from elastic_slurm.simulator.cluster import _from_fields
 from elastic_slurm.simulator.generators.downey import lina_synthetic
 
 FIELDS = {f.name for f in fields(JobView)}
@@ -65,6 +65,6 @@ def test_view_fills_defaults_as_from_fields_does() -> None:
         "nodes_max": 2,
         "submit_time_s": 5.0,
     }
-    fast, checked = _view(given), JobView.from_fields(given)
+    fast, checked = _from_fields(given), JobView.from_fields(given)
     assert fast == checked and fast.__dict__ == checked.__dict__
     assert set(fast.__dict__) == FIELDS

@@ -196,11 +196,11 @@ class _Job:
 _ARRIVAL_KEY = operator.attrgetter("submit_s", "job_id")
 
 
-# JobView's defaults, for _view
+# JobView's defaults, for _from_fields
 _VIEW_DEFAULTS = {f.name: f.default for f in fields(JobView) if f.default is not MISSING}
 
 
-def _view(values: dict[str, Any]) -> JobView:
+def _from_fields(values: dict[str, Any]) -> JobView:
     """``JobView.from_fields(values)`` without its check of the names, for this module's views.
 
     Views are the simulator's most frequent object (one per arrival, start and change) and
@@ -445,7 +445,7 @@ class VirtualCluster:
 
     def _pending_view(self, job: _Job) -> JobView:
         s = job.spec
-        return _view(
+        return _from_fields(
             {
                 "job_id": s.job_id,
                 "kind": s.kind,
@@ -470,7 +470,7 @@ class VirtualCluster:
         est = None
         if job.est_full_s is not None:
             est = base + (1.0 - job.est_done) * job.est_full_s
-        return _view(
+        return _from_fields(
             {
                 "job_id": s.job_id,
                 "kind": s.kind,
