@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import DTypeLike
 
+from elastic_slurm.mpi_runtime import strided
 from elastic_slurm.mpi_runtime.collective import raise_together
 from elastic_slurm.mpi_runtime.distribution import (
     BlockRows,
@@ -1418,12 +1419,17 @@ def _tile_buffer(tile: Tile) -> np.ndarray:
 
 def _rectangles(tile: Tile, side: int) -> list[tuple[slice, slice, slice, slice]]:
     """``(rows in a, cols in a, rows in packed, cols in packed)`` for each rectangle."""
+    return _rects(*_side(tile, side))
+
+
+def _rects(rows: np.ndarray, cols: np.ndarray) -> list[tuple[slice, slice, slice, slice]]:
+    """:func:`_rectangles` of ``[start, length]`` row and column runs."""
     out = []
     r_off = 0
-    rows, cols = _side(tile, side)
+    col_runs = _slices(cols)
     for r0, n in _slices(rows):
         c_off = 0
-        for c0, m in _slices(cols):
+        for c0, m in col_runs:
             out.append(
                 (
                     slice(r0, r0 + n),
@@ -1439,11 +1445,14 @@ def _rectangles(tile: Tile, side: int) -> list[tuple[slice, slice, slice, slice]
 
 def _gather(a: np.ndarray, tile: Tile, side: int) -> np.ndarray:
     """Pack the tile of ``a`` (``uint8``, 2-D) into a new contiguous array."""
+    buf = _tile_buffer(tile)
     rows, cols = _side(tile, side)
+    rows, cols = strided.merged(rows), strided.merged(cols)  # packing joins adjacent runs
+    if _by_views(a, rows, cols, buf, gather=True):
+        return buf
     if len(rows) * len(cols) > _MAX_SLICES:
         return a[np.ix_(_flat_index(rows), _flat_index(cols))]
-    buf = _tile_buffer(tile)
-    for ra, ca, rb, cb in _rectangles(tile, side):
+    for ra, ca, rb, cb in _rects(rows, cols):
         buf[rb, cb] = a[ra, ca]
     return buf
 
@@ -1451,20 +1460,57 @@ def _gather(a: np.ndarray, tile: Tile, side: int) -> np.ndarray:
 def _scatter(a: np.ndarray, tile: Tile, buf: np.ndarray, side: int) -> None:
     """Unpack ``buf`` (a packed tile) into the tile of ``a``."""
     rows, cols = _side(tile, side)
+    rows, cols = strided.merged(rows), strided.merged(cols)
+    if _by_views(a, rows, cols, buf, gather=False):
+        return
     if len(rows) * len(cols) > _MAX_SLICES:
         a[np.ix_(_flat_index(rows), _flat_index(cols))] = buf
         return
-    for ra, ca, rb, cb in _rectangles(tile, side):
+    for ra, ca, rb, cb in _rects(rows, cols):
         a[ra, ca] = buf[rb, cb]
+
+
+def _by_views(
+    a: np.ndarray, rows: np.ndarray, cols: np.ndarray, buf: np.ndarray, *, gather: bool
+) -> bool:
+    """Copy between the tile of ``a`` and its packed ``buf`` by strided views, if worth it.
+
+    That is when they take fewer NumPy calls than rectangles (:mod:`.strided`); returns False
+    (nothing copied) otherwise.
+    """
+    p_rows, p_cols = strided.packed(rows), strided.packed(cols)
+    mode = strided.choose([rows, p_rows], [cols, p_cols])
+    if mode is None:
+        return False
+    pairs = zip(
+        strided.views(a, rows, cols, mode), strided.views(buf, p_rows, p_cols, mode), strict=True
+    )
+    for in_a, in_buf in pairs:
+        if gather:
+            in_buf[...] = in_a
+        else:
+            in_a[...] = in_buf
+    return True
 
 
 def _copy_tile(src: np.ndarray, tile: Tile, dst: np.ndarray) -> None:
     """Copy the tile that stays on the rank from its place in ``src`` to its place in ``dst``."""
+    (r_src, c_src), (r_dst, c_dst) = _side(tile, 0), _side(tile, 1)
+    mode = strided.choose([r_src, r_dst], [c_src, c_dst])
+    if mode is not None:
+        pairs = zip(
+            strided.views(src, r_src, c_src, mode),
+            strided.views(dst, r_dst, c_dst, mode),
+            strict=True,
+        )
+        for a, b in pairs:
+            b[...] = a
+        return
     if len(tile[0]) * len(tile[1]) > _MAX_SLICES:
         _scatter(dst, tile, _gather(src, tile, 0), 1)
         return
-    pairs = zip(_rectangles(tile, 0), _rectangles(tile, 1), strict=True)
-    for (ra, ca, _, _), (rb, cb, _, _) in pairs:
+    pairs2 = zip(_rectangles(tile, 0), _rectangles(tile, 1), strict=True)
+    for (ra, ca, _, _), (rb, cb, _, _) in pairs2:
         dst[rb, cb] = src[ra, ca]
 
 
