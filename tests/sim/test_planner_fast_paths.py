@@ -10,8 +10,6 @@ and every path must be taken.
 
 from __future__ import annotations
 
-from functools import cache
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,22 +18,9 @@ from elastic_slurm.model.decisions import Decision
 from elastic_slurm.plugins.kit.kept_plan import KeptPlan
 from elastic_slurm.plugins.policies import coorm, klein_perez
 from elastic_slurm.plugins.registry import make_policy
-from elastic_slurm.simulator import LinaConversion, Simulation, Workload, from_swf, read_swf
-from elastic_slurm.simulator.workload import make_elastic
+from elastic_slurm.simulator import Simulation, Workload
 
-WORKLOADS = Path("/work/shared/workloads")
-TRACES = ["lublin_256.swf.gz", "SDSC-SP2-1998-4.2-cln.swf.gz"]
-needs_traces = pytest.mark.skipif(
-    not WORKLOADS.is_dir(), reason=f"the shared traces are not here ({WORKLOADS})"
-)
-
-
-@cache
-def _slice(name: str, skip: int, count: int) -> Workload:
-    trace = read_swf(WORKLOADS / name, max_records=skip + count + 500)
-    whole = from_swf(trace, max_jobs=skip + count)
-    rigid = Workload(whole.jobs[skip:], whole.nodes)
-    return make_elastic(rigid, LinaConversion(elastic_fraction=0.5), 1)
+from .trace_runs import TRACES, logged_run, needs_traces, trace_slice
 
 
 @needs_traces
@@ -44,7 +29,7 @@ def _slice(name: str, skip: int, count: int) -> Workload:
 def test_klein_perez_decides_what_the_plain_algorithm_plans(
     trace: str, fit: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    workload = _slice(trace, 3000, 400)
+    workload = trace_slice(trace, 3000, 400)
     policy = make_policy("klein_perez", {"fit": fit})
     assert isinstance(policy, klein_perez.KleinPerez)
     fast = policy._fast_decide
@@ -71,18 +56,7 @@ def test_klein_perez_decides_what_the_plain_algorithm_plans(
 
 
 def _coorm_run(workload: Workload) -> tuple[Any, ...]:
-    policy = make_policy("coorm_equipartition", None)
-    decided: list[tuple[float, list[Decision]]] = []
-    decide = policy.decide
-
-    def logged(snapshot: Any, trigger: Any) -> list[Decision]:
-        out = decide(snapshot, trigger)
-        decided.append((snapshot.time_s, out))
-        return out
-
-    policy.decide = logged  # type: ignore[method-assign]
-    result = Simulation(workload.jobs, policy, workload.nodes).run()
-    return tuple(decided), result.records, result.timeline, result.metrics
+    return logged_run(workload, make_policy("coorm_equipartition", None))
 
 
 @needs_traces
@@ -90,7 +64,7 @@ def _coorm_run(workload: Workload) -> tuple[Any, ...]:
 def test_coorm_stops_placing_only_when_nothing_else_could_start_now(
     trace: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    workload = _slice(trace, 3000, 500)
+    workload = trace_slice(trace, 3000, 500)
     cuts: list[bool] = []
     may_start = coorm._may_start
 

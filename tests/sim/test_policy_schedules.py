@@ -10,55 +10,33 @@ be taken.
 
 from __future__ import annotations
 
-from functools import cache
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from elastic_slurm.model.decisions import Decision
 from elastic_slurm.plugins.kit.kept_plan import KeptPlan
 from elastic_slurm.plugins.registry import make_policy
-from elastic_slurm.simulator import LinaConversion, Simulation, Workload, from_swf, read_swf
-from elastic_slurm.simulator.workload import make_elastic
 
-WORKLOADS = Path("/work/shared/workloads")
-TRACES = ["lublin_256.swf.gz", "SDSC-SP2-1998-4.2-cln.swf.gz"]
+from .trace_runs import TRACES, logged_run, needs_traces, trace_slice
 
 
-@cache
-def _slice(name: str, skip: int, count: int, fraction: float) -> Workload:
-    trace = read_swf(WORKLOADS / name, max_records=skip + count + 500)
-    whole = from_swf(trace, max_jobs=skip + count)
-    rigid = Workload(whole.jobs[skip:], whole.nodes)
-    return make_elastic(rigid, LinaConversion(elastic_fraction=fraction), 1)
-
-
-def _run(workload: Workload, name: str, *, recompute: bool) -> tuple[Any, ...]:
+def _run(workload: Any, name: str, *, recompute: bool) -> tuple[Any, ...]:
     policy = make_policy(name, None)
-    decided: list[tuple[float, list[Decision]]] = []
-    decide = policy.decide
 
-    def logged(snapshot: Any, trigger: Any) -> list[Decision]:
-        if recompute:
-            policy._plan = None  # type: ignore[attr-defined]  # forget: recompute everything
-        out = decide(snapshot, trigger)
-        decided.append((snapshot.time_s, out))
-        return out
+    def forget() -> None:
+        policy._plan = None  # type: ignore[attr-defined]  # recompute everything
 
-    policy.decide = logged  # type: ignore[method-assign]
-    result = Simulation(workload.jobs, policy, workload.nodes).run()
-    return tuple(decided), result.records, result.timeline, result.metrics
+    return logged_run(workload, policy, forget if recompute else None)
 
 
-@pytest.mark.skipif(not WORKLOADS.is_dir(), reason=f"the shared traces are not here ({WORKLOADS})")
+@needs_traces
 @pytest.mark.parametrize("trace", TRACES)
 @pytest.mark.parametrize("name", ["conservative_backfill", "coorm_equipartition"])
 def test_kept_reservations_give_the_schedule_of_recomputed_ones(
     trace: str, name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     plan = KeptPlan
-    workload = _slice(trace, 3000, 700, 0.5)
+    workload = trace_slice(trace, 3000, 700)
     answers: list[bool] = []
     follows = plan.follows
 
