@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from elastic_slurm import envvars
-from elastic_slurm.errors import ElasticSlurmError
+from elastic_slurm.errors import ElasticSlurmError, JobInputError
 from elastic_slurm.protocol.jobdir import JobDir, write_json_atomic
 
 #: The checkpoint's manifest (in the job directory's ``checkpoint/``), written last.
@@ -298,11 +298,19 @@ def process_started() -> float | None:
 
 def ready_info(jobdir: JobDir, seq: int) -> dict[str, Any]:
     """What the successor of order ``seq`` wrote when it became ready (``{}``: nothing)."""
+    return _read_ready(jobdir, seq) or {}
+
+
+def _read_ready(jobdir: JobDir, seq: int) -> dict[str, Any] | None:
+    """The successor's ready file, read through the job directory's checks.
+
+    ``None`` while it is absent, unreadable or not a JSON object.
+    """
     try:
-        data = json.loads(ready_path(jobdir, seq).read_text())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+        data = jobdir.files.read_json((), READY.format(seq=seq))
+    except JobInputError:
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def wait_ready(
@@ -314,14 +322,10 @@ def wait_ready(
     checkpoint directory), else ``(why not, False)``: ``failed()`` became true (the launcher
     gave up on it and acknowledged the order as failed), or ``timeout_s`` seconds passed.
     """
-    path = ready_path(jobdir, seq)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        try:
-            data = json.loads(path.read_text())
-        except (FileNotFoundError, ValueError):
-            data = None
-        if isinstance(data, dict):
+        data = _read_ready(jobdir, seq)
+        if data is not None:
             return None, bool(data.get("memory"))
         if failed():
             return "the next generation could not start", False
