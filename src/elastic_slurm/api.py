@@ -33,6 +33,9 @@ if TYPE_CHECKING:
 SECRET_ENV = "ELASTIC_SLURM_JOB_SECRET"
 #: The environment variable that carries the controller's URL, when the job has one.
 CONTROLLER_ENV = "ELASTIC_SLURM_CONTROLLER"
+#: ``job`` when the site's controller runs as a service user (``controller.privilege:
+#: service``): the job does the Slurm side of its resizes (:mod:`.mpi_runtime.grant`).
+SLURM_SIDE_ENV = "ELASTIC_SLURM_SLURM_SIDE"
 
 
 def check_program(req: ElasticRequest, workdir: Path, slurm: SlurmBackend) -> None:
@@ -91,6 +94,7 @@ def submit(
     sized_by: SizedBy = "slurm",
     hold: bool = False,
     mpi_env: Mapping[str, str] | None = None,
+    slurm_side: str = "controller",
 ) -> int:
     """Validate ``req`` and submit it; return Slurm's job id.
 
@@ -122,6 +126,10 @@ def submit(
         MPI parameters (``OMPI_MCA_*``, ``PRTE_MCA_*``, ``PMIX_MCA_*``) for the job's MPI
         launch: the site config's ``mpi_env``. The request's own ``extra_env`` entries of
         that kind win over them (:mod:`elastic_slurm.mca`).
+    slurm_side
+        ``job`` under a service controller (``controller.privilege: service``): the job's
+        launcher gives a shrink's nodes back to Slurm itself (:data:`SLURM_SIDE_ENV`);
+        ``controller``: the controller does.
 
     Returns
     -------
@@ -147,6 +155,8 @@ def submit(
     env = {SECRET_ENV: secrets.token_urlsafe(32)}
     if controller:
         env[CONTROLLER_ENV] = controller
+    if slurm_side == "job":  # a service controller: the job gives its nodes back itself
+        env[SLURM_SIDE_ENV] = "job"
     params = {**(mpi_env or {}), **{k: v for k, v in req.extra_env if mca.is_param(k)}}
     if params:  # exported, and listed for the launcher, which drops other MPI variables
         env.update(params)
@@ -281,5 +291,6 @@ def submit_spec(
         controller=controller_url(site),  # where the site's controller listens
         hold=hold,
         mpi_env=site.mpi_env,
+        slurm_side="job" if site.controller.privilege == "service" else "controller",
     )
     return Submission(job_id, req, sized_by, workdir, spec.output)

@@ -1,8 +1,10 @@
 """Two unprivileged users share the live cluster: one's malleable job grows, shrinks for the
-other's rigid job, and grows back; the controller runs as root (for now, see
-``docs/install-site.md``) with only what the shipped systemd unit leaves it: its capability
-bounding set, no new privileges, its umask (``setpriv``; the rest of the unit's sandbox needs
-systemd).
+other's rigid job, and grows back. Twice: with the controller as root with only what the
+shipped systemd unit's root variant leaves it (its capability bounding set, no new privileges,
+its umask: ``setpriv``; the rest of the unit's sandbox needs systemd), and with the controller
+as an unprivileged service user with no capabilities at all (``controller.privilege:
+service``): then it keeps every job's protocol files in its own spool, and the job asks Slurm
+for its new nodes and gives a shrink's nodes back itself, as its user.
 
 The users' commands run with a venv made for them, not with the Python running the tests: that
 one may be closed to them (pyenv's under ``/root``, mode 0700, here), and so may the checkout
@@ -32,7 +34,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 
+from elastic_slurm.adapter.backend import EXPANDER_PREFIX
 from elastic_slurm.cluster.users import READ, SEARCH, closed_to_others, ensure_user
 from elastic_slurm.config import load_site
 from elastic_slurm.protocol.address import default_address, site_munge_socket
@@ -45,29 +49,43 @@ UNIT = ROOT / "packaging" / "systemd" / "elastic-slurm-controller.service"
 SYSTEM_PYTHON = Path("/usr/bin/python3")
 USER_VENV = Path("/var/lib/elastic-slurm/unprivileged-test-venv")
 MALLEABLE_USER, RIGID_USER = "esalice", "esbob"
+ROOT_DROP_IN = UNIT.parent / f"{UNIT.name}.d" / "root.conf"
+SERVICE_USER = "elastic-slurm"  # the shipped unit's User=
+SERVICE_STATE = Path("/var/lib/elastic-slurm/service-test")
 RUNUSER = shutil.which("runuser") or "/usr/sbin/runuser"
 # heat2d at 0.01 s an iteration or slower (4 ranks share 2 cores here: about 35 a second): the
 # resizes are over after about 1000 iterations, the job ends after about 70 s
 ITERATIONS = 2500
 
 
-def _clean_env(venv: Path, home: str) -> dict[str, str]:
-    """A user's environment: the venv first on PATH, the cluster's SLURM_CONF, nothing of ours."""
-    return {
+def _clean_env(venv: Path, home: str, site: Path | None = None) -> dict[str, str]:
+    """A user's environment: the venv first on PATH, the cluster's SLURM_CONF, nothing of ours
+    (but the site config ``site``, if given)."""
+    env = {
         "PATH": f"{venv / 'bin'}:/usr/bin:/bin",
         "HOME": home,
         "LANG": "C.UTF-8",
         "SLURM_CONF": str(load_site().slurm_conf),
     }
+    if site is not None:
+        env["ELASTIC_SLURM_SITE"] = str(site)
+    return env
 
 
-def _as_user(user: str, argv: list[str], venv: Path, cwd: Path, timeout_s: float = 60) -> str:
+def _as_user(
+    user: str,
+    argv: list[str],
+    venv: Path,
+    cwd: Path,
+    timeout_s: float = 60,
+    site: Path | None = None,
+) -> str:
     """Run ``argv`` as ``user`` (``runuser``) in ``cwd``; return its output, fail on an error."""
     home = pwd.getpwnam(user).pw_dir
     res = subprocess.run(
         [RUNUSER, "-u", user, "--", *argv],
         cwd=cwd,
-        env=_clean_env(venv, home),
+        env=_clean_env(venv, home, site),
         capture_output=True,
         text=True,
         timeout=timeout_s,
@@ -154,27 +172,50 @@ def user_venv(local_cluster) -> Path:
     return USER_VENV
 
 
-def _as_the_unit_runs_it() -> tuple[list[str], int]:
-    """``setpriv`` arguments and the umask that give a process what the shipped unit leaves
-    the controller: its capability bounding set, no new privileges."""
+def _unit(*drop_ins: Path) -> configparser.SectionProxy:
+    """The shipped unit's [Service] settings, with ``drop_ins`` applied."""
     unit = configparser.ConfigParser(interpolation=None, strict=False)
     unit.optionxform = str
-    unit.read_string(UNIT.read_text())
-    service = unit["Service"]
+    unit.read_string("\n".join(p.read_text() for p in (UNIT, *drop_ins)))
+    return unit["Service"]
+
+
+def _as_the_unit_runs_it(*drop_ins: Path) -> tuple[list[str], int]:
+    """``setpriv`` arguments and the umask that give a process what the shipped unit (with
+    ``drop_ins``) leaves the controller: its user, its capability bounding set (none as
+    shipped), no new privileges."""
+    service = _unit(*drop_ins)
     caps = [c.removeprefix("CAP_").lower() for c in service["CapabilityBoundingSet"].split()]
     setpriv = shutil.which("setpriv")
     assert setpriv, "no setpriv (util-linux) to drop the controller's capabilities"
-    argv = [setpriv, "--bounding-set", ",".join(["-all", *(f"+{c}" for c in caps)])]
+    argv = [setpriv]
+    user = service.get("User", "root")
+    if user != "root":
+        who = pwd.getpwnam(user)
+        argv += [f"--reuid={who.pw_uid}", f"--regid={who.pw_gid}", "--init-groups"]
+    argv += ["--bounding-set", ",".join(["-all", *(f"+{c}" for c in caps)])]
     argv += ["--inh-caps=-all"]
     if service.get("NoNewPrivileges") == "yes":
         argv.append("--no-new-privs")
     return [*argv, "--"], int(service.get("UMask", "0022"), 8)
 
 
+def _service_site(spool: Path) -> Path:
+    """The local site's config with ``controller.privilege: service`` and ``spool``, in a file
+    every user can read (the users' ``submit`` reads it too)."""
+    raw = yaml.safe_load((ROOT / "site_configs" / "local.yaml").read_text())
+    raw.setdefault("controller", {}).update(privilege="service", spool=str(spool))
+    path = SERVICE_STATE / "site.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    path.chmod(0o644)
+    return path
+
+
 @dataclass
 class Scenario:
     """What the two users' jobs left behind."""
 
+    mode: str  # root or service: how the controller ran
     workdir: Path
     uid: int
     malleable: int
@@ -182,6 +223,9 @@ class Scenario:
     sizes: list[int]
     output: str
     controller_log: str
+    spool: Path | None
+    es: str  # the users' elastic-slurm command
+    venv: Path
 
 
 def _sizes(output: str) -> list[int]:
@@ -209,10 +253,12 @@ def _workdir(user: str) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def scenario(user_venv, tmp_path_factory) -> Iterator[Scenario]:
+@pytest.fixture(scope="module", params=["root", "service"])
+def scenario(request, user_venv, tmp_path_factory) -> Iterator[Scenario]:
     """Alice's malleable heat2d grows into the idle nodes, shrinks for Bob's rigid job and grows
-    back once it is done; the controller runs as root."""
+    back once it is done; the controller runs as root (capabilities of the unit's root variant)
+    or as the service user ``elastic-slurm`` (none)."""
+    mode = request.param
     wait(all_idle, 60, "all nodes idle before the test")
     alice, bob = ensure_user(MALLEABLE_USER), ensure_user(RIGID_USER)
     for who in (alice, bob):
@@ -230,15 +276,35 @@ def scenario(user_venv, tmp_path_factory) -> Iterator[Scenario]:
     es = str(user_venv / "bin" / "elastic-slurm")
     jobs: list[int] = []
     controller = None
-    sandbox, umask = _as_the_unit_runs_it()
+    site: Path | None = None
+    spool: Path | None = None
+    env = None
+    if mode == "service":
+        assert _unit()["User"] == SERVICE_USER
+        service = ensure_user(SERVICE_USER)
+        shutil.rmtree(SERVICE_STATE, ignore_errors=True)
+        SERVICE_STATE.mkdir(mode=0o755, parents=True)
+        state = SERVICE_STATE / "controller"
+        state.mkdir(mode=0o700)
+        os.chown(state, service.pw_uid, service.pw_gid)
+        spool, journal = state / "jobs", state / "journal.sqlite"
+        site = _service_site(spool)
+        sandbox, umask = _as_the_unit_runs_it()  # as shipped: its user, no capability
+        python = [str(user_venv / "bin" / "python")]  # the service user may not run ours
+        env = _clean_env(user_venv, service.pw_dir, site)
+    else:
+        sandbox, umask = _as_the_unit_runs_it(ROOT_DROP_IN)  # root, four capabilities
+        python = [sys.executable]
     with log_path.open("w") as log:
         try:
-            controller = subprocess.Popen(  # as root with the unit's capabilities only
-                [*sandbox, sys.executable, "-m", "elastic_slurm", "controller", "run"]
+            controller = subprocess.Popen(  # as root with the unit's capabilities, or not root
+                [*sandbox, *python, "-m", "elastic_slurm", "controller", "run"]
                 + ["--policy", "pending_first", "--journal", str(journal)],
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 text=True,
+                env=env,
+                cwd="/",
                 preexec_fn=lambda: os.umask(umask),
             )
             wait(lambda: _listening(default_address(load_site())), 60, "the controller to listen")
@@ -251,6 +317,7 @@ def scenario(user_venv, tmp_path_factory) -> Iterator[Scenario]:
                     + ["--iterations", str(ITERATIONS), "--pace-s", "0.01", "--check"],
                     user_venv,
                     work_a,
+                    site=site,
                 ).split()[-1]
             )
             jobs.append(malleable)
@@ -267,6 +334,7 @@ def scenario(user_venv, tmp_path_factory) -> Iterator[Scenario]:
                     + ["--", "/bin/sleep", "8"],
                     user_venv,
                     work_b,
+                    site=site,
                 ).split()[-1]
             )
             jobs.append(rigid)
@@ -276,9 +344,10 @@ def scenario(user_venv, tmp_path_factory) -> Iterator[Scenario]:
             for job in jobs:
                 subprocess.run(["scancel", str(job)], check=False)
             if controller is not None:
-                controller.send_signal(signal.SIGINT)
+                controller.send_signal(signal.SIGTERM)
                 controller.wait(timeout=30)
     yield Scenario(
+        mode,
         work_a,
         alice.pw_uid,
         malleable,
@@ -286,6 +355,9 @@ def scenario(user_venv, tmp_path_factory) -> Iterator[Scenario]:
         _sizes(output()),
         output(),
         log_path.read_text(),
+        spool,
+        es,
+        user_venv,
     )
     shutil.rmtree(work_a, ignore_errors=True)
     shutil.rmtree(work_b, ignore_errors=True)
@@ -307,8 +379,8 @@ def test_a_users_malleable_job_grows_shrinks_for_another_users_job_and_grows_bac
 
 @pytest.mark.slurm
 def test_every_file_in_the_users_job_directory_is_the_users(scenario):
-    # The controller runs as root; whatever it creates in a user's directory must still be
-    # the user's, or its owner cannot remove it.
+    # As root, whatever the controller creates in a user's directory must still be the
+    # user's, or its owner cannot remove it; as a service user it cannot write there at all.
     foreign = []
     for dirpath, dirnames, filenames in os.walk(scenario.workdir):
         for name in dirnames + filenames:
@@ -318,3 +390,45 @@ def test_every_file_in_the_users_job_directory_is_the_users(scenario):
                 kind = "dir" if stat.S_ISDIR(st.st_mode) else "file"
                 foreign.append(f"{os.path.join(dirpath, name)} ({kind}, {owner})")
     assert foreign == [], "\n".join(foreign)
+
+
+@pytest.mark.slurm
+def test_a_service_controller_keeps_the_protocol_in_its_spool_and_the_job_resizes_itself(
+    scenario,
+):
+    if scenario.mode != "service":
+        pytest.skip("the controller ran as root")
+    s = scenario
+    assert s.spool is not None
+    assert "jobs resize themselves" in s.controller_log, s.controller_log[-2000:]
+    # the protocol is in the controller's spool, the service user's own: the orders it
+    # gave (expansions by count, which the job asked Slurm for)
+    mine = s.spool / f"job-{s.malleable}"
+    service = pwd.getpwnam(SERVICE_USER)
+    assert mine.stat().st_uid == service.pw_uid
+    orders = [json.loads(p.read_text()) for p in sorted((mine / "orders").glob("*.json"))]
+    assert any(o["action"] == "expand" and o.get("by_job") and o["count"] > 0 for o in orders)
+    assert any(o["action"] == "shrink" and o.get("by_job") for o in orders), orders
+    # the user's job directory holds only the job's own files (what only the controller
+    # writes is not there), with its own record of each order and its outcome
+    jobdir = s.workdir / ".elastic-slurm" / f"job-{s.malleable}"
+    for part in ("offers", "registered.json"):
+        assert not (jobdir / part).exists(), f"{jobdir / part} exists: the controller wrote it"
+    show = _as_user(MALLEABLE_USER, [s.es, "show", str(s.malleable)], s.venv, s.workdir)
+    for order in orders:
+        name = f"{order['seq']:06d}"
+        assert (jobdir / "orders" / f"{name}.json").exists(), name
+        assert (jobdir / "acks" / f"{name}.done.json").exists(), name
+    assert show.count("done") >= len(orders), show
+    # the expanders the job merged into itself were its user's (Slurm's accounting)
+    res = subprocess.run(
+        ["sacct", "-X", "-n", "-P", "-a", "-o", "User"]
+        + ["--name", f"{EXPANDER_PREFIX}{s.malleable}"],
+        env={**os.environ, "SLURM_CONF": str(load_site().slurm_conf)},
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    owners = {ln.strip() for ln in res.stdout.splitlines() if ln.strip()}
+    assert owners == {MALLEABLE_USER}, (owners, res.stderr)

@@ -15,6 +15,7 @@ import pytest
 from elastic_slurm.config.schema import ControllerConfig
 
 UNIT = Path(__file__).resolve().parents[2] / "packaging/systemd/elastic-slurm-controller.service"
+ROOT_DROP_IN = UNIT.parent / f"{UNIT.name}.d" / "root.conf"
 
 
 def parse_unit(text: str) -> configparser.ConfigParser:
@@ -40,7 +41,7 @@ def test_it_runs_the_controller_of_a_site_config_until_sigterm(unit):
     assert service["KillSignal"] == "SIGTERM"
     assert service["KillMode"] == "mixed"  # the cycle's Slurm commands are not signalled
     assert float(service["TimeoutStopSec"]) >= 30
-    assert "User" not in service  # root for now (the file says why); stage 2 adds User=
+    assert service["User"] == service["Group"] == "elastic-slurm"  # not root
 
 
 def test_it_restarts_a_failed_controller_with_a_back_off(unit):
@@ -80,11 +81,21 @@ def test_it_is_hardened(unit):
     ):
         assert service[key] == "yes", key
     assert service["ProtectSystem"] == "strict"
-    assert "/home" in service["ReadWritePaths"].split() or "-/home" in service["ReadWritePaths"]
-    caps = set(service["CapabilityBoundingSet"].split())
-    assert caps <= {"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FOWNER"}, caps
+    # it never reads or writes a job's directory: homes are hidden, no capability at all
+    assert service["ProtectHome"] == "yes" and "ReadWritePaths" not in service
+    assert service["CapabilityBoundingSet"] == "" and service["AmbientCapabilities"] == ""
     # the Slurm probe's cache would otherwise go to root's home, read-only under ProtectSystem
     assert service["Environment"] == "XDG_CACHE_HOME=%C" and service["CacheDirectory"]
+
+
+def test_the_root_drop_in_gives_back_root_with_four_capabilities_only():
+    # controller.privilege: root, the older way: it writes jobs' orders into their homes
+    merged = parse_unit(UNIT.read_text() + "\n" + ROOT_DROP_IN.read_text())["Service"]
+    assert merged["User"] == "root" and merged["UMask"] == "0022"
+    assert merged["ProtectHome"] == "no" and "-/home" in merged["ReadWritePaths"].split()
+    caps = set(merged["CapabilityBoundingSet"].split())
+    assert caps == {"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FOWNER"}, caps
+    assert merged["NoNewPrivileges"] == "yes"  # the rest of the sandbox stays
 
 
 def test_the_parser_sees_a_missing_setting():  # so the checks above can fail
@@ -102,15 +113,16 @@ def test_systemd_accepts_every_setting(tmp_path):
     text = UNIT.read_text().replace("/opt/elastic-slurm/bin/elastic-slurm", str(program))
     assert str(program) in text
     copy = tmp_path / UNIT.name
-    copy.write_text(text)
-    res = subprocess.run(
-        ["systemd-analyze", "verify", str(copy)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert res.returncode == 0 and res.stderr.strip() == "", res.stderr
+    for variant in (text, text + "\n" + ROOT_DROP_IN.read_text()):  # as shipped, and as root
+        copy.write_text(variant)
+        res = subprocess.run(
+            ["systemd-analyze", "verify", str(copy)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert res.returncode == 0 and res.stderr.strip() == "", res.stderr
     copy.write_text(text.replace("ProtectSystem=strict", "ProtectSystem=strikt"))
     bad = subprocess.run(
         ["systemd-analyze", "verify", str(copy)], capture_output=True, text=True, timeout=60

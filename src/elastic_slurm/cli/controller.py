@@ -13,8 +13,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import os
 import signal
 import sqlite3
+import stat
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -32,6 +34,7 @@ from elastic_slurm.controller.logs import FORMATS, LEVELS, setup_logging
 from elastic_slurm.errors import ConfigError, SlurmUnavailableError
 from elastic_slurm.plugins.registry import make_policy
 from elastic_slurm.protocol.address import default_address, site_munge_socket
+from elastic_slurm.protocol.jobdir import JobDirs
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -118,6 +121,30 @@ def until_slurm_answers(call: Callable[[], T], poll_s: float) -> T:
         return result
 
 
+def spool_dir(path: Path) -> Path:
+    """Make a service controller's spool (mode 0700, this user's) if missing; return it.
+
+    Raises
+    ------
+    ConfigError
+        It cannot be made, or it is not a directory of this user that only they may open.
+    """
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st = path.lstat()
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot make controller.spool {path}: {exc.strerror or exc}; set it to a place "
+            "this user may write"
+        ) from exc
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+        raise ConfigError(
+            f"controller.spool {path} must be a directory of this user (uid {os.geteuid()}) "
+            "that no one else may open (mode 0700)"
+        )
+    return path
+
+
 def run(args: argparse.Namespace) -> int:
     """Build the controller from the site config and run it; the service's exit status."""
     site = load_site(args.site)
@@ -139,10 +166,19 @@ def run(args: argparse.Namespace) -> int:
             f"cannot open the controller's journal {path}: {exc}; give --journal, or set "
             "controller.journal in the site config to a place this user may write"
         ) from exc
+    if c.privilege == "root" and os.geteuid() != 0 and not args.dry_run:
+        log.warning(
+            "controller.privilege is root but this controller runs as uid %d: it cannot grow "
+            "other users' jobs (unless it is Slurm's SlurmUser) nor write their job "
+            "directories; a controller run as a service user needs controller.privilege: service",
+            os.geteuid(),
+        )
+    jobdirs = JobDirs(spool_dir(c.spool) if c.privilege == "service" else None)
     controller = Controller(
         slurm,
         policy,
         journal,
+        jobdirs=jobdirs,
         grow_path=grow_path,
         poll_interval_s=c.poll_interval_s,
         grant_timeout_s=c.grant_timeout_s,
@@ -181,10 +217,12 @@ def run(args: argparse.Namespace) -> int:
             # who a job belongs to comes from the controller's last cycle, not a Slurm query
             # per message (a job that started since is asked of Slurm, and cached)
             lookup=observed_lookup(lambda: controller.observed_jobs, slurm_lookup(slurm)),
+            jobdirs=jobdirs,
         )
     print(
         f"controller: policy {policy.name}, grow path {grow_path}, polling every "
         f"{c.poll_interval_s:g} s, journal {path}"
+        f"{f', jobs resize themselves, state in {jobdirs.spool}' if jobdirs.by_job else ''}"
         f"{f', jobs talk to {server.url}' if server else ''}"
         f"{f', metrics on {c.metrics_address}' if c.metrics_address else ''}"
         f"{' (dry run)' if args.dry_run else ''}; SIGTERM or Ctrl-C to stop",

@@ -192,6 +192,15 @@ class ControllerConfig(_Frozen):
     #: ``debug``, ``info``, ``warning`` or ``error``; ``json`` logs one JSON object a line.
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     log_format: Literal["text", "json"] = "text"
+    #: Who does the Slurm side of a resize (``docs/protocol.md``, "Least privilege").
+    #: ``root``: the controller runs as root, grants and gives back nodes itself, and keeps
+    #: each job's protocol files in the job's directory (handed to the job's user).
+    #: ``service``: it runs as an unprivileged service user, keeps each job's protocol files
+    #: under ``spool`` (its own), never writes a user's directory, and each job grants and
+    #: gives back its own nodes as its user (jobs must talk to it over ``address``).
+    privilege: Literal["root", "service"] = "root"
+    #: Where a ``service`` controller keeps each job's protocol files (``job-<id>/``).
+    spool: Path = Path("/var/lib/elastic-slurm/controller/jobs")
 
     _ports = field_validator("address", "metrics_address")(_check_address)
 

@@ -71,7 +71,7 @@ from elastic_slurm.model.offer import AnswerKind, Offer, final_count
 from elastic_slurm.model.resize_order import AckStatus, ResizeAction, ResizeOrder
 from elastic_slurm.model.snapshot import ClusterSnapshot, JobState
 from elastic_slurm.plugins import legality
-from elastic_slurm.protocol.jobdir import JobDir
+from elastic_slurm.protocol.jobdir import JobDir, JobDirs
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +121,9 @@ class Resize:
     grace_s: float | None = None
     offer: Offer | None = None  # the offer standing (phase ``offered``)
     since: float = 0.0  # when the current wait (answer, vacate, done) began
+    count: int = (
+        0  # an expansion the job asks Slurm for itself: how many nodes (a service controller)
+    )
 
     def __post_init__(self) -> None:
         if not self.since:
@@ -183,6 +186,7 @@ class Actuator:
         resize_timeout_s: float = 120.0,
         on_overdue: str = "keep",
         stretch_time_limit: bool = True,
+        jobdirs: JobDirs | None = None,
     ) -> None:
         if on_overdue not in OVERDUE_ACTIONS:
             raise ValueError(f"on_overdue must be one of {OVERDUE_ACTIONS}, got {on_overdue!r}")
@@ -192,6 +196,10 @@ class Actuator:
         self.journal = journal
         self.grant_timeout_s = grant_timeout_s
         self.grow_path: GrowPath = grow_path
+        #: Where each job's protocol files are. With a spool (a service controller) the job
+        #: does the Slurm side of its resizes itself: expansions are ordered by count and the
+        #: job asks Slurm for the nodes; a shrink's nodes are given back by the job's launcher.
+        self.jobdirs = jobdirs or JobDirs()
         self.resize_timeout_s = resize_timeout_s
         self.in_flight: dict[int, Resize] = {}
         self.outcomes: list[ResizeOutcome] = []
@@ -364,12 +372,15 @@ class Actuator:
         metrics.resize(action, outcome, dict(phases_s))
 
     def _jobdir(self, job: SlurmJob) -> JobDir:
-        return JobDir.for_job(job.workdir, job.job_id, user=job.user)
+        return self.jobdirs.of(job.workdir, job.job_id, user=job.user)
 
     def _expand(self, job: SlurmJob, nodes: tuple[str, ...], d: Expand) -> None:
         decided = time.time()
         jobdir = self._jobdir(job)
         seq = jobdir.last_order_seq() + 1
+        if self.jobdirs.by_job:
+            self._expand_by_job(job, nodes, d, jobdir, seq, decided)
+            return
         # journaled before Slurm is asked, so a restarted controller knows to look for a grant
         self.journal.open_resize(
             ResizeRow(
@@ -458,6 +469,46 @@ class Actuator:
         self.in_flight[job.job_id] = r
         if self._negotiates(jobdir):
             self._offer(r, len(grown.added), tuple(grown.added), final=False)
+        else:
+            self._send_order(r)
+
+    def _expand_by_job(
+        self,
+        job: SlurmJob,
+        nodes: tuple[str, ...],
+        d: Expand,
+        jobdir: JobDir,
+        seq: int,
+        decided: float,
+    ) -> None:
+        """A service controller's expansion: offered or ordered by count; the job asks Slurm.
+
+        The controller cannot allocate for another user, so nothing is granted here: the order
+        (:attr:`~ResizeOrder.by_job`) names how many nodes, and the job's rank 0 asks Slurm for
+        them as the job's user (:mod:`elastic_slurm.mpi_runtime.grant`); its final
+        acknowledgement names the nodes it got.
+        """
+        self.journal.open_resize(
+            ResizeRow(
+                job.job_id, seq, "expand", ResizePhase.ORDERING.value, nodes, (), decided, d.reason
+            )
+        )
+        r = Resize(
+            job.job_id,
+            seq,
+            ResizeAction.EXPAND,
+            nodes,
+            nodes,
+            jobdir,
+            decided,
+            phase=ResizePhase.ORDERING,
+            reason=d.reason,
+            grace_s=_grace(job),
+            count=d.count,
+        )
+        self.in_flight[job.job_id] = r
+        if self._negotiates(jobdir):
+            self._offer(r, d.count, (), final=False)
         else:
             self._send_order(r)
 
@@ -550,10 +601,30 @@ class Actuator:
     def _send_order(self, r: Resize) -> None:
         """Order the job onto ``r.target`` (after an accepted offer, or without negotiation)."""
         now = time.time()
+        by_job = self.jobdirs.by_job
         if r.action is ResizeAction.SHRINK:
-            r.jobdir.write_order(ResizeOrder(r.seq, ResizeAction.SHRINK, r.target, now))
+            r.jobdir.write_order(
+                ResizeOrder(r.seq, ResizeAction.SHRINK, r.target, now, by_job=by_job)
+            )
             event = ResizeEvent.SHRINK_ORDERED
             log.info("job %d: order %d: shrink to %s", r.job_id, r.seq, ",".join(r.target))
+        elif by_job:
+            r.jobdir.write_order(
+                ResizeOrder(
+                    r.seq,
+                    ResizeAction.EXPAND,
+                    r.before,
+                    now,
+                    by_job=True,
+                    count=r.count,
+                    grow_path=self.grow_path,
+                    grant_timeout_s=float(self.grant_timeout_s),
+                )
+            )
+            event = ResizeEvent.EXPAND_ORDERED
+            log.info(
+                "job %d: order %d: expand by %d (the job asks Slurm)", r.job_id, r.seq, r.count
+            )
         else:
             r.jobdir.write_order(
                 ResizeOrder(r.seq, ResizeAction.EXPAND, r.target, now, phases_s=dict(r.phases_s))
@@ -597,7 +668,9 @@ class Actuator:
             count = final_count(offer, int(answer.count or 0))
             hosts = offer.hosts[:count]
             if count < offer.count:
-                if r.action is ResizeAction.EXPAND:
+                if r.action is ResizeAction.EXPAND and self.jobdirs.by_job:
+                    r.count = count  # nothing granted yet: the job will ask for fewer
+                elif r.action is ResizeAction.EXPAND:
                     keep = tuple(n for n in r.target if n in r.before or n in hosts)
                     try:
                         self.slurm.shrink(r.job_id, keep)
@@ -775,6 +848,8 @@ class Actuator:
 
     def _roll_back_expand(self, row: ResizeRow, listed: Sequence[SlurmJob]) -> str:
         """Undo an expansion the job never heard of; say what was done."""
+        if self.jobdirs.by_job:
+            return "expansion order was never sent; the job asks Slurm itself, so nothing to undo"
         before = set(row.before)
         helpers = [
             j
@@ -876,8 +951,18 @@ class Actuator:
                     message=failed.reason,
                 )
             vacated = r.jobdir.read_ack(r.seq, AckStatus.VACATED)
+            if vacated is None and self.jobdirs.by_job and r.jobdir.final_ack(r.seq) is not None:
+                # the job gave the nodes back before it was done; its "vacated" was lost
+                # (sent while this controller was down): nothing waits on it here
+                self._move(r, ResizeEvent.VACATED)
+                return self._advance(r, job)
             if vacated is None:
                 return self._check_overdue(r)
+            if self.jobdirs.by_job:  # the job's launcher gave them back before saying so
+                log.info("job %d: gave back %s itself", r.job_id, ",".join(vacated.nodes))
+                self._stretch(r, job)
+                self._move(r, ResizeEvent.VACATED)
+                return None
             t0 = time.monotonic()
             try:
                 self.slurm.shrink(r.job_id, r.target)
@@ -897,6 +982,9 @@ class Actuator:
             return self._check_overdue(r)
         if ack.status is AckStatus.FAILED and r.action is ResizeAction.EXPAND:
             self._give_back(r, ack.nodes)
+        elif self.jobdirs.by_job and r.action is ResizeAction.EXPAND:
+            r.target = ack.nodes  # the nodes the job got from Slurm
+            self.journal.update_resize(r.job_id, r.seq, target=ack.nodes)
         return self._close(
             r,
             ResizeEvent.ACKNOWLEDGED,
@@ -929,6 +1017,11 @@ class Actuator:
             self.slurm.set_time_limit(r.job_id, round(limit / 60.0))
         except (SlurmCommandError, SlurmUnavailableError, ValueError) as exc:
             msg = f"time limit not stretched after the shrink: {exc}"
+            if self.jobdirs.by_job:
+                msg += (
+                    " (a service controller needs Slurm operator rights for it, or set "
+                    "controller.stretch_time_limit: false)"
+                )
             log.warning("job %d: %s", r.job_id, msg)
             self.journal.write("note", job_id=r.job_id, seq=r.seq, message=msg)
             return
@@ -948,6 +1041,15 @@ class Actuator:
         way keeps MPI daemons on the added nodes until it ends: giving them back would have
         Slurm kill those, and Open MPI then fails the job).
         """
+        if self.jobdirs.by_job:
+            if set(running_on) - set(r.before):
+                msg = (
+                    "expansion failed; nodes the job took itself stay with it until it gives "
+                    "them back or ends (a service controller cannot shrink another user's job)"
+                )
+                log.info("job %d: %s", r.job_id, msg)
+                self.journal.write("note", job_id=r.job_id, seq=r.seq, message=msg)
+            return
         granted = r.target or r.before
         keep = [n for n in granted if n in running_on] or list(r.before)
         still = sorted(set(keep) - set(r.before))

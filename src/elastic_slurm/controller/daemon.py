@@ -70,7 +70,7 @@ from elastic_slurm.model.decisions import Decision, Expand, Shrink
 from elastic_slurm.model.snapshot import ClusterSnapshot, JobState
 from elastic_slurm.model.triggers import Trigger, TriggerKind
 from elastic_slurm.plugins.policy import Policy
-from elastic_slurm.protocol.jobdir import JobDir
+from elastic_slurm.protocol.jobdir import JobDirs
 
 log = logging.getLogger(__name__)
 
@@ -215,8 +215,11 @@ class Controller:
         manual_hold_s: float = 600.0,
         max_failed_cycles: int = 20,
         stretch_time_limit: bool = True,
+        jobdirs: JobDirs | None = None,
     ) -> None:
         self.slurm = slurm
+        #: Where each job's protocol files are; with a spool, jobs do the Slurm side themselves.
+        self.jobdirs = jobdirs or JobDirs()
         self._slurm: Any = _TimedSlurm(slurm)
         self.policy = policy
         self.journal = journal or Journal()
@@ -237,6 +240,7 @@ class Controller:
             grow_path=grow_path,
             on_overdue=on_overdue,
             stretch_time_limit=stretch_time_limit,
+            jobdirs=self.jobdirs,
         )
         self._known: set[int] = set()
         self._requests: dict[int, int] = {}  # evolving requests open last cycle (job: number)
@@ -272,22 +276,26 @@ class Controller:
         self._skips.begin()
         listed = self._screen(listed)
         ours = set(self.actuator.in_flight)
-        orphans = orphan_helpers(listed)
-        if orphans and not self.dry_run:
+        # a service controller cannot cancel a user's helper allocation: the job's launcher
+        # cancels its own (and Slurm ends a merged expander with the job)
+        sweep = not self.dry_run and not self.jobdirs.by_job
+        orphans = orphan_helpers(listed) if sweep else []
+        if orphans:
             # a helper allocation must never outlive its job (the launcher also cancels them)
             log.warning("cancelling helper allocations %s: their jobs have ended", orphans)
             self.journal.write("note", message=f"cancelled orphan helpers {orphans}")
             self._cancel(orphans)
         stale = (
-            []
-            if self.dry_run
-            else stale_helpers(
+            stale_helpers(
                 listed,
                 self.actuator.in_flight,
                 time.time(),
                 self.actuator.grant_timeout_s + 10.0,
                 on_error=self._skips.skip,
+                jobdirs=self.jobdirs,
             )
+            if sweep
+            else []
         )
         if stale:
             log.warning("cancelling helper allocations %s: no resize uses them", stale)
@@ -394,9 +402,9 @@ class Controller:
             if tag is None or not tag.kind.resizable:
                 continue
             try:
-                progress[j.job_id] = job_progress(j)
+                progress[j.job_id] = job_progress(j, self.jobdirs)
                 if j.workdir and j.job_id not in self.actuator.in_flight:
-                    order = JobDir.for_job(j.workdir, j.job_id, user=j.user).open_order()
+                    order = self.jobdirs.of(j.workdir, j.job_id, user=j.user).open_order()
                     if order is not None and not self.journal.has_resize(j.job_id, order.seq):
                         foreign.add(j.job_id)
             except Exception as exc:
@@ -487,7 +495,7 @@ class Controller:
             seq, how = 0, "resized outside the controller (elastic-slurm resize or scontrol)"
             try:
                 if job.workdir:
-                    last = JobDir.for_job(job.workdir, job_id, user=job.user).last_order_seq()
+                    last = self.jobdirs.of(job.workdir, job_id, user=job.user).last_order_seq()
                     if last and not self.journal.has_resize(job_id, last):
                         seq, how = last, f"elastic-slurm resize (order {last})"
             except Exception as exc:

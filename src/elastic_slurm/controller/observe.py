@@ -22,7 +22,7 @@ from elastic_slurm.model.request import JobKind
 from elastic_slurm.model.resize_order import AckStatus, ResizeAction
 from elastic_slurm.model.snapshot import ClusterSnapshot, JobState, JobView, NodeView
 from elastic_slurm.model.speedup import SpeedupModel, from_spec
-from elastic_slurm.protocol.jobdir import JobDir
+from elastic_slurm.protocol.jobdir import JobDirs
 
 
 def held_nodes(jobs: Sequence[SlurmJob]) -> dict[int, tuple[str, ...]]:
@@ -61,6 +61,7 @@ def stale_helpers(
     now_s: float,
     min_age_s: float,
     on_error: Callable[[int, Exception], None] | None = None,
+    jobdirs: JobDirs | None = None,
 ) -> list[int]:
     """Helper allocations of running jobs that no resize will ever use (to be cancelled).
 
@@ -86,7 +87,7 @@ def stale_helpers(
         used: set[str] = set(job.nodes)
         if job.workdir:
             try:
-                jobdir = JobDir.for_job(job.workdir, job.job_id, user=job.user)
+                jobdir = (jobdirs or JobDirs()).of(job.workdir, job.job_id, user=job.user)
                 seq = jobdir.last_order_seq()
                 ack = jobdir.final_ack(seq) if seq else None
             except Exception as exc:
@@ -174,14 +175,15 @@ class Progress:
     shrinks: int = 0
 
 
-def job_progress(job: SlurmJob) -> Progress:
+def job_progress(job: SlurmJob, jobdirs: JobDirs | None = None) -> Progress:
     """Read the job's open evolving request (if any) and resize counts from its directory.
 
     A request is open until the controller answers it (``requests/N.answer.json``).
+    ``jobdirs``: where the job's protocol files are (default: its own directory).
     """
     if not job.workdir:
         return Progress()
-    jobdir = JobDir.for_job(job.workdir, job.job_id, user=job.user)
+    jobdir = (jobdirs or JobDirs()).of(job.workdir, job.job_id, user=job.user)
     open_request = next(
         (r for r in reversed(jobdir.requests()) if not jobdir.answered(int(r["number"]))),
         None,

@@ -4,6 +4,13 @@ An order tells a running job its next node list. For an expansion Slurm has alre
 nodes; for a shrink the job must first vacate the nodes it leaves, say so (a *vacated*
 acknowledgement), and only then does the controller give them back to Slurm. A *done*
 acknowledgement closes the order, with the job's node list and the time of each phase.
+
+Under a controller that runs as a service user (``controller.privilege: service``) the job does
+the Slurm side itself, as its own user: an expansion order then carries ``by_job`` and the
+number of nodes to ask for (``count``, ``grow_path``, ``grant_timeout_s``) and names the nodes
+the job had when it was issued; the job asks Slurm for them before following it
+(:mod:`elastic_slurm.mpi_runtime.grant`). A shrink with ``by_job`` is given back to Slurm by the
+job's launcher once the leaving nodes are vacated, before it says so.
 """
 
 from __future__ import annotations
@@ -50,6 +57,16 @@ class ResizeOrder:
         When the controller issued it (seconds since the epoch).
     phases_s
         Seconds the controller already spent on it (``grant``: Slurm's grow).
+    by_job
+        The job does the Slurm side itself, as its user (a service controller).
+    count
+        With ``by_job``, an expansion: how many nodes the job asks Slurm for (``nodes`` is then
+        its node list before the expansion).
+    grow_path
+        With ``by_job``, an expansion: ``merge`` or ``sibling``
+        (:mod:`elastic_slurm.adapter.capabilities`).
+    grant_timeout_s
+        With ``by_job``, an expansion: how long (seconds) the job waits for Slurm's grant.
     """
 
     seq: int
@@ -57,10 +74,23 @@ class ResizeOrder:
     nodes: tuple[str, ...]
     issued_at: float
     phases_s: dict[str, float] = field(default_factory=dict)
+    by_job: bool = False
+    count: int = 0
+    grow_path: str = ""
+    grant_timeout_s: float = 0.0
+
+    @property
+    def needs_grant(self) -> bool:
+        """An expansion whose nodes the job must still ask Slurm for (``by_job``, ``count``)."""
+        return self.by_job and self.action is ResizeAction.EXPAND and self.count > 0
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-able dict."""
-        return {**asdict(self), "action": self.action.value, "nodes": list(self.nodes)}
+        """A JSON-able dict (the ``by_job`` fields only when set)."""
+        data = {**asdict(self), "action": self.action.value, "nodes": list(self.nodes)}
+        if not self.by_job:
+            for key in ("by_job", "count", "grow_path", "grant_timeout_s"):
+                del data[key]
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ResizeOrder:
@@ -71,6 +101,10 @@ class ResizeOrder:
             nodes=_nodes(data["nodes"]),
             issued_at=float(data["issued_at"]),
             phases_s={str(k): float(v) for k, v in dict(data.get("phases_s") or {}).items()},
+            by_job=bool(data.get("by_job", False)),
+            count=int(data.get("count", 0)),
+            grow_path=str(data.get("grow_path", "")),
+            grant_timeout_s=float(data.get("grant_timeout_s", 0.0)),
         )
 
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 
 from elastic_slurm import envvars
 from elastic_slurm.model.offer import Answer, Offer
@@ -62,20 +63,73 @@ class FileChannel:
         self.jobdir.write_request(number, delta, ranks)
         return number
 
+    def resend(self) -> None:
+        """Nothing to resend: the files are where the controller reads them."""
+
+    def record(self, order: ResizeOrder) -> None:
+        """Nothing to record: the controller wrote ``order`` into the job directory."""
+
 
 class HttpChannel(FileChannel):
     """The protocol over HTTP; the job directory stays the job's own (checkpoints, events).
 
     When the controller cannot be reached (stopped, restarting), a message goes to the job
-    directory instead, where the controller finds it: the job never stalls on the network,
+    directory instead, where a root controller finds it: the job never stalls on the network,
     and nothing is lost. Until the job has registered, it only follows orders.
+
+    A service controller (``own_state``: ``ELASTIC_SLURM_SLURM_SIDE=job``) keeps its own state
+    and never reads the job's directory: there a message that could not be sent is also kept
+    and sent again (:meth:`resend`, and before each look for orders), registration is tried
+    again every :data:`REGISTER_RETRY_S` seconds, and every order followed and every
+    acknowledgement are copied into the job's directory, the job's own record of its resizes
+    (``elastic-slurm show``).
     """
 
-    def __init__(self, jobdir: JobDir, client: ControllerClient) -> None:
+    #: Seconds between two tries to register with a service controller that was unreachable.
+    REGISTER_RETRY_S = 5.0
+
+    def __init__(
+        self, jobdir: JobDir, client: ControllerClient, *, own_state: bool = False
+    ) -> None:
         super().__init__(jobdir)
         self.client = client
         self.negotiates = False
         self.offline = False
+        self.own_state = own_state
+        self._unsent: list[tuple[str, Callable[[], object]]] = []
+        self._registration: tuple[int, list[str]] | None = None
+        self._register_at = 0.0
+
+    def _keep(self, what: str, send: Callable[[], object]) -> None:
+        """Under a service controller, send ``send`` again later (in order)."""
+        if self.own_state:
+            self._unsent.append((what, send))
+
+    def resend(self) -> None:
+        """Send again what a service controller did not get, oldest first.
+
+        Stops at the first message that still fails; tries again to register if the
+        controller was unreachable at the start.
+        """
+        if self.offline and self.own_state and self._registration is not None:
+            if time.monotonic() >= self._register_at:
+                self._register_at = time.monotonic() + self.REGISTER_RETRY_S
+                try:
+                    self.client.register(*self._registration, retry_s=0.0)
+                except (ConnectionError, RefusedError):
+                    return
+                self.offline, self.negotiates = False, True
+                log.info("registered with the controller")
+        while self._unsent and not self.offline:
+            what, send = self._unsent[0]
+            try:
+                send()
+            except ConnectionError:
+                return
+            except RefusedError as exc:  # it no longer stands (an answer to a withdrawn offer)
+                log.warning("%s not taken by the controller: %s", what, exc)
+            self._unsent.pop(0)
+            log.info("%s sent to the controller", what)
 
     def _unreachable(self, what: str, exc: Exception) -> None:
         log.warning("controller unreachable (%s); %s through the job directory", exc, what)
@@ -86,23 +140,39 @@ class HttpChannel(FileChannel):
         An unreachable controller, or one that refuses (wrong secret, another user), leaves
         the job following orders from its job directory; the reason is logged.
         """
+        self._registration = (ranks, list(hosts))
         try:
             self.client.register(ranks, hosts)
             self.negotiates = True
         except ConnectionError as exc:
             self._unreachable("orders are followed", exc)
             self.offline = True  # no controller at start: no network wait at resize points
+            self._register_at = time.monotonic() + self.REGISTER_RETRY_S
         except RefusedError as exc:
             log.error("%s; orders are followed through the job directory", exc)
 
     def next(self, seq: int) -> Offer | ResizeOrder | None:
         """The open offer, else order ``seq``, else ``None``."""
+        if self.own_state:
+            self.resend()
         if self.offline:
             return super().next(seq)
         try:
-            return self.client.next(seq)
+            got = self.client.next(seq)
         except ConnectionError:
             return super().next(seq)
+        if self.own_state and isinstance(got, ResizeOrder) and not got.needs_grant:
+            self.record(got)
+        return got
+
+    def record(self, order: ResizeOrder) -> None:
+        """Under a service controller, copy ``order`` into the job's directory (its record)."""
+        if not self.own_state:
+            return
+        try:
+            self.jobdir.write_order(order)
+        except Exception as exc:  # noqa: BLE001 - only a record: the job goes on
+            log.warning("order %d not recorded in the job directory: %s", order.seq, exc)
 
     def answer(self, answer: Answer) -> None:
         """Answer an offer (``RefusedError`` 409 if it no longer stands)."""
@@ -111,14 +181,19 @@ class HttpChannel(FileChannel):
         except ConnectionError as exc:
             self._unreachable(f"answer to offer {answer.number} goes", exc)
             super().answer(answer)
+            self._keep(f"answer to offer {answer.number}", lambda: self.client.answer(answer))
 
     def ack(self, ack: ResizeAck) -> None:
         """Acknowledge an order."""
+        if self.own_state:
+            super().ack(ack)  # the job's own record (a root controller writes it there)
         try:
             self.client.ack(ack)
         except ConnectionError as exc:
             self._unreachable(f"acknowledgement of order {ack.seq} goes", exc)
-            super().ack(ack)
+            if not self.own_state:
+                super().ack(ack)
+            self._keep(f"acknowledgement of order {ack.seq}", lambda: self.client.ack(ack))
 
     def request(self, delta: int, ranks: int) -> int:
         """Send an evolving request; return its number."""
@@ -126,7 +201,9 @@ class HttpChannel(FileChannel):
             return self.client.request(delta, ranks)
         except ConnectionError as exc:
             self._unreachable("the evolving request goes", exc)
-            return super().request(delta, ranks)
+            number = super().request(delta, ranks)
+            self._keep("the evolving request", lambda: self.client.request(delta, ranks))
+            return number
 
 
 def channel_for(jobdir: JobDir, env: Mapping[str, str] | None = None) -> FileChannel:
@@ -141,7 +218,8 @@ def channel_for(jobdir: JobDir, env: Mapping[str, str] | None = None) -> FileCha
     secret = envvars.get_str("JOB_SECRET", None, env)
     job_id = envvars.get_int("JOB_ID", 0, env) or int(env.get("SLURM_JOB_ID", "0") or 0)
     if url and secret and job_id:
-        return HttpChannel(jobdir, ControllerClient(url, job_id, secret))
+        own_state = envvars.get_str("SLURM_SIDE", "controller", env) == "job"
+        return HttpChannel(jobdir, ControllerClient(url, job_id, secret), own_state=own_state)
     if url and not secret:
         log.warning("a controller URL but no job secret: following orders from files only")
     return FileChannel(jobdir)

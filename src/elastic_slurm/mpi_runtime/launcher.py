@@ -31,7 +31,7 @@ from pathlib import Path
 
 from elastic_slurm import envvars, mca
 from elastic_slurm.adapter.backend import SlurmBackend
-from elastic_slurm.errors import ElasticSlurmError
+from elastic_slurm.errors import ElasticSlurmError, ResizeError, SlurmCommandError
 from elastic_slurm.model.resize_order import AckStatus, ResizeAck
 from elastic_slurm.mpi_runtime import handover
 from elastic_slurm.mpi_runtime.channel import channel_for
@@ -353,12 +353,16 @@ class Launcher:
         current = self._start(nodes, 0)
         waiting: _Generation | None = None  # a successor waiting for the handover
         overlap = resize_path(self.env) == OVERLAP
+        resend_at = 0.0
         try:
             while True:
                 rc = current.proc.poll()
                 if rc is None:
                     if overlap:
                         waiting = self._tend_successor(current, waiting)
+                    if time.monotonic() >= resend_at:  # what a service controller missed
+                        resend_at = time.monotonic() + 1.0
+                        self.channel.resend()
                     time.sleep(0.05)
                     continue
                 elapsed = time.monotonic() - current.t0
@@ -470,6 +474,8 @@ class Launcher:
         except DeadlineExceeded as exc:
             log.error("order %d: the old generation did not leave %s: %s", seq, leaving, exc)
             return
+        if not self._release(seq, tuple(sorted(target)), self.current_nodes()):
+            return
         self.channel.ack(
             ResizeAck(
                 seq, AckStatus.VACATED, tuple(leaving), time.time(), strategy="restart", ranks=0
@@ -489,6 +495,8 @@ class Launcher:
                 self._wait_vacated(leaving)
             except DeadlineExceeded as exc:
                 self._fail(seq, nodes, f"steps still run on the leaving nodes: {exc}")
+                return tuple(nodes)
+            if not self._release(seq, target, nodes):
                 return tuple(nodes)
             self.channel.ack(
                 ResizeAck(
@@ -520,6 +528,28 @@ class Launcher:
             self._fail(seq, tuple(nodes), f"added nodes unusable: {reason}")
             return tuple(nodes)
         return now
+
+    def _release(self, seq: int, target: Sequence[str], nodes: Sequence[str]) -> bool:
+        """Under a service controller, give the vacated nodes back to Slurm as the job's user.
+
+        ``ELASTIC_SLURM_SLURM_SIDE=job`` (the site's ``controller.privilege: service``): the
+        controller cannot change another user's job, so the launcher shrinks the job to
+        ``target`` itself (:func:`.grant.give_back`) before it says the nodes are vacated.
+        Otherwise nothing (the controller gives them back on the acknowledgement). Returns
+        whether the order goes on; if Slurm refused, the order is acknowledged as failed on
+        ``nodes``.
+        """
+        if envvars.get_str("SLURM_SIDE", "controller", self.env) != "job":
+            return True
+        from elastic_slurm.mpi_runtime.grant import give_back
+
+        try:
+            give_back(self.slurm, self.job_id, target)
+        except (ResizeError, SlurmCommandError) as exc:
+            self._fail(seq, nodes, f"Slurm did not shrink the job to {list(target)}: {exc}")
+            return False
+        self.jobdir.log_event("released", seq=seq, nodes=list(target))
+        return True
 
     def _wait_vacated(self, leaving: Sequence[str]) -> None:
         if not leaving:

@@ -228,6 +228,10 @@ class OrderWatcher:
     check
         ``order -> reason or None``, run in the thread on an order before it is handed out
         (the added nodes' preflight check); a reason refuses the order (``refused``).
+    grant
+        ``order -> order``, run in the thread first on an expansion the job must ask Slurm
+        for itself (:attr:`~ResizeOrder.needs_grant`: :func:`.grant.take_nodes`); it returns
+        the order with the granted nodes, and an exception refuses the order with its text.
     """
 
     def __init__(
@@ -237,10 +241,12 @@ class OrderWatcher:
         *,
         interval_s: float = 0.1,
         check: Callable[[ResizeOrder], str | None] | None = None,
+        grant: Callable[[ResizeOrder], ResizeOrder] | None = None,
     ) -> None:
         self.channel = channel
         self.interval_s = interval_s
         self.check = check
+        self.grant = grant
         self._seq = next_seq
         self._lock = threading.Lock()
         self._ready: ResizeOrder | None = None
@@ -326,7 +332,16 @@ class OrderWatcher:
             return
         if got is None or got.seq != seq:
             return
-        why = self.check(got) if self.check is not None else None
+        why = None
+        if got.needs_grant:
+            try:
+                if self.grant is None:
+                    raise RuntimeError("this job cannot ask Slurm for nodes itself")
+                got = self.grant(got)
+            except Exception as exc:  # noqa: BLE001 - refused with the reason, the job goes on
+                why = f"no nodes granted: {exc}"
+        if why is None and self.check is not None:
+            why = self.check(got)
         with self._lock:
             if self._seq != seq:
                 return

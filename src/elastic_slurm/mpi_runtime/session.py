@@ -507,6 +507,11 @@ class ElasticComm:
             got = self.channel.next(self.next_seq)
             if isinstance(got, Offer):
                 self._answer(got)
+            elif got is not None and got.needs_grant:
+                try:
+                    order_json = self._take_nodes(got).to_json()
+                except Exception as exc:  # noqa: BLE001 - refused with the reason
+                    self._refuse(got, list(got.nodes), f"no nodes granted: {exc}")
             elif got is not None:
                 order_json = got.to_json()
         return self.comm.bcast(order_json, root=0)
@@ -578,6 +583,7 @@ class ElasticComm:
                 self.next_seq,
                 interval_s=envvars.get_float("ORDER_POLL_S", 0.1),
                 check=self._prepare,
+                grant=self._take_nodes,
             )
             atexit.register(self._close_watcher)
 
@@ -608,6 +614,29 @@ class ElasticComm:
             self._watcher.send(message)
         else:
             message()
+
+    def _take_nodes(self, order: ResizeOrder) -> ResizeOrder:
+        """Rank 0: ask Slurm as the job's user for an expansion's nodes; the granted order.
+
+        A service controller's expansion (:func:`.grant.take_nodes`).
+
+        Raises
+        ------
+        ResizeError, SlurmCommandError
+            Nothing granted; the job keeps its nodes.
+        """
+        from elastic_slurm.mpi_runtime.grant import take_nodes
+        from elastic_slurm.mpi_runtime.slurm_env import job_slurm
+
+        job_id = envvars.get_int("JOB_ID", 0) or int(os.environ.get("SLURM_JOB_ID", "0"))
+        if not job_id:
+            from elastic_slurm.errors import ResizeError
+
+            raise ResizeError("not inside a Slurm job: no nodes to ask for")
+        granted = take_nodes(order, job_slurm(), job_id)
+        if self.channel is not None:
+            self.channel.record(granted)  # the job's own record, with the nodes it got
+        return granted
 
     def _preflight(self, order: ResizeOrder) -> str | None:
         """Why the nodes ``order`` adds cannot run the job, or ``None`` (rank 0; no MPI).

@@ -46,7 +46,7 @@ from elastic_slurm.protocol.identity import (
     request_digest,
     same_secret,
 )
-from elastic_slurm.protocol.jobdir import JobDir
+from elastic_slurm.protocol.jobdir import JobDir, JobDirs
 
 log = logging.getLogger(__name__)
 
@@ -174,8 +174,10 @@ class Gateway:
         record_ttl_s: float = RECORD_TTL_S,
         negative_ttl_s: float = NEGATIVE_TTL_S,
         clock: Callable[[], float] = time.monotonic,
+        jobdirs: JobDirs | None = None,
     ) -> None:
         self.lookup = lookup
+        self.jobdirs = jobdirs or JobDirs()
         self.operators = frozenset(operators)
         self.munge_socket = munge_socket
         self.verify = verify
@@ -246,8 +248,12 @@ class Gateway:
                 self._records.popitem(last=False)
         return entry
 
-    def admit(self, msg: Message, *, changes: bool) -> Admitted:
+    def admit(self, msg: Message, *, changes: bool, adopt_secret: bool = False) -> Admitted:
         """Check a message, cheapest check first; return what the handler needs.
+
+        Under a service controller (:attr:`jobdirs` with a spool) the job's secret is kept in
+        the spool: a job's first registration (``adopt_secret``) stores the secret it presents,
+        once its MUNGE credential proved it comes from the job's user (or an operator).
 
         Raises
         ------
@@ -266,16 +272,21 @@ class Gateway:
             raise ProtocolError(401, "malformed job secret")
         rec = self.record(msg.job_id)
         try:
-            jobdir = JobDir.for_job(rec.workdir, msg.job_id, user=rec.user)
+            jobdir = self.jobdirs.of(rec.workdir, msg.job_id, user=rec.user)
             stored = jobdir.read_secret()
         except (ElasticSlurmError, OSError, ValueError) as exc:  # a FIFO, a symlink, garbage
             raise ProtocolError(401, f"job {msg.job_id} has no usable secret: {exc}") from exc
-        if not same_secret(msg.secret, stored):
+        adopt = stored is None and adopt_secret and changes and self.jobdirs.by_job
+        if not adopt and not same_secret(msg.secret, stored):
+            if stored is None and self.jobdirs.by_job:
+                raise ProtocolError(401, f"job {msg.job_id} has not registered")
             raise ProtocolError(401, f"wrong secret for job {msg.job_id}")
         if not changes:
             return Admitted(rec, jobdir, None, {})
         raw = msg.read_body()
         user = self._sender(msg, rec, raw)
+        if adopt:  # MUNGE proved the job's user: its secret authenticates its polls from now on
+            jobdir.write_secret(msg.secret)
         try:
             body = json.loads(raw)
         except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
@@ -313,7 +324,7 @@ class Gateway:
     # ------------------------------------------------------------------ handlers
     def register(self, msg: Message) -> dict[str, Any]:
         """A job announces itself; from now on its resizes are offered before being ordered."""
-        a = self.admit(msg, changes=True)
+        a = self.admit(msg, changes=True, adopt_secret=True)
         known = {"ranks", "hosts"}
         _only(a, known)
         hosts = _hosts(a, "hosts", a.body.get("hosts", []))

@@ -36,6 +36,7 @@ import pwd
 import re
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -68,6 +69,40 @@ EVENTS_CAP = 32 * 1024 * 1024
 
 _JOB = re.compile(r"^job-(\d{1,12})$")
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class JobDirs:
+    """Where the controller keeps each job's protocol files (orders, offers, acks...).
+
+    Parameters
+    ----------
+    spool
+        ``None`` (``controller.privilege: root``): in the job's own directory
+        (``<workdir>/.elastic-slurm/job-<id>``), files handed to the job's user. A path
+        (``privilege: service``): ``<spool>/job-<id>``, the controller's own files; the job's
+        directory is then the job's alone, and the job reaches these only through the
+        controller's server, as its MUNGE-authenticated user (``docs/protocol.md``).
+    """
+
+    spool: Path | None = None
+
+    @property
+    def by_job(self) -> bool:
+        """Whether jobs do the Slurm side of their resizes themselves (a service controller)."""
+        return self.spool is not None
+
+    def of(self, workdir: str | Path, job_id: int, *, user: str | None = None) -> JobDir:
+        """Job ``job_id``'s protocol directory (``workdir`` and ``user`` as Slurm reports them).
+
+        Raises
+        ------
+        JobInputError
+            ``user`` is not a user of this host (root mode).
+        """
+        if self.spool is None:
+            return JobDir.for_job(workdir, job_id, user=user)
+        return JobDir(Path(self.spool) / f"job-{int(job_id)}")
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -154,6 +189,13 @@ def _order(data: Any) -> ResizeOrder:
     if not finite(data.get("issued_at")):
         raise ValueError("issued_at must be a finite number")
     _phases(data)
+    if data.get("by_job"):
+        _int(data, "count", 0, MAX_NODES)
+        if data.get("grow_path", "") not in ("", "merge", "sibling"):
+            raise ValueError("grow_path must be 'merge' or 'sibling'")
+        timeout = data.get("grant_timeout_s", 0.0)
+        if not finite(timeout) or not 0 <= timeout <= 86400:
+            raise ValueError("grant_timeout_s must be from 0 to 86400 seconds")
     return ResizeOrder.from_json(data)
 
 

@@ -40,6 +40,7 @@ from elastic_slurm.protocol.gateway import (
     Message,
     ProtocolError,
 )
+from elastic_slurm.protocol.jobdir import JobDirs
 
 log = logging.getLogger(__name__)
 
@@ -425,11 +426,13 @@ def serve(
     tls_cert: Path | str | None = None,
     tls_key: Path | str | None = None,
     lookup: Callable[[int], JobRecord | None] | None = None,
+    jobdirs: JobDirs | None = None,
 ) -> ProtocolServer:
     """Start the protocol server for ``slurm``'s jobs on ``address``; return it (running).
 
     ``lookup`` gives a job's record (default: :func:`slurm_lookup`, one Slurm query per job
     and cache period; the controller passes :func:`observed_lookup` over its latest cycle).
+    ``jobdirs``: where each job's protocol files are (default: in the job's directory).
     The other parameters are :class:`Gateway`'s and :class:`ProtocolServer`'s.
 
     Raises
@@ -439,7 +442,12 @@ def serve(
     OSError
         ``address`` cannot be bound.
     """
-    gateway = Gateway(lookup or slurm_lookup(slurm), operators=operators, munge_socket=munge_socket)
+    gateway = Gateway(
+        lookup or slurm_lookup(slurm),
+        operators=operators,
+        munge_socket=munge_socket,
+        jobdirs=jobdirs,
+    )
     return ProtocolServer(
         gateway, address, max_body_bytes=max_body_bytes, tls_cert=tls_cert, tls_key=tls_key
     ).start()

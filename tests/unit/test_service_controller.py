@@ -1,0 +1,429 @@
+"""A controller that runs as an unprivileged service user (``controller.privilege: service``).
+
+It keeps every job's protocol files in its own spool and never changes a user's job in Slurm:
+an expansion is ordered by count and the job asks Slurm for the nodes itself
+(:func:`~elastic_slurm.mpi_runtime.grant.take_nodes`), a shrink's nodes are given back by the
+job's launcher. The in-memory Slurm plays Slurm; the same flow runs live as two unprivileged
+users with the controller as a service user in ``tests/integration/test_unprivileged_live.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from elastic_slurm.adapter.backend import EXPANDER_PREFIX
+from elastic_slurm.adapter.fake import FakeSlurm
+from elastic_slurm.adapter.tags import ElasticTag
+from elastic_slurm.cli.controller import spool_dir
+from elastic_slurm.controller.actuate import Actuator
+from elastic_slurm.controller.daemon import Controller
+from elastic_slurm.controller.journal import Journal, ResizeRow
+from elastic_slurm.errors import ConfigError, JobInputError, ResizeError
+from elastic_slurm.model.decisions import Expand, Shrink
+from elastic_slurm.model.offer import Answer, AnswerKind
+from elastic_slurm.model.request import JobKind
+from elastic_slurm.model.resize_order import AckStatus, ResizeAck, ResizeAction, ResizeOrder
+from elastic_slurm.mpi_runtime.grant import give_back, take_nodes
+from elastic_slurm.mpi_runtime.orders import OrderWatcher
+from elastic_slurm.plugins.policy import Policy
+from elastic_slurm.protocol.jobdir import JobDir, JobDirs
+
+pytestmark = pytest.mark.usefixtures("fictional_users")
+
+#: Calls that change something in Slurm.
+CHANGES = {"submit", "cancel", "requeue", "update_nodelist", "update_numnodes", "allocate"}
+
+
+def changes(slurm: FakeSlurm) -> list[tuple]:
+    return [c for c in slurm.calls if c[0] in CHANGES]
+
+
+@pytest.fixture()
+def slurm() -> FakeSlurm:
+    return FakeSlurm(("n1", "n2", "n3", "n4", "n5", "n6"))
+
+
+@pytest.fixture()
+def jobdirs(tmp_path: Path) -> JobDirs:
+    return JobDirs(tmp_path / "spool")
+
+
+@pytest.fixture()
+def actuator(slurm: FakeSlurm, jobdirs: JobDirs, tmp_path: Path) -> Actuator:
+    return Actuator(slurm, Journal(tmp_path / "journal.db"), jobdirs=jobdirs)
+
+
+def submit(slurm: FakeSlurm, tmp: Path, nodes: int, hi: int = 6) -> int:
+    tag = ElasticTag(JobKind.MALLEABLE, 1, hi).encode()
+    job_id = slurm.sbatch([f"--nodes={nodes}", "--time=60", f"--chdir={tmp}", f"--comment={tag}"])
+    assert slurm.store[job_id].state == "RUNNING"
+    return job_id
+
+
+def jobs(slurm: FakeSlurm) -> dict:
+    return {j.job_id: j for j in slurm.jobs()}
+
+
+def ack(jobdir: JobDir, seq: int, status: AckStatus, nodes) -> None:
+    jobdir.write_ack(ResizeAck(seq, status, tuple(nodes), time.time(), "restart"))
+
+
+def test_the_protocol_files_are_in_the_spool_not_the_job_directory(tmp_path, jobdirs) -> None:
+    assert jobdirs.by_job and not JobDirs().by_job
+    assert jobdirs.of(tmp_path / "work", 12, user="alice").path == tmp_path / "spool" / "job-12"
+    assert JobDirs().of(tmp_path / "work", 12).path == tmp_path / "work/.elastic-slurm/job-12"
+
+
+def test_an_expansion_is_ordered_by_count_and_the_job_takes_the_nodes(
+    slurm, actuator, jobdirs, tmp_path
+) -> None:
+    job = submit(slurm, tmp_path, 2)
+    before = tuple(slurm.elastic_nodes(job))
+    slurm.calls.clear()
+    actuator.apply([Expand(job, 2, "room")], jobs(slurm))
+    assert changes(slurm) == []  # the controller asked Slurm for nothing
+    assert not (tmp_path / ".elastic-slurm").exists()  # nor wrote into the job's directory
+    jobdir = jobdirs.of(tmp_path, job)
+    order = jobdir.read_order(1)
+    assert order is not None and order.needs_grant
+    assert (order.count, order.nodes, order.grow_path) == (2, before, "merge")
+    # the job's side: it asks Slurm as its user, then acknowledges on what it got
+    granted = take_nodes(order, slurm, job)
+    assert len(granted.nodes) == 4 and not granted.needs_grant and "grant" in granted.phases_s
+    assert set(slurm.elastic_nodes(job)) == set(granted.nodes)
+    assert actuator.poll(jobs(slurm)) == []
+    ack(jobdir, 1, AckStatus.DONE, granted.nodes)
+    (outcome,) = actuator.poll(jobs(slurm))
+    assert outcome.ok and outcome.after == granted.nodes
+    (row,) = actuator.journal.resizes()
+    assert row.outcome == "done" and set(row.target) == set(granted.nodes)
+
+
+def test_a_shrink_is_given_back_by_the_job_not_the_controller(
+    slurm, actuator, jobdirs, tmp_path
+) -> None:
+    job = submit(slurm, tmp_path, 4)
+    actuator.apply([Shrink(job, 2, "pending job")], jobs(slurm))
+    jobdir = jobdirs.of(tmp_path, job)
+    order = jobdir.read_order(1)
+    assert order is not None and order.by_job and order.action is ResizeAction.SHRINK
+    leaving = [n for n in slurm.elastic_nodes(job) if n not in order.nodes]
+    give_back(slurm, job, order.nodes)  # the launcher, once the nodes are vacated
+    ack(jobdir, 1, AckStatus.VACATED, leaving)
+    listed = jobs(slurm)
+    slurm.calls.clear()
+    assert actuator.poll(listed) == []
+    # the controller only stretches the time limit (if it may): no shrink, not even a no-op
+    assert {c[0] for c in slurm.calls} <= {"set_time_limit"}, slurm.calls
+    ack(jobdir, 1, AckStatus.DONE, order.nodes)
+    (outcome,) = actuator.poll(jobs(slurm))
+    assert outcome.ok and set(slurm.elastic_nodes(job)) == set(order.nodes)
+
+
+def test_a_failed_expansion_leaves_the_job_s_nodes_to_the_job(
+    slurm, actuator, jobdirs, tmp_path
+) -> None:
+    job = submit(slurm, tmp_path, 2)
+    actuator.apply([Expand(job, 2)], jobs(slurm))
+    jobdir = jobdirs.of(tmp_path, job)
+    granted = take_nodes(jobdir.read_order(1), slurm, job)  # type: ignore[arg-type]
+    slurm.calls.clear()
+    ack(jobdir, 1, AckStatus.FAILED, granted.nodes)  # it got them but could not use them
+    (outcome,) = actuator.poll(jobs(slurm))
+    assert not outcome.ok and changes(slurm) == []  # a service controller cannot shrink it
+    notes = [r["message"] for r in actuator.journal.records if r["kind"] == "note"]
+    assert any("cannot shrink another user's job" in m for m in notes), notes
+
+
+def test_a_counter_offer_lowers_the_count_the_job_will_ask_for(
+    slurm, actuator, jobdirs, tmp_path
+) -> None:
+    job = submit(slurm, tmp_path, 2)
+    jobdir = jobdirs.of(tmp_path, job)
+    jobdir.write_registration({"job_id": job})  # it negotiates
+    actuator.apply([Expand(job, 3)], jobs(slurm))
+    offer = jobdir.read_offer(1)
+    assert offer is not None and offer.count == 3 and offer.hosts == ()
+    jobdir.write_answer(Answer(number=1, answer=AnswerKind.COUNTER, count=1))
+    slurm.calls.clear()
+    actuator.poll(jobs(slurm))
+    final = jobdir.read_offer(2)
+    assert final is not None and final.final and final.count == 1
+    jobdir.write_answer(Answer(number=2, answer=AnswerKind.ACCEPT))
+    actuator.poll(jobs(slurm))
+    order = jobdir.read_order(1)
+    assert order is not None and order.count == 1 and changes(slurm) == []
+
+
+def test_recovery_of_an_expansion_never_ordered_asks_slurm_nothing(
+    slurm, actuator, tmp_path
+) -> None:
+    job = submit(slurm, tmp_path, 2)
+    nodes = tuple(slurm.elastic_nodes(job))
+    actuator.journal.open_resize(
+        ResizeRow(job, 1, "expand", "ordering", nodes, (), time.time(), "room")
+    )
+    slurm.calls.clear()
+    (line,) = actuator.recover(slurm.jobs())
+    assert "nothing to undo" in line and changes(slurm) == []
+    assert [r.outcome for r in actuator.journal.resizes()] == ["rolled_back"]
+
+
+class Idle(Policy):
+    name = "idle"
+
+    def decide(self, snapshot, trigger):  # type: ignore[no-untyped-def]
+        return []
+
+
+def test_a_service_controller_does_not_cancel_users_helper_allocations(
+    slurm, jobdirs, tmp_path
+) -> None:
+    # an expander whose job is gone: root's controller cancels it; a service controller
+    # cannot (it is the user's), and leaves it to the job's launcher and to Slurm
+    helper = slurm.sbatch(["--nodes=1", f"--job-name={EXPANDER_PREFIX}999", "--time=5"])
+    controller = Controller(slurm, Idle(), Journal(tmp_path / "j.db"), jobdirs=jobdirs)
+    slurm.calls.clear()
+    controller.step()
+    assert changes(slurm) == [] and slurm.store[helper].state == "RUNNING"
+    root = Controller(slurm, Idle(), Journal(tmp_path / "k.db"))
+    root.step()
+    assert ("cancel", (helper,)) in changes(slurm)
+
+
+def test_the_job_asks_only_for_the_idle_nodes_a_merge_can_bring_in(slurm, tmp_path) -> None:
+    first = submit(slurm, tmp_path, 2)
+    job = submit(slurm, tmp_path, 2)  # n3, n4; n5 and n6 idle after it
+    slurm.cancel(first)  # n1 and n2 idle, but ahead of its batch host
+    order = ResizeOrder(
+        1, ResizeAction.EXPAND, ("n3", "n4"), time.time(), by_job=True, count=3, grow_path="merge"
+    )
+    granted = take_nodes(order, slurm, job)
+    assert set(granted.nodes) == {"n3", "n4", "n5", "n6"}
+    slurm.cancel(job)
+    with pytest.raises(ResizeError):
+        take_nodes(order, slurm, job)
+
+
+class _Channel:
+    def __init__(self, order: ResizeOrder) -> None:
+        self.order = order
+
+    def next(self, seq: int):  # type: ignore[no-untyped-def]
+        return self.order if seq == self.order.seq else None
+
+
+def _watch(order: ResizeOrder, grant) -> OrderWatcher:  # type: ignore[no-untyped-def]
+    watcher = OrderWatcher(_Channel(order), 1, interval_s=0.01, grant=grant)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and watcher.ready() is None:
+        if watcher._refused:
+            break
+        time.sleep(0.01)
+    return watcher
+
+
+def test_the_order_watcher_takes_the_nodes_once_before_handing_the_order_out() -> None:
+    order = ResizeOrder(1, ResizeAction.EXPAND, ("n1",), time.time(), by_job=True, count=2)
+    calls = []
+
+    def grant(o: ResizeOrder) -> ResizeOrder:
+        calls.append(o.seq)
+        return ResizeOrder(o.seq, o.action, ("n1", "n2", "n3"), o.issued_at, by_job=True)
+
+    watcher = _watch(order, grant)
+    try:
+        ready = watcher.ready()
+        assert ready is not None and ready.nodes == ("n1", "n2", "n3")
+        time.sleep(0.05)  # it keeps looking, but the order is taken
+        assert calls == [1]
+    finally:
+        watcher.close()
+
+
+def test_an_order_whose_nodes_slurm_did_not_grant_is_refused_with_the_reason() -> None:
+    order = ResizeOrder(1, ResizeAction.EXPAND, ("n1",), time.time(), by_job=True, count=2)
+
+    def grant(o: ResizeOrder) -> ResizeOrder:
+        raise ResizeError("no grant within 30 s")
+
+    watcher = _watch(order, grant)
+    try:
+        assert watcher.ready() is None
+        ((refused, why),) = watcher.take_refused()
+        assert refused.seq == 1 and why == "no nodes granted: no grant within 30 s"
+    finally:
+        watcher.close()
+
+
+def test_a_by_job_order_round_trips_and_an_ordinary_one_keeps_its_old_json() -> None:
+    order = ResizeOrder(
+        3, ResizeAction.EXPAND, ("n1",), 1.0, by_job=True, count=2, grow_path="sibling"
+    )
+    assert ResizeOrder.from_json(order.to_json()) == order
+    plain = ResizeOrder(3, ResizeAction.SHRINK, ("n1",), 1.0)
+    assert set(plain.to_json()) == {"seq", "action", "nodes", "issued_at", "phases_s"}
+    assert not plain.needs_grant and not ResizeOrder.from_json(plain.to_json()).by_job
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "words"),
+    [
+        ("count", 10**9, "count must be an integer"),
+        ("count", "3", "count must be an integer"),
+        ("grow_path", "teleport", "grow_path must be"),
+        ("grant_timeout_s", 1e6, "grant_timeout_s"),
+        ("grant_timeout_s", -1, "grant_timeout_s"),
+    ],
+)
+def test_a_by_job_order_out_of_bounds_is_refused(tmp_path, field, value, words) -> None:
+    import json
+
+    jobdir = JobDir(tmp_path / "job-5")
+    data = ResizeOrder(1, ResizeAction.EXPAND, ("n1",), 1.0, by_job=True, count=1).to_json()
+    data[field] = value
+    (jobdir.path / "orders").mkdir(parents=True)
+    (jobdir.path / "orders" / "000001.json").write_text(json.dumps(data))
+    with pytest.raises(JobInputError, match=words):
+        jobdir.read_order(1)
+
+
+def test_the_spool_is_made_private_and_a_loose_one_is_refused(tmp_path) -> None:
+    made = spool_dir(tmp_path / "a" / "spool")
+    assert made.is_dir() and made.stat().st_mode & 0o777 == 0o700
+    loose = tmp_path / "loose"
+    loose.mkdir(mode=0o755)
+    loose.chmod(0o755)
+    with pytest.raises(ConfigError, match="mode 0700"):
+        spool_dir(loose)
+    link = tmp_path / "link"
+    link.symlink_to(made)
+    with pytest.raises(ConfigError, match="must be a directory of this user"):
+        spool_dir(link)
+    assert os.path.islink(link)
+
+
+# ---------------------------------------------------------------------------- the protocol
+
+SECRET = "s3cret-of-job-12"
+
+
+def _verify(credential: str, socket: str | None):  # type: ignore[no-untyped-def]
+    """``cred-<user>:<payload>``: a MUNGE credential of ``user`` (see test_protocol.py)."""
+    from elastic_slurm.protocol.identity import Credential, IdentityError
+
+    name, _, payload = credential.partition(":")
+    users = {"cred-alice": "alice", "cred-bob": "bob"}
+    if name not in users:
+        raise IdentityError("MUNGE credential refused: Invalid credential")
+    return Credential(users[name], payload)
+
+
+@pytest.fixture()
+def service_server(tmp_path: Path):  # type: ignore[no-untyped-def]
+    from elastic_slurm.protocol.gateway import Gateway, JobRecord
+    from elastic_slurm.protocol.server import ProtocolServer
+
+    records = {12: JobRecord(12, "alice", str(tmp_path / "work"), True)}
+    spool = JobDirs(tmp_path / "spool")
+    gateway = Gateway(records.get, operators=(), verify=_verify, jobdirs=spool)
+    srv = ProtocolServer(gateway, "127.0.0.1:0").start()
+    yield srv, spool.of(tmp_path / "work", 12)
+    srv.stop()
+
+
+def _client(srv, secret: str = SECRET, cred: str = "cred-alice"):  # type: ignore[no-untyped-def]
+    from elastic_slurm.protocol.client import ControllerClient
+
+    return ControllerClient(
+        srv.url, 12, secret, retry_s=0, credential=lambda payload: f"{cred}:{payload}"
+    )
+
+
+def test_a_job_s_first_registration_gives_the_service_controller_its_secret(
+    service_server, tmp_path
+) -> None:
+    from elastic_slurm.protocol.client import RefusedError
+
+    srv, jobdir = service_server
+    with pytest.raises(RefusedError) as info:  # nothing before it registers
+        _client(srv).next(1)
+    assert info.value.status == 401 and "has not registered" in info.value.reason
+    with pytest.raises(RefusedError) as info:  # another user cannot register it
+        _client(srv, cred="cred-bob").register(1, ["n1"])
+    assert info.value.status == 403 and jobdir.read_secret() is None
+    _client(srv).register(1, ["n1"])  # its own user, proved by MUNGE
+    assert jobdir.read_secret() == SECRET and jobdir.registration() is not None
+    assert _client(srv).next(1) is None
+    with pytest.raises(RefusedError) as info:  # from now on the secret is checked
+        _client(srv, secret="another-secret").register(1, ["n1"])
+    assert info.value.status == 401 and "wrong secret" in info.value.reason
+    assert jobdir.read_secret() == SECRET
+    assert not (tmp_path / "work").exists()  # the user's directory was never touched
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_what_the_job_sent_while_a_service_controller_was_down_reaches_it_later(
+    tmp_path,
+) -> None:
+    # a service controller never reads the job's directory: what could not be sent is kept
+    # by the job and sent again, and the job registers once the controller is back
+    from elastic_slurm.mpi_runtime.channel import HttpChannel
+    from elastic_slurm.protocol.client import ControllerClient
+    from elastic_slurm.protocol.gateway import Gateway, JobRecord
+    from elastic_slurm.protocol.server import ProtocolServer
+
+    port = _free_port()
+    own = JobDir(tmp_path / "work" / ".elastic-slurm" / "job-12")
+    client = ControllerClient(
+        f"http://127.0.0.1:{port}", 12, SECRET, retry_s=0, credential=lambda p: f"cred-alice:{p}"
+    )
+    channel = HttpChannel(own, client, own_state=True)
+    channel.register(1, ["n1"])
+    assert channel.offline and not channel.negotiates
+    done = ResizeAck(1, AckStatus.DONE, ("n1", "n2"), time.time(), "spawn")
+    channel.ack(done)  # the controller is down: kept, and in the job's own record
+    assert own.read_ack(1, AckStatus.DONE) == done
+    spool = JobDirs(tmp_path / "spool")
+    mine = spool.of(tmp_path / "work", 12)
+    mine.write_order(ResizeOrder(1, ResizeAction.EXPAND, ("n1",), 1.0, by_job=True, count=1))
+    records = {12: JobRecord(12, "alice", str(tmp_path / "work"), True)}
+    gateway = Gateway(records.get, operators=(), verify=_verify, jobdirs=spool)
+    srv = ProtocolServer(gateway, f"127.0.0.1:{port}").start()
+    try:
+        channel._register_at = 0.0  # do not wait REGISTER_RETRY_S
+        assert channel.next(2) is None  # resends first, then looks
+        assert not channel.offline and channel.negotiates
+        assert mine.read_ack(1, AckStatus.DONE) == done and mine.read_secret() == SECRET
+        shrink = ResizeOrder(2, ResizeAction.SHRINK, ("n1",), 2.0, by_job=True)
+        mine.write_order(shrink)
+        assert channel.next(2) == shrink
+        assert own.read_order(2) == shrink  # the job's own record of what it followed
+    finally:
+        srv.stop()
+
+
+def test_a_shrink_whose_vacated_message_was_lost_closes_on_the_job_s_done(
+    slurm, actuator, jobdirs, tmp_path
+) -> None:
+    job = submit(slurm, tmp_path, 4)
+    actuator.apply([Shrink(job, 2)], jobs(slurm))
+    jobdir = jobdirs.of(tmp_path, job)
+    order = jobdir.read_order(1)
+    assert order is not None
+    give_back(slurm, job, order.nodes)
+    assert actuator.poll(jobs(slurm)) == []  # no word from the job yet: it waits
+    ack(jobdir, 1, AckStatus.DONE, order.nodes)  # its "vacated" never arrived
+    (outcome,) = actuator.poll(jobs(slurm))
+    assert outcome.ok and outcome.after == order.nodes
