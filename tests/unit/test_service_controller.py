@@ -356,7 +356,8 @@ def test_a_job_s_first_registration_gives_the_service_controller_its_secret(
     with pytest.raises(RefusedError) as info:  # another user cannot register it
         _client(srv, cred="cred-bob").register(1, ["n1"])
     assert info.value.status == 403 and jobdir.read_secret() is None
-    _client(srv).register(1, ["n1"])  # its own user, proved by MUNGE
+    answer = _client(srv).register(1, ["n1"])  # its own user, proved by MUNGE
+    assert answer["own_state"] is True  # the job learns that it must resend, not file
     assert jobdir.read_secret() == SECRET and jobdir.registration() is not None
     assert _client(srv).next(1) is None
     with pytest.raises(RefusedError) as info:  # from now on the secret is checked

@@ -142,8 +142,9 @@ class HttpChannel(FileChannel):
         """
         self._registration = (ranks, list(hosts))
         try:
-            self.client.register(ranks, hosts)
+            answer = self.client.register(ranks, hosts)
             self.negotiates = True
+            self.own_state = self.own_state or bool(answer.get("own_state"))
         except ConnectionError as exc:
             self._unreachable("orders are followed", exc)
             self.offline = True  # no controller at start: no network wait at resize points

@@ -195,6 +195,7 @@ class RestartJoin:
                     "nodes": list(order.nodes),
                     "launch": ec.launch,
                     "handover": successor,
+                    "by_job": order.by_job,  # the launcher gives a shrink's nodes back
                 }
             )
         where = "" if directory == ec.jobdir.checkpoint else f" to {directory}"

@@ -474,7 +474,7 @@ class Launcher:
         except DeadlineExceeded as exc:
             log.error("order %d: the old generation did not leave %s: %s", seq, leaving, exc)
             return
-        if not self._release(seq, tuple(sorted(target)), self.current_nodes()):
+        if not self._release(request, tuple(sorted(target)), self.current_nodes()):
             return
         self.channel.ack(
             ResizeAck(
@@ -496,7 +496,7 @@ class Launcher:
             except DeadlineExceeded as exc:
                 self._fail(seq, nodes, f"steps still run on the leaving nodes: {exc}")
                 return tuple(nodes)
-            if not self._release(seq, target, nodes):
+            if not self._release(request, target, nodes):
                 return tuple(nodes)
             self.channel.ack(
                 ResizeAck(
@@ -529,18 +529,25 @@ class Launcher:
             return tuple(nodes)
         return now
 
-    def _release(self, seq: int, target: Sequence[str], nodes: Sequence[str]) -> bool:
+    def _release(
+        self, request: Mapping[str, object], target: Sequence[str], nodes: Sequence[str]
+    ) -> bool:
         """Under a service controller, give the vacated nodes back to Slurm as the job's user.
 
-        ``ELASTIC_SLURM_SLURM_SIDE=job`` (the site's ``controller.privilege: service``): the
+        The order says so (``by_job`` in the restart ``request``; or
+        ``ELASTIC_SLURM_SLURM_SIDE=job``, the site's ``controller.privilege: service``): the
         controller cannot change another user's job, so the launcher shrinks the job to
         ``target`` itself (:func:`.grant.give_back`) before it says the nodes are vacated.
         Otherwise nothing (the controller gives them back on the acknowledgement). Returns
         whether the order goes on; if Slurm refused, the order is acknowledged as failed on
         ``nodes``.
         """
-        if envvars.get_str("SLURM_SIDE", "controller", self.env) != "job":
+        seq = int(str(request["seq"]))
+        by_job = bool(request.get("by_job"))
+        if not by_job and envvars.get_str("SLURM_SIDE", "controller", self.env) != "job":
             return True
+        if hasattr(self.channel, "own_state"):  # what the controller misses is sent again
+            self.channel.own_state = True
         from elastic_slurm.mpi_runtime.grant import give_back
 
         try:

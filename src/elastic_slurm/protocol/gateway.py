@@ -339,7 +339,8 @@ class Gateway:
             }
         )
         log.info("protocol: job %d registered (%d rank(s) on %s)", msg.job_id, ranks, hosts)
-        return {"job_id": msg.job_id, "registered": True}
+        # own_state: this controller reads nothing in the job's directory (a service one)
+        return {"job_id": msg.job_id, "registered": True, "own_state": self.jobdirs.by_job}
 
     def next(self, msg: Message, seq: int) -> dict[str, Any]:
         """What awaits the job: an open offer, else order ``seq`` if issued, else nothing."""

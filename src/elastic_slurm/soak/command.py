@@ -45,6 +45,12 @@ def add_arguments(p: argparse.ArgumentParser, *, site: bool = True) -> None:
         help=f"comma-separated faults to inject (default all: {','.join(FAULTS)})",
     )
     p.add_argument("--keep-cluster", action="store_true", help="leave the soak cluster up")
+    p.add_argument(
+        "--service-user",
+        metavar="USER",
+        help="run the controller as this unprivileged user, no capability "
+        "(controller.privilege: service; made if missing); default: as root",
+    )
     p.add_argument("--json", action="store_true", help="print soak.json instead of the table")
 
 
@@ -84,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
             idle_window_s=args.idle_seconds or (20.0 if short else 60.0),
             only=only,
             keep_cluster=args.keep_cluster,
+            service_user=args.service_user,
             say=lambda line: print(line, file=sys.stderr, flush=True),
         )
     except ElasticSlurmError as exc:

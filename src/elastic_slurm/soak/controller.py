@@ -88,6 +88,8 @@ class ControllerProcess:
         The journal (kept across restarts) and the log every incarnation appends to.
     metrics_address
         ``host:port`` of its Prometheus metrics, ``None`` when the site serves none.
+    run_as
+        A command prefix that runs it as another user (``setpriv ... --``), or empty.
     """
 
     site_file: Path
@@ -95,6 +97,7 @@ class ControllerProcess:
     journal: Path
     log: Path
     metrics_address: str | None = None
+    run_as: tuple[str, ...] = ()
     #: SIGKILLs sent by the soak
     kills: int = 0
     #: exits nobody asked for (exit status each)
@@ -122,7 +125,7 @@ class ControllerProcess:
         ControllerError
             It exited, or did not say it serves within ``timeout_s`` seconds.
         """
-        argv = [sys.executable, "-m", "elastic_slurm", "--site", str(self.site_file)]
+        argv = [*self.run_as, sys.executable, "-m", "elastic_slurm", "--site", str(self.site_file)]
         argv += ["controller", "run", "--policy", self.policy, "--journal", str(self.journal)]
         self.log.parent.mkdir(parents=True, exist_ok=True)
         offset = self.log.stat().st_size if self.log.exists() else 0

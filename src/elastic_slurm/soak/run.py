@@ -32,6 +32,7 @@ from elastic_slurm.soak.daemons import Daemons
 from elastic_slurm.soak.inject import Injector, open_resizes
 from elastic_slurm.soak.report import SoakResult
 from elastic_slurm.soak.schedule import fault_schedule
+from elastic_slurm.soak.service import prepare
 from elastic_slurm.soak.workload import Replay, plan, wait_s
 
 Say = Callable[[str], None]
@@ -56,11 +57,14 @@ def soak(
     idle_window_s: float = 30.0,
     only: tuple[str, ...] | None = None,
     keep_cluster: bool = False,
+    service_user: str | None = None,
     say: Say = print,
 ) -> SoakResult:
     """Run a soak and return what it measured (see the module docstring).
 
-    ``only`` keeps the faults of those names (``None``: all of them).
+    ``only`` keeps the faults of those names (``None``: all of them). ``service_user``: the
+    controller runs as this unprivileged user (made if missing) with ``controller.privilege:
+    service`` (:mod:`.service`); ``None``: as root.
 
     Raises
     ------
@@ -72,6 +76,12 @@ def soak(
         Bad numbers (a window under 120 s, no usable trace jobs).
     """
     started = time.monotonic()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    journal = out_dir / "journal.sqlite"
+    run_as: tuple[str, ...] = ()
+    if service_user is not None:
+        service = prepare(service_user, site_file, out_dir)
+        site_file, journal, run_as = service.site_file, service.journal, service.run_as
     site = load_site(str(site_file))
     policy = policy or site.controller.policy.name
     faults = tuple(f for f in fault_schedule(window_s) if only is None or f.name in only)
@@ -85,9 +95,10 @@ def soak(
     ctl = ControllerProcess(
         site_file,
         policy,
-        out_dir / "journal.sqlite",
+        journal,
         out_dir / "controller.log",
         site.controller.metrics_address,
+        run_as=run_as,
     )
     cluster.up(nodes)  # a failed start takes down what it started
     try:
