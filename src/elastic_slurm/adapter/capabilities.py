@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import sys
+import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -38,6 +40,8 @@ from elastic_slurm.adapter.dialect import dialect_for
 from elastic_slurm.adapter.transport.base import Transport
 from elastic_slurm.adapter.transport.local import LocalTransport
 from elastic_slurm.errors import SlurmCommandError
+
+log = logging.getLogger(__name__)
 
 GrowPath = Literal["merge", "sibling"]
 
@@ -398,10 +402,11 @@ def cached_probe(
     ``test_pmix`` (``doctor``) a fresh probe also runs the PMIx probe steps.
     """
     path = cache_path(site_name)
-    if not refresh and path.exists():
+    cached = None
+    if not refresh:
         try:
             cached = Capabilities.from_json(json.loads(path.read_text()))
-        except (ValueError, TypeError, KeyError):
+        except (OSError, ValueError, TypeError, KeyError):  # none, unreadable, or garbage
             cached = None
         if cached is not None:
             config = parse.parse_scontrol_config(
@@ -410,8 +415,13 @@ def cached_probe(
             if _config_key(config, preference) == cached.config_key:
                 return cached
     caps = probe(transport, preference=preference, test_pmix=test_pmix)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(caps.to_json(), indent=1))
-    tmp.replace(path)
+    try:  # an exclusive temporary file, renamed: a reader never sees half of it
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(
+            "w", dir=path.parent, prefix=f".{path.name}.", delete=False
+        ) as fh:
+            fh.write(json.dumps(caps.to_json(), indent=1))
+        os.replace(fh.name, path)
+    except OSError as exc:  # a cache this user cannot write (HOME of another user, read-only)
+        log.warning("Slurm's probe is not cached (%s): set XDG_CACHE_HOME to a writable place", exc)
     return caps

@@ -90,6 +90,9 @@ class ControllerProcess:
         ``host:port`` of its Prometheus metrics, ``None`` when the site serves none.
     run_as
         A command prefix that runs it as another user (``setpriv ... --``), or empty.
+    env
+        Its environment variables on top of the soak's (``HOME``, ``XDG_CACHE_HOME`` of
+        that user).
     """
 
     site_file: Path
@@ -98,6 +101,7 @@ class ControllerProcess:
     log: Path
     metrics_address: str | None = None
     run_as: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
     #: SIGKILLs sent by the soak
     kills: int = 0
     #: exits nobody asked for (exit status each)
@@ -130,7 +134,13 @@ class ControllerProcess:
         self.log.parent.mkdir(parents=True, exist_ok=True)
         offset = self.log.stat().st_size if self.log.exists() else 0
         with open(self.log, "ab") as fh:
-            self.proc = subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT)
+            self.proc = subprocess.Popen(
+                argv,
+                stdout=fh,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **self.env} if self.env else None,
+                cwd="/" if self.run_as else None,  # the soak's may be closed to the user
+            )
         self.last_start = time.monotonic()
         self.cycle_buckets.append({})
         deadline = time.monotonic() + timeout_s

@@ -79,9 +79,11 @@ def soak(
     out_dir.mkdir(parents=True, exist_ok=True)
     journal = out_dir / "journal.sqlite"
     run_as: tuple[str, ...] = ()
+    env: dict[str, str] = {}
     if service_user is not None:
         service = prepare(service_user, site_file, out_dir)
-        site_file, journal, run_as = service.site_file, service.journal, service.run_as
+        site_file, journal = service.site_file, service.journal
+        run_as, env = service.run_as, service.env
     site = load_site(str(site_file))
     policy = policy or site.controller.policy.name
     faults = tuple(f for f in fault_schedule(window_s) if only is None or f.name in only)
@@ -99,6 +101,7 @@ def soak(
         out_dir / "controller.log",
         site.controller.metrics_address,
         run_as=run_as,
+        env=env,
     )
     cluster.up(nodes)  # a failed start takes down what it started
     try:

@@ -34,11 +34,15 @@ class ServiceController:
         Its journal, in its own directory.
     run_as
         The command prefix that runs it as the user.
+    env
+        Its environment on top of the soak's: the user's ``HOME``, ``USER``, and a cache it
+        may write (``XDG_CACHE_HOME``: Slurm's probe).
     """
 
     site_file: Path
     journal: Path
     run_as: tuple[str, ...]
+    env: dict[str, str]
 
 
 def prepare(user: str, site_file: Path, out_dir: Path) -> ServiceController:
@@ -81,4 +85,10 @@ def prepare(user: str, site_file: Path, out_dir: Path) -> ServiceController:
         "--no-new-privs",
         "--",
     )
-    return ServiceController(copy, state / "journal.sqlite", run_as)
+    env = {
+        "HOME": who.pw_dir,
+        "USER": user,
+        "LOGNAME": user,
+        "XDG_CACHE_HOME": str(state / "cache"),
+    }
+    return ServiceController(copy, state / "journal.sqlite", run_as, env)
