@@ -428,3 +428,28 @@ def test_a_shrink_whose_vacated_message_was_lost_closes_on_the_job_s_done(
     ack(jobdir, 1, AckStatus.DONE, order.nodes)  # its "vacated" never arrived
     (outcome,) = actuator.poll(jobs(slurm))
     assert outcome.ok and outcome.after == order.nodes
+
+
+def test_an_expansion_a_merge_cannot_serve_is_not_ordered_at_all(
+    slurm, actuator, jobdirs, tmp_path
+) -> None:
+    first = submit(slurm, tmp_path, 2)
+    job = submit(slurm, tmp_path, 4)  # n3-n6: nothing idle after its batch host
+    slurm.cancel(first)  # n1, n2 idle, but ahead of it
+    actuator.apply([Expand(job, 2, "room")], jobs(slurm))
+    assert jobdirs.of(tmp_path, job).last_order_seq() == 0  # the job is not bothered
+    (row,) = actuator.journal.resizes()
+    assert row.outcome == "failed" and job in actuator.failed_grants
+    (outcome,) = [r for r in actuator.journal.records if r["kind"] == "outcome"]
+    assert "no idle node comes after its batch host" in outcome["message"]
+
+
+def test_a_service_controller_orders_only_what_a_merge_can_add(
+    slurm, actuator, jobdirs, tmp_path
+) -> None:
+    first = submit(slurm, tmp_path, 2)
+    job = submit(slurm, tmp_path, 2)  # n3, n4: n5, n6 idle after it
+    slurm.cancel(first)
+    actuator.apply([Expand(job, 3, "room")], jobs(slurm))
+    order = jobdirs.of(tmp_path, job).read_order(1)
+    assert order is not None and order.count == 2

@@ -390,17 +390,8 @@ class Actuator:
         count = d.count
         try:
             if self.grow_path == "merge":
-                # a merge cannot bring in idle nodes that come before the job's batch host:
-                # grow by those after it rather than not at all (the policy saw them all free)
-                room = self.slurm.merge_room(job.job_id)
-                if 0 < room < count:
-                    msg = (
-                        f"growing by {room} of the {count} decided: the other idle nodes come "
-                        f"before its batch host {job.batch_host}, which a merge cannot bring in"
-                    )
-                    log.info("job %d: %s", job.job_id, msg)
-                    self.journal.write("note", job_id=job.job_id, seq=seq, message=msg)
-                    count = room
+                # with no room at all, the grow says why (it refuses those nodes)
+                count = self._merge_count(job, count, seq) or count
             grown = self.slurm.grow(
                 job.job_id, count, path=self.grow_path, grant_timeout_s=self.grant_timeout_s
             )
@@ -472,6 +463,26 @@ class Actuator:
         else:
             self._send_order(r)
 
+    def _merge_count(self, job: SlurmJob, count: int, seq: int) -> int:
+        """How many of ``count`` nodes a merge can add to ``job`` now (0: none).
+
+        A merge cannot bring in idle nodes that come before the job's batch host: the job grows
+        by those after it rather than not at all (the policy saw them all free); a cut is
+        journaled as a note.
+        """
+        room = self.slurm.merge_room(job.job_id)
+        if room <= 0:
+            return 0
+        if room < count:
+            msg = (
+                f"growing by {room} of the {count} decided: the other idle nodes come "
+                f"before its batch host {job.batch_host}, which a merge cannot bring in"
+            )
+            log.info("job %d: %s", job.job_id, msg)
+            self.journal.write("note", job_id=job.job_id, seq=seq, message=msg)
+            return room
+        return count
+
     def _expand_by_job(
         self,
         job: SlurmJob,
@@ -493,6 +504,21 @@ class Actuator:
                 job.job_id, seq, "expand", ResizePhase.ORDERING.value, nodes, (), decided, d.reason
             )
         )
+        count = d.count
+        if self.grow_path == "merge":  # asked of Slurm here (read-only): the job is not bothered
+            count = self._merge_count(job, count, seq)
+            if count == 0:
+                msg = (
+                    f"no idle node comes after its batch host {job.batch_host}, which a merge needs"
+                )
+                log.info("job %d: expansion by %d not ordered: %s", job.job_id, d.count, msg)
+                self.failed_grants[job.job_id] = time.time()
+                transition(ResizePhase.ORDERING, ResizeEvent.ABORTED)
+                self._close_row(job.job_id, seq, "expand", "failed", {})
+                self.journal.write(
+                    "outcome", job_id=job.job_id, action="expand", ok=False, message=msg
+                )
+                return
         r = Resize(
             job.job_id,
             seq,
@@ -504,11 +530,11 @@ class Actuator:
             phase=ResizePhase.ORDERING,
             reason=d.reason,
             grace_s=_grace(job),
-            count=d.count,
+            count=count,
         )
         self.in_flight[job.job_id] = r
         if self._negotiates(jobdir):
-            self._offer(r, d.count, (), final=False)
+            self._offer(r, count, (), final=False)
         else:
             self._send_order(r)
 
