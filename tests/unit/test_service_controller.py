@@ -453,3 +453,34 @@ def test_a_service_controller_orders_only_what_a_merge_can_add(
     actuator.apply([Expand(job, 3, "room")], jobs(slurm))
     order = jobdirs.of(tmp_path, job).read_order(1)
     assert order is not None and order.count == 2
+
+
+def test_nodes_taken_for_an_order_the_job_then_refuses_are_given_back_by_the_job(
+    tmp_path, monkeypatch
+) -> None:
+    # the grant came, then an added node failed its check: the job refuses the order and,
+    # since a service controller cannot shrink it, gives the unused nodes back itself
+    from types import SimpleNamespace
+
+    from elastic_slurm.mpi_runtime import grant, slurm_env
+    from elastic_slurm.mpi_runtime.channel import FileChannel
+    from elastic_slurm.mpi_runtime.session import ElasticComm
+
+    given: list[tuple[int, tuple[str, ...]]] = []
+    monkeypatch.setattr(grant, "give_back", lambda slurm, job, keep: given.append((job, keep)))
+    monkeypatch.setattr(slurm_env, "job_slurm", lambda: None)
+    monkeypatch.setenv("SLURM_JOB_ID", "12")
+    ec = object.__new__(ElasticComm)  # rank 0's side only: no MPI call is made
+    ec.jobdir = JobDir(tmp_path / "job-12")
+    ec.jobdir.create()
+    ec.channel = FileChannel(ec.jobdir)
+    ec._watcher = None
+    ec.comm = SimpleNamespace(size=2)
+    granted = ResizeOrder(1, ResizeAction.EXPAND, ("n1", "n2", "n3"), 1.0, by_job=True)
+    ec._refuse(granted, ["n1", "n2"], "added nodes unusable: n3: down")
+    assert given == [(12, ("n1", "n2"))]
+    failed = ec.jobdir.read_ack(1, AckStatus.FAILED)
+    assert failed is not None and failed.nodes == ("n1", "n2")
+    given.clear()  # a root controller's order: the controller gives them back, not the job
+    ec._refuse(ResizeOrder(2, ResizeAction.EXPAND, ("n1", "n2", "n3"), 1.0), ["n1"], "no")
+    assert given == []

@@ -474,7 +474,8 @@ class Launcher:
         except DeadlineExceeded as exc:
             log.error("order %d: the old generation did not leave %s: %s", seq, leaving, exc)
             return
-        if not self._release(request, tuple(sorted(target)), self.current_nodes()):
+        kept = tuple(sorted(target))
+        if not self._release(request, kept, kept + tuple(leaving)):
             return
         self.channel.ack(
             ResizeAck(

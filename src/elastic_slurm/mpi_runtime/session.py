@@ -710,10 +710,31 @@ class ElasticComm:
             reason=why,
             ranks=self.size,
         )
+        kept = tuple(dict.fromkeys(hosts))
+        if order.by_job and order.action.value == "expand" and set(order.nodes) - set(kept):
+            # it took nodes it will not use (a service controller cannot give them back)
+            self._send(lambda: self._give_back_unused(order, kept))
         if self.jobdir.read_ack(order.seq, AckStatus.FAILED) is None:
             self._send(lambda: channel.ack(ack))
         self.jobdir.log_event("failed", seq=order.seq, reason=why)
         self.next_seq = order.seq + 1
+
+    def _give_back_unused(self, order: ResizeOrder, kept: tuple[str, ...]) -> None:
+        """Rank 0 (the watcher's thread): give back the nodes ``order`` took, keeping ``kept``.
+
+        The job refused the order after Slurm granted it (an added node failed its check).
+        """
+        from elastic_slurm.mpi_runtime.grant import give_back
+        from elastic_slurm.mpi_runtime.slurm_env import job_slurm
+
+        job_id = envvars.get_int("JOB_ID", 0) or int(os.environ.get("SLURM_JOB_ID", "0"))
+        try:
+            give_back(job_slurm(), job_id, kept)
+        except Exception as exc:  # noqa: BLE001 - the job keeps them until it ends
+            log.warning("order %d: could not give back the unused nodes: %s", order.seq, exc)
+            return
+        if self.jobdir is not None:
+            self.jobdir.log_event("released", seq=order.seq, nodes=list(kept))
 
     def _pack(self) -> list[Any] | None:
         """What every rank's ``pack`` returned, on rank 0 (``None`` elsewhere or no hooks)."""
