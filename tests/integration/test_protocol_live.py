@@ -274,3 +274,66 @@ def test_an_unanswered_shrink_offer_is_forced_or_requeued(slurm, shared_tmp, ser
         (shared_tmp / "STOP").touch()
         slurm.cancel_job(job)
     wait(all_idle, 30, "nothing left allocated")
+
+
+def test_a_service_controller_takes_a_job_s_secret_only_from_its_own_user(slurm, shared_tmp):
+    # Under controller.privilege: service the controller keeps the job's secret in its spool,
+    # given by the job's first registration. That first registration is a door: another
+    # user (a real second account, a real MUNGE credential) must not get through it, nor
+    # anyone with a wrong secret once the job's own user registered.
+    from elastic_slurm.protocol.jobdir import JobDirs
+
+    site = load_site()
+    socket = site_munge_socket(site)
+    host = default_address(site).rsplit(":", 1)[0]
+    spool = JobDirs(shared_tmp / "spool")
+    srv = serve(slurm, f"{host}:0", operators=("root",), munge_socket=socket, jobdirs=spool)
+    wait(all_idle, 60, "all nodes idle before the test")
+    job = int(
+        subprocess.run(
+            ["sbatch", "--parsable", "-N1", "-t", "2", "-D", str(shared_tmp), "--wrap", "sleep 60"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        ).stdout.split(";")[0]
+    )
+    try:
+        wait(lambda: job_state(job) == "RUNNING", 60, "the job to run")
+        mine = spool.of(shared_tmp, job)
+        _ensure_user(OTHER_USER)
+
+        def as_other(payload: str) -> str:
+            return subprocess.run(
+                ["runuser", "-u", OTHER_USER, "--", "munge", "--socket", str(socket)],
+                input=payload,
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=True,
+            ).stdout.strip()
+
+        squatter = ControllerClient(
+            srv.url, job, "the-squatters-own-secret", retry_s=0, credential=as_other
+        )
+        with pytest.raises(RefusedError) as info:
+            squatter.register(1, ["n1"], retry_s=0)
+        assert info.value.status == 403 and f"user {OTHER_USER} may not act" in info.value.reason
+        assert mine.read_secret() is None and mine.registration() is None
+
+        owner = ControllerClient(srv.url, job, "the-jobs-secret", retry_s=0, munge_socket=socket)
+        with pytest.raises(RefusedError) as info:  # nothing is served before it registers
+            owner.next(1)
+        assert info.value.status == 401 and "has not registered" in info.value.reason
+        assert owner.register(1, ["n1"], retry_s=0)["own_state"] is True  # root owns the job
+        assert mine.read_secret() == "the-jobs-secret"
+        assert owner.next(1) is None
+        again = ControllerClient(srv.url, job, "another-secret", retry_s=0, munge_socket=socket)
+        with pytest.raises(RefusedError) as info:  # the first registration's secret stands
+            again.register(1, ["n1"], retry_s=0)
+        assert info.value.status == 401 and mine.read_secret() == "the-jobs-secret"
+        assert not (shared_tmp / ".elastic-slurm").exists()  # the job's directory untouched
+    finally:
+        srv.stop()
+        slurm.cancel_job(job)
+    wait(all_idle, 30, "nothing left allocated")

@@ -38,6 +38,7 @@ generation has left them (the launcher checks, then acknowledges them ``vacated`
 from __future__ import annotations
 
 import json
+import logging
 import os
 import secrets
 import shutil
@@ -49,6 +50,8 @@ from typing import Any
 from elastic_slurm import envvars
 from elastic_slurm.errors import ElasticSlurmError, JobInputError
 from elastic_slurm.protocol.jobdir import JobDir, write_json_atomic
+
+log = logging.getLogger(__name__)
 
 #: The checkpoint's manifest (in the job directory's ``checkpoint/``), written last.
 MANIFEST = "manifest.json"
@@ -174,13 +177,14 @@ def request_successor(
 
 def take_request(jobdir: JobDir) -> dict[str, Any] | None:
     """The launcher's side: read and remove the successor request, if there is one."""
-    path = jobdir.path / REQUEST
-    try:
-        data = json.loads(path.read_text())
-    except (FileNotFoundError, ValueError):
-        return None
-    path.unlink(missing_ok=True)
-    return data if isinstance(data, dict) else None
+    data = _read_object(jobdir, REQUEST)
+    if data is not None:
+        try:
+            jobdir.files.unlink((), REQUEST)
+        except JobInputError as exc:  # read once only: a request left behind is not taken
+            log.warning("could not remove the successor request: %s", exc)
+            return None
+    return data
 
 
 def ready_path(jobdir: JobDir, seq: int) -> Path:
@@ -200,11 +204,8 @@ def cancel(jobdir: JobDir, seq: int, why: str) -> None:
 
 def cancelled(jobdir: JobDir, seq: int) -> str | None:
     """The launcher's side: why the successor of ``seq`` was given up on, if it was."""
-    try:
-        data = json.loads(cancel_path(jobdir, seq).read_text())
-    except (FileNotFoundError, ValueError):
-        return None
-    return str(data.get("reason", "given up")) if isinstance(data, dict) else "given up"
+    data = _read_object(jobdir, CANCEL.format(seq=seq))
+    return None if data is None else str(data.get("reason", "given up"))
 
 
 def took_path(directory: Path | str, seq: int) -> Path:
@@ -302,12 +303,19 @@ def ready_info(jobdir: JobDir, seq: int) -> dict[str, Any]:
 
 
 def _read_ready(jobdir: JobDir, seq: int) -> dict[str, Any] | None:
-    """The successor's ready file, read through the job directory's checks.
+    """The successor's ready file (see :func:`_read_object`)."""
+    return _read_object(jobdir, READY.format(seq=seq))
+
+
+def _read_object(jobdir: JobDir, name: str) -> dict[str, Any] | None:
+    """A JSON object the launcher and the ranks pass in the job directory.
+
+    Read through the job directory's checks (no symlink followed, a regular file, bounded).
 
     ``None`` while it is absent, unreadable or not a JSON object.
     """
     try:
-        data = jobdir.files.read_json((), READY.format(seq=seq))
+        data = jobdir.files.read_json((), name)
     except JobInputError:
         return None
     return data if isinstance(data, dict) else None
