@@ -757,6 +757,10 @@ _ORDERISH = st.fixed_dictionaries(
         "withdrawn": _JSONISH,
         "deadline": _JSONISH,
         "at": _JSONISH,
+        "by_job": st.one_of(st.booleans(), _JSONISH),
+        "count": _JSONISH,
+        "grow_path": st.one_of(st.sampled_from(("merge", "sibling", "")), _JSONISH),
+        "grant_timeout_s": _JSONISH,
     },
 )
 
