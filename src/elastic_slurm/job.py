@@ -38,6 +38,7 @@ from elastic_slurm import api, jobs
 from elastic_slurm.adapter.parse import job_state
 from elastic_slurm.errors import ConfigError, InvalidRequest, ResizeError, SlurmCommandError
 from elastic_slurm.model.snapshot import JobState
+from elastic_slurm.protocol import address
 from elastic_slurm.waiting import wait_for
 
 if TYPE_CHECKING:
@@ -379,6 +380,7 @@ class Job:
             grow_path=path,
             grant_timeout_s=site.controller.grant_timeout_s,
             timeout_s=timeout,
+            controller=address.service_controller(site),
         )
         if not outcome.ok:
             raise ResizeError(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import getpass
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -22,7 +22,7 @@ from elastic_slurm.config.schema import SiteConfig
 from elastic_slurm.controller.actuate import Actuator, ResizeOutcome
 from elastic_slurm.controller.journal import Journal
 from elastic_slurm.controller.observe import held_nodes
-from elastic_slurm.errors import InvalidRequest, ResizeError
+from elastic_slurm.errors import InvalidRequest, JobInputError, ResizeError
 from elastic_slurm.model.decisions import Expand, Shrink
 from elastic_slurm.model.request import JobKind
 from elastic_slurm.model.resize_order import AckStatus
@@ -221,10 +221,13 @@ def resize(
     timeout_s: float = 300.0,
     user: str | None = None,
     progress: Callable[[str], None] | None = None,
+    controller: str | None = None,
 ) -> ResizeOutcome:
     """Resize running job ``job_id`` to ``nodes`` nodes, as a controller decision would.
 
-    Returns when the job acknowledged (or refused) the order.
+    Returns when the job acknowledged (or refused) the order. ``controller``: the URL of a
+    service controller (``controller.privilege: service``), which keeps the job's orders and
+    carries the size out (:func:`resize_through`); ``None``: done here, as the caller.
 
     Raises
     ------
@@ -254,6 +257,8 @@ def resize(
     held = held_nodes(listed).get(job_id, job.nodes)
     if nodes == len(held):
         raise InvalidRequest(f"job {job_id} already runs on {nodes} node(s)")
+    if controller is not None:
+        return resize_through(controller, job, held, nodes, timeout_s=timeout_s, progress=progress)
     actuator = Actuator(
         slurm,
         Journal(),
@@ -286,6 +291,88 @@ def resize(
         time.sleep(0.25)
     raise ResizeError(
         f"job {job_id} has not finished resizing after {timeout_s:g} s; the order "
+        "stays open and the job keeps the nodes it has"
+    )
+
+
+def resize_through(
+    url: str,
+    job: SlurmJob,
+    held: Sequence[str],
+    nodes: int,
+    *,
+    timeout_s: float = 300.0,
+    progress: Callable[[str], None] | None = None,
+) -> ResizeOutcome:
+    """Ask a service controller at ``url`` for ``job`` on ``nodes`` nodes; its outcome.
+
+    The message carries the job's secret (read in the job's directory, as its user) and a
+    MUNGE credential of the caller: the controller takes it from the job's user or an
+    operator only. The job records each order it follows and its acknowledgement in its
+    own directory; the outcome is read there.
+
+    Raises
+    ------
+    InvalidRequest
+        The job's secret cannot be read (not the job's user), or it never registered.
+    ResizeError
+        The controller refused (the reason), is unreachable, or the job did not finish
+        within ``timeout_s`` seconds (the order then stays open).
+    """
+    from elastic_slurm.protocol.client import ControllerClient, RefusedError
+
+    jobdir = JobDir.for_job(job.workdir, job.job_id) if job.workdir else None
+    try:
+        secret = jobdir.read_secret() if jobdir is not None else None
+    except (JobInputError, OSError) as exc:
+        raise InvalidRequest(f"job {job.job_id}: its secret cannot be read: {exc}") from exc
+    if not secret or jobdir is None:
+        raise InvalidRequest(
+            f"job {job.job_id} has no secret in its directory: it has not started talking to "
+            "the controller (or was not submitted with elastic-slurm submit)"
+        )
+    client = ControllerClient(url, job.job_id, secret)
+    say = progress or (lambda line: None)
+    deadline = time.monotonic() + timeout_s
+    try:
+        number = client.resize(nodes)
+        answer = None
+        while answer is None:
+            if time.monotonic() > deadline:
+                raise ResizeError(f"the controller has not acted on job {job.job_id}'s size")
+            time.sleep(0.25)
+            answer = client.resize_answer(number)
+    except RefusedError as exc:
+        raise ResizeError(f"job {job.job_id} was not resized: {exc.reason}") from exc
+    except ConnectionError as exc:
+        raise ResizeError(f"job {job.job_id} was not resized: {exc}") from exc
+    if answer.get("refused"):
+        raise ResizeError(f"job {job.job_id} was not resized: {answer['refused']}")
+    seq = int(answer["seq"])
+    action = "expand" if nodes > len(held) else "shrink"
+    say(f"job {job.job_id}: order {seq} sent ({action} to {nodes}); waiting for the application")
+    started = time.time()
+    while time.monotonic() < deadline:
+        ack = jobdir.final_ack(seq)
+        if ack is not None:
+            order = jobdir.read_order(seq)
+            issued = order.issued_at if order is not None else started
+            return ResizeOutcome(
+                job_id=job.job_id,
+                seq=seq,
+                action=action,
+                before=tuple(held),
+                after=ack.nodes,
+                ok=ack.status is AckStatus.DONE,
+                seconds=max(0.0, ack.at - issued),
+                strategy=ack.strategy,
+                phases_s={**(order.phases_s if order else {}), **ack.phases_s},
+                message=ack.reason,
+                finished_at=time.time(),
+            )
+        time.sleep(0.25)
+    raise ResizeError(
+        f"job {job.job_id} has not finished resizing after {timeout_s:g} s; the order "
         "stays open and the job keeps the nodes it has"
     )
 

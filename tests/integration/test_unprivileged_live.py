@@ -56,6 +56,8 @@ RUNUSER = shutil.which("runuser") or "/usr/sbin/runuser"
 # heat2d at 0.01 s an iteration or slower (4 ranks share 2 cores here: about 35 a second): the
 # resizes are over after about 1000 iterations, the job ends after about 70 s
 ITERATIONS = 2500
+#: with a service controller the user also resizes the job by hand once it grew back: longer
+SERVICE_ITERATIONS = 4000
 
 
 def _clean_env(venv: Path, home: str, site: Path | None = None) -> dict[str, str]:
@@ -226,6 +228,8 @@ class Scenario:
     spool: Path | None
     es: str  # the users' elastic-slurm command
     venv: Path
+    iterations: int
+    by_hand: str  # what the user's `elastic-slurm resize` printed (service mode)
 
 
 def _sizes(output: str) -> list[int]:
@@ -259,6 +263,8 @@ def scenario(request, user_venv, tmp_path_factory) -> Iterator[Scenario]:
     back once it is done; the controller runs as root (capabilities of the unit's root variant)
     or as the service user ``elastic-slurm`` (none)."""
     mode = request.param
+    iterations = SERVICE_ITERATIONS if mode == "service" else ITERATIONS
+    by_hand = ""
     wait(all_idle, 60, "all nodes idle before the test")
     alice, bob = ensure_user(MALLEABLE_USER), ensure_user(RIGID_USER)
     for who in (alice, bob):
@@ -314,7 +320,7 @@ def scenario(request, user_venv, tmp_path_factory) -> Iterator[Scenario]:
                     alice.pw_name,
                     [*submit, "--kind", "malleable", "--nodes", "1-4", "--start-nodes", "1"]
                     + ["-J", "heat", "-o", "heat-%j.out", "--", "heat2d.py", "--n", "256"]
-                    + ["--iterations", str(ITERATIONS), "--pace-s", "0.01", "--check"],
+                    + ["--iterations", str(iterations), "--pace-s", "0.01", "--check"],
                     user_venv,
                     work_a,
                     site=site,
@@ -339,6 +345,16 @@ def scenario(request, user_venv, tmp_path_factory) -> Iterator[Scenario]:
             )
             jobs.append(rigid)
             wait(lambda: job_state(rigid) == "COMPLETED", 90, "the rigid job to run and end")
+            if mode == "service":  # a size by hand goes through the controller
+                wait(lambda: _sizes(output())[3:4] == [4], 90, "heat2d to grow back to 4")
+                by_hand = _as_user(
+                    alice.pw_name,
+                    [es, "resize", str(malleable), "--nodes", "3"],
+                    user_venv,
+                    work_a,
+                    timeout_s=200,
+                    site=site,
+                )
             wait(lambda: job_state(malleable) == "COMPLETED", 180, "heat2d to finish")
         finally:
             for job in jobs:
@@ -358,6 +374,8 @@ def scenario(request, user_venv, tmp_path_factory) -> Iterator[Scenario]:
         spool,
         es,
         user_venv,
+        iterations,
+        by_hand,
     )
     shutil.rmtree(work_a, ignore_errors=True)
     shutil.rmtree(work_b, ignore_errors=True)
@@ -369,7 +387,7 @@ def test_a_users_malleable_job_grows_shrinks_for_another_users_job_and_grows_bac
     assert s.sizes[:3] == [1, 4, 2], (s.sizes, s.controller_log[-3000:])
     assert s.sizes[-1] > 2, f"heat2d did not grow back after the rigid job: {s.sizes}"
     summary = json.loads([ln for ln in s.output.splitlines() if ln.startswith("{")][-1])
-    assert summary["iterations"] == ITERATIONS and summary["resizes"] >= 3
+    assert summary["iterations"] == s.iterations and summary["resizes"] >= 3
     assert summary["matches_reference"] is True and summary["max_abs_error"] == 0.0
     sizes = [nn for _state, nn, _nodes in sacct_sizes(s.malleable)]
     assert max(sizes) == 4 and 2 in sizes, sizes
@@ -432,3 +450,15 @@ def test_a_service_controller_keeps_the_protocol_in_its_spool_and_the_job_resize
     )
     owners = {ln.strip() for ln in res.stdout.splitlines() if ln.strip()}
     assert owners == {MALLEABLE_USER}, (owners, res.stderr)
+
+
+@pytest.mark.slurm
+def test_a_user_resizes_a_job_by_hand_through_a_service_controller(scenario):
+    if scenario.mode != "service":
+        pytest.skip("the controller ran as root")
+    s = scenario
+    assert s.sizes[:5] == [1, 4, 2, 4, 3], (s.sizes, s.by_hand, s.controller_log[-3000:])
+    assert "done" in s.by_hand, s.by_hand
+    show = _as_user(MALLEABLE_USER, [s.es, "show", str(s.malleable)], s.venv, s.workdir)
+    assert "4. shrink to 3 node(s)" in show and "done" in show.split("4. shrink")[1], show
+    assert "asked by esalice" in s.controller_log, s.controller_log[-3000:]

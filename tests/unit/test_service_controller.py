@@ -17,6 +17,7 @@ import pytest
 
 from elastic_slurm.adapter.backend import EXPANDER_PREFIX
 from elastic_slurm.adapter.fake import FakeSlurm
+from elastic_slurm.adapter.parse import SlurmJob
 from elastic_slurm.adapter.tags import ElasticTag
 from elastic_slurm.cli.controller import spool_dir
 from elastic_slurm.controller.actuate import Actuator
@@ -484,3 +485,133 @@ def test_nodes_taken_for_an_order_the_job_then_refuses_are_given_back_by_the_job
     given.clear()  # a root controller's order: the controller gives them back, not the job
     ec._refuse(ResizeOrder(2, ResizeAction.EXPAND, ("n1", "n2", "n3"), 1.0), ["n1"], "no")
     assert given == []
+
+
+# ---------------------------------------------------------------------------- sizes by hand
+
+
+def test_a_size_asked_by_hand_is_recorded_by_a_service_controller_only(service_server) -> None:
+    from elastic_slurm.protocol.client import RefusedError
+
+    srv, jobdir = service_server
+    _client(srv).register(1, ["n1"])
+    with pytest.raises(RefusedError) as info:  # another user cannot ask for the job's size
+        _client(srv, cred="cred-bob").resize(3)
+    assert info.value.status == 403 and jobdir.size_request() is None
+    assert _client(srv).resize(3) == 1
+    asked = jobdir.size_request()
+    assert asked is not None and (asked["number"], asked["nodes"], asked["user"]) == (1, 3, "alice")
+    assert _client(srv).resize_answer(1) is None  # the controller has not acted yet
+    jobdir.write_size_answer(1, seq=4)
+    assert _client(srv).resize_answer(1)["seq"] == 4
+    assert _client(srv).resize(2) == 2  # the next one is numbered on
+
+
+def test_a_root_controller_refuses_sizes_asked_through_it(tmp_path) -> None:
+    from elastic_slurm.protocol.client import RefusedError
+    from elastic_slurm.protocol.gateway import Gateway, JobRecord
+    from elastic_slurm.protocol.server import ProtocolServer
+
+    records = {12: JobRecord(12, "alice", str(tmp_path), True)}
+    JobDir.for_job(tmp_path, 12).write_secret(SECRET)
+    srv = ProtocolServer(Gateway(records.get, operators=(), verify=_verify), "127.0.0.1:0").start()
+    try:
+        with pytest.raises(RefusedError) as info:
+            _client(srv).resize(3)
+        assert info.value.status == 409 and "acts directly" in info.value.reason
+    finally:
+        srv.stop()
+
+
+def _service_controller(slurm, jobdirs, tmp_path):  # type: ignore[no-untyped-def]
+    return Controller(
+        slurm, Idle(), Journal(tmp_path / "c.db"), jobdirs=jobdirs, min_resize_interval_s=0.0
+    )
+
+
+def test_a_service_controller_carries_out_a_size_asked_by_hand_past_the_policy(
+    slurm, jobdirs, tmp_path
+) -> None:
+    job = submit(slurm, tmp_path, 2)
+    controller = _service_controller(slurm, jobdirs, tmp_path)
+    controller.step()  # the first cycle looks at every job once (none asked)
+    mine = jobdirs.of(tmp_path, job)
+    mine.write_size_request(1, 4, "alice")
+    controller.size_asked(job)
+    controller.step()
+    answer = mine.size_answer()
+    assert answer is not None and answer["number"] == 1 and answer["seq"] == 1
+    order = mine.read_order(1)
+    assert order is not None and order.needs_grant and order.count == 2
+    (row,) = controller.journal.resizes()
+    assert row.by == "user" and row.reason == "asked by alice"
+    assert job in controller.manual  # the policy leaves it alone for a while
+    controller.step()  # answered once only
+    assert mine.size_answer() == answer and len(controller.journal.resizes()) == 1
+
+
+@pytest.mark.parametrize(
+    ("nodes", "words"),
+    [(2, "already runs on 2 node(s)"), (9, "outside its range")],
+)
+def test_an_impossible_size_asked_by_hand_is_refused_with_the_reason(
+    slurm, jobdirs, tmp_path, nodes, words
+) -> None:
+    job = submit(slurm, tmp_path, 2)
+    controller = _service_controller(slurm, jobdirs, tmp_path)
+    mine = jobdirs.of(tmp_path, job)
+    mine.write_size_request(1, nodes, "alice")
+    controller.step()  # the first cycle (after a start) finds it without being told
+    answer = mine.size_answer()
+    assert answer is not None and answer["seq"] is None and words in answer["refused"]
+    assert controller.journal.resizes() == [] and mine.last_order_seq() == 0
+
+
+def test_resize_goes_through_a_service_controller_and_reads_the_outcome_in_the_job(
+    service_server, tmp_path, monkeypatch
+) -> None:
+    import threading
+
+    from elastic_slurm import jobs
+    from elastic_slurm.protocol import client as client_module
+
+    srv, mine = service_server
+    own = JobDir.for_job(tmp_path / "work", 12)
+    own.write_secret(SECRET)  # what the job's launcher stores, read by its user's resize
+    _client(srv).register(1, ["n1"])
+    monkeypatch.setattr(  # the caller's MUNGE credential: alice's
+        client_module, "make_credential", lambda socket, payload: f"cred-alice:{payload}"
+    )
+
+    def controller_and_job() -> None:  # what the controller's loop and the job do
+        deadline = time.monotonic() + 10
+        while mine.size_request() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        mine.write_size_answer(1, seq=1)
+        order = ResizeOrder(1, ResizeAction.EXPAND, ("n1", "n2", "n3"), time.time(), by_job=True)
+        own.write_order(order)
+        own.write_ack(ResizeAck(1, AckStatus.DONE, order.nodes, time.time() + 1.5, "spawn"))
+
+    helper = threading.Thread(target=controller_and_job)
+    helper.start()
+    running = SlurmJob(
+        job_id=12,
+        name="x",
+        state="RUNNING",
+        nodes=("n1",),
+        node_count=1,
+        comment="",
+        submit_time_s=0.0,
+        start_time_s=0.0,
+        batch_host="n1",
+        workdir=str(tmp_path / "work"),
+        user="alice",
+        partition="debug",
+        account="",
+        qos="",
+        reason="",
+    )
+    outcome = jobs.resize_through(srv.url, running, ("n1",), 3, timeout_s=10)
+    helper.join()
+    assert outcome.ok and outcome.seq == 1 and outcome.after == ("n1", "n2", "n3")
+    assert outcome.action == "expand" and outcome.seconds >= 1.0

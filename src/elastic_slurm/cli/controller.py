@@ -218,6 +218,7 @@ def run(args: argparse.Namespace) -> int:
             # per message (a job that started since is asked of Slurm, and cached)
             lookup=observed_lookup(lambda: controller.observed_jobs, slurm_lookup(slurm)),
             jobdirs=jobdirs,
+            on_resize=controller.size_asked,
         )
     print(
         f"controller: policy {policy.name}, grow path {grow_path}, polling every "

@@ -9,6 +9,7 @@ from elastic_slurm import jobs
 from elastic_slurm.adapter.capabilities import cached_probe
 from elastic_slurm.adapter.factory import slurm_for
 from elastic_slurm.config import load_site
+from elastic_slurm.protocol.address import service_controller
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -39,6 +40,7 @@ def run(args: argparse.Namespace) -> int:
         grant_timeout_s=site.controller.grant_timeout_s,
         timeout_s=args.timeout,
         progress=None if args.json else print,
+        controller=service_controller(site),
     )
     if args.json:
         print(

@@ -206,6 +206,8 @@ class Actuator:
         #: When each job's last expansion was not granted (epoch seconds): the daemon leaves
         #: the job alone for a while instead of asking Slurm again every cycle.
         self.failed_grants: dict[int, float] = {}
+        #: Why each job's last expansion closed at once, before any order (its last words).
+        self.not_ordered: dict[int, str] = {}
         self.starts = Starts(slurm, journal)
 
     # ------------------------------------------------------------------ decisions
@@ -398,6 +400,7 @@ class Actuator:
         except ResizeError as exc:
             log.warning("job %d: expansion by %d failed: %s", job.job_id, count, exc)
             self.failed_grants[job.job_id] = time.time()
+            self.not_ordered[job.job_id] = str(exc)
             transition(ResizePhase.GRANTING, ResizeEvent.ABORTED)
             self._close_row(job.job_id, seq, "expand", "failed", {})
             self.journal.write(
@@ -513,6 +516,7 @@ class Actuator:
                 )
                 log.info("job %d: expansion by %d not ordered: %s", job.job_id, d.count, msg)
                 self.failed_grants[job.job_id] = time.time()
+                self.not_ordered[job.job_id] = msg
                 transition(ResizePhase.ORDERING, ResizeEvent.ABORTED)
                 self._close_row(job.job_id, seq, "expand", "failed", {})
                 self.journal.write(

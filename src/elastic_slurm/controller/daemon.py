@@ -258,6 +258,10 @@ class Controller:
         #: jobs whose size someone else changed: job -> when it was seen (seconds since epoch)
         self.manual: dict[int, float] = {}
         self._foreign: set[int] = set()  # jobs following an order the controller did not write
+        #: jobs whose user asked for a size through the server (a service controller; ``None``:
+        #: look at every running job once, after a restart)
+        self._sizes_asked: set[int] | None = None
+        self._sizes_lock = threading.Lock()
         #: since when (seconds since the epoch) Slurm has not answered; ``None``: it answers
         self.outage_since: float | None = None
         self._stopping = threading.Event()
@@ -316,6 +320,7 @@ class Controller:
         finished = self._poll(jobs)  # the actuator counts the resizes it closes (metrics)
         progress = self._progress(listed)
         observed = self._observe_manual(jobs, held, ours | {o.job_id for o in finished})
+        self._serve_sizes(jobs, held, progress)
         busy = self._busy(jobs) | self._skips.now
         snap = snapshot(list(jobs.values()), nodes, resizing=busy, progress=progress)
         trigger = self._trigger(snap, finished, progress)
@@ -531,6 +536,81 @@ class Controller:
             seen.append(job_id)
         self.manual = {j: t for j, t in self.manual.items() if now - t < self.manual_hold_s}
         return tuple(seen)
+
+    def size_asked(self, job_id: int) -> None:
+        """The protocol server's thread: job ``job_id``'s user asked for a size (by hand)."""
+        with self._sizes_lock:
+            if self._sizes_asked is not None:
+                self._sizes_asked.add(job_id)
+
+    def _serve_sizes(
+        self,
+        jobs: dict[int, SlurmJob],
+        held: dict[int, tuple[str, ...]],
+        progress: dict[int, Any],
+    ) -> None:
+        """Carry out the sizes users asked for through a service controller's server.
+
+        What ``elastic-slurm resize`` does itself under a root controller: the size goes past
+        the policy, not past the legality check, the resize is journaled as the user's, and
+        the policy leaves the job alone for ``manual_hold_s``. The answer in the spool names
+        the order, or why there is none.
+        """
+        if not self.jobdirs.by_job or self.dry_run:
+            return
+        with self._sizes_lock:
+            asked = set(jobs) if self._sizes_asked is None else self._sizes_asked
+            self._sizes_asked = set()
+        for job_id in sorted(asked):
+            job = jobs.get(job_id)
+            if job is None or job.model_state is not JobState.RUNNING:
+                continue
+            try:
+                jobdir = self.jobdirs.of(job.workdir, job_id, user=job.user)
+                request = jobdir.size_request()
+                answer = jobdir.size_answer()
+                if request is None or (
+                    answer is not None and answer["number"] >= request["number"]
+                ):
+                    continue
+                self._serve_size(job, request, jobdir, jobs, held, progress)
+            except Exception as exc:
+                self._skips.skip(job_id, exc)
+
+    def _serve_size(
+        self,
+        job: SlurmJob,
+        request: dict[str, Any],
+        jobdir: Any,
+        jobs: dict[int, SlurmJob],
+        held: dict[int, tuple[str, ...]],
+        progress: dict[int, Any],
+    ) -> None:
+        job_id, number, nodes = job.job_id, int(request["number"]), int(request["nodes"])
+        now_on = held.get(job_id, job.nodes)
+        delta = nodes - len(now_on)
+        why = f"asked by {request['user']}"
+        if delta == 0:
+            jobdir.write_size_answer(
+                number, refused=f"job {job_id} already runs on {nodes} node(s)"
+            )
+            return
+        decision: Decision = (
+            Expand(job_id, delta, why) if delta > 0 else Shrink(job_id, -delta, why)
+        )
+        (verdict,) = self.actuator.apply([decision], jobs, held, progress)
+        r = self.actuator.in_flight.get(job_id)
+        if verdict.legal and r is not None and r.reason == why:
+            self.journal.set_requested_by(job_id, r.seq, "user")
+            self.manual[job_id] = time.time()  # the policy leaves it alone for a while
+            jobdir.write_size_answer(number, seq=r.seq)
+            log.info("job %d: size %d asked by %s: order %d", job_id, nodes, request["user"], r.seq)
+            return
+        refused = verdict.reason or self.actuator.not_ordered.pop(
+            job_id, "the order could not be issued"
+        )
+        jobdir.write_size_answer(number, refused=refused)
+        log.info("job %d: size %d asked by %s refused: %s", job_id, nodes, request["user"], refused)
 
     def _journal_sizes(self, snap: ClusterSnapshot) -> None:
         """Journal a ``sizes`` record whenever a job's state or node list changed.

@@ -277,6 +277,14 @@ class Journal:
                 (*_values(row), row.closed_at if row.closed_at is not None else time.time()),
             )
 
+    def set_requested_by(self, job_id: int, seq: int, by: str) -> None:
+        """Say who asked for resize ``seq`` of job ``job_id`` (``user``: by hand)."""
+        with self._lock:
+            self._db.execute(
+                "UPDATE resizes SET requested_by = ? WHERE job_id = ? AND seq = ?",
+                (by, job_id, seq),
+            )
+
     def has_resize(self, job_id: int, seq: int) -> bool:
         """Whether order ``seq`` of job ``job_id`` is journaled (open or closed)."""
         with self._lock:

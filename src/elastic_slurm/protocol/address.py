@@ -87,6 +87,20 @@ def default_address(site: SiteConfig) -> str:
     return f"{socket.gethostbyname(socket.gethostname())}:{DEFAULT_PORT}"
 
 
+def service_controller(site: SiteConfig) -> str | None:
+    """The URL of the site's controller when it runs as a service user, else ``None``.
+
+    Such a controller (``controller.privilege: service``) keeps the jobs' orders: a size asked
+    by hand (``elastic-slurm resize``) goes through it.
+
+    Raises
+    ------
+    ConfigError
+        Its address is not a valid ``host:port``.
+    """
+    return controller_url(site) if site.controller.privilege == "service" else None
+
+
 def controller_url(site: SiteConfig, address: str | None = None) -> str:
     """The URL jobs are given: ``https://`` when the site serves TLS, else ``http://``.
 

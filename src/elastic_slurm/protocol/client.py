@@ -198,6 +198,16 @@ class ControllerClient:
         data = self._call("POST", "/requests", {"delta": delta, "ranks": ranks}, changes=True)
         return int(data["number"])
 
+    def resize(self, nodes: int) -> int:
+        """Ask a service controller for the job on ``nodes`` nodes; the request's number."""
+        data = self._call("POST", "/resize", {"nodes": nodes}, changes=True)
+        return int(data["number"])
+
+    def resize_answer(self, number: int) -> dict[str, Any] | None:
+        """The answer to size request ``number`` (its order's ``seq``, or ``refused``)."""
+        data = self._call("GET", f"/resize/{number}", changes=False)
+        return data.get("answer")
+
     def request_answer(self, number: int) -> dict[str, Any] | None:
         """The controller's answer to evolving request ``number``, once it answered."""
         data = self._call("GET", f"/requests/{number}", changes=False)

@@ -175,9 +175,12 @@ class Gateway:
         negative_ttl_s: float = NEGATIVE_TTL_S,
         clock: Callable[[], float] = time.monotonic,
         jobdirs: JobDirs | None = None,
+        on_resize: Callable[[int], None] | None = None,
     ) -> None:
         self.lookup = lookup
         self.jobdirs = jobdirs or JobDirs()
+        #: told the job id of each size asked by hand (:meth:`resize`): the controller's loop
+        self.on_resize = on_resize
         self.operators = frozenset(operators)
         self.munge_socket = munge_socket
         self.verify = verify
@@ -454,6 +457,49 @@ class Gateway:
             a.jobdir.write_request(number, delta, ranks)
         log.info("protocol: job %d asks for %+d node(s) (request %d)", msg.job_id, delta, number)
         return {"number": number}
+
+    def resize(self, msg: Message) -> dict[str, Any]:
+        """A size asked by hand (``elastic-slurm resize``) of a service controller's job.
+
+        By the job's user or an operator (MUNGE), with the job's secret (its user reads it in
+        the job's directory). Recorded in the spool; the controller's loop carries it out as
+        a root controller's ``resize`` would (past the policy, not past the legality check)
+        and answers with the order's number (:meth:`resize_answer`).
+
+        Raises
+        ------
+        ProtocolError
+            400: malformed; 409: a root controller (``resize`` works without it).
+        """
+        a = self.admit(msg, changes=True)
+        if not self.jobdirs.by_job:
+            raise ProtocolError(
+                409, "this controller runs as root: elastic-slurm resize acts directly", user=a.user
+            )
+        _only(a, {"nodes"})
+        nodes = _int(a, "nodes", a.body.get("nodes"), 1, MAX_NODES)
+        with self._lock:
+            last = a.jobdir.size_request()
+            number = (int(last["number"]) if last else 0) + 1
+            if number > MAX_SEQ:
+                raise ProtocolError(409, f"job {msg.job_id} asked {MAX_SEQ} times", user=a.user)
+            a.jobdir.write_size_request(number, nodes, a.user or a.record.user)
+        log.info(
+            "protocol: %s asks for job %d on %d node(s) (request %d)",
+            a.user,
+            msg.job_id,
+            nodes,
+            number,
+        )
+        if self.on_resize is not None:
+            self.on_resize(msg.job_id)
+        return {"number": number}
+
+    def resize_answer(self, msg: Message, number: int) -> dict[str, Any]:
+        """The answer to size request ``number`` (empty while the controller has not acted)."""
+        a = self.admit(msg, changes=False)
+        answer = a.jobdir.size_answer()
+        return {"answer": answer} if answer is not None and answer["number"] == number else {}
 
     def request_answer(self, msg: Message, number: int) -> dict[str, Any]:
         """The controller's answer to evolving request ``number`` (empty while open)."""

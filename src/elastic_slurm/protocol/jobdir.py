@@ -266,6 +266,25 @@ def _object(data: Any) -> dict[str, Any]:
     return data
 
 
+def _size_request(data: Any) -> dict[str, Any]:
+    data = _object(data)
+    _int(data, "number", 1, MAX_SEQ)
+    _int(data, "nodes", 1, MAX_NODES)
+    if not isinstance(data.get("user"), str) or not finite(data.get("at")):
+        raise ValueError("user must be a name and at a finite time")
+    return data
+
+
+def _size_answer(data: Any) -> dict[str, Any]:
+    data = _object(data)
+    _int(data, "number", 1, MAX_SEQ)
+    if data.get("seq") is not None:
+        _int(data, "seq", 1, MAX_SEQ)
+    if not isinstance(data.get("refused", ""), str):
+        raise ValueError("refused must be a text")
+    return data
+
+
 def _lookup_user(user: str, job_id: int) -> tuple[int, int | None]:
     """``(uid, gid)`` of ``user`` (a name, or a number Slurm printed for an unnamed user)."""
     try:
@@ -576,6 +595,28 @@ class JobDir:
                 "at": time.time(),
             },
         )
+
+    # ------------------------------------------------------------------ sizes asked by hand
+    def write_size_request(self, number: int, nodes: int, user: str) -> None:
+        """A service controller's spool: ``user`` asked (``elastic-slurm resize``) for ``nodes``.
+
+        ``number`` counts the job's such requests; only the last one is kept.
+        """
+        data = {"number": number, "nodes": nodes, "user": user, "at": time.time()}
+        self.files.write_json((), "resize.json", data)
+
+    def size_request(self) -> dict[str, Any] | None:
+        """The last size asked by hand (``number``, ``nodes``, ``user``, ``at``), if any."""
+        return self._read((), "resize.json", _size_request)
+
+    def write_size_answer(self, number: int, *, seq: int | None = None, refused: str = "") -> None:
+        """The controller's answer to size request ``number``: its order ``seq``, or why not."""
+        data = {"number": number, "seq": seq, "refused": refused, "at": time.time()}
+        self.files.write_json((), "resize.answer.json", data)
+
+    def size_answer(self) -> dict[str, Any] | None:
+        """The answer to the last size asked by hand (``number``, ``seq`` or ``refused``)."""
+        return self._read((), "resize.answer.json", _size_answer)
 
     def answered(self, number: int) -> bool:
         """Whether evolving request ``number`` has an answer file (an entry; nothing followed)."""

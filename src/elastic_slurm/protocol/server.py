@@ -299,6 +299,18 @@ def create_app(
     def evolving_request(job_id: int):  # type: ignore[no-untyped-def]
         return jsonify(gateway.request(message(job_id)))
 
+    @app.post(f"{PREFIX}/jobs/<int:job_id>/resize")
+    def resize(job_id: int):  # type: ignore[no-untyped-def]
+        return jsonify(gateway.resize(message(job_id)))
+
+    @app.get(f"{PREFIX}/jobs/<int:job_id>/resize/<int:number>")
+    def resize_answer(job_id: int, number: int):  # type: ignore[no-untyped-def]
+        msg = message(job_id)
+        if not 1 <= number <= MAX_SEQ:
+            gateway.admit(msg, changes=False)
+            raise ProtocolError(404, f"job {job_id} has no size request {number}")
+        return jsonify(gateway.resize_answer(msg, number))
+
     @app.get(f"{PREFIX}/jobs/<int:job_id>/requests/<int:number>")
     def request_answer(job_id: int, number: int):  # type: ignore[no-untyped-def]
         msg = message(job_id)
@@ -427,12 +439,14 @@ def serve(
     tls_key: Path | str | None = None,
     lookup: Callable[[int], JobRecord | None] | None = None,
     jobdirs: JobDirs | None = None,
+    on_resize: Callable[[int], None] | None = None,
 ) -> ProtocolServer:
     """Start the protocol server for ``slurm``'s jobs on ``address``; return it (running).
 
     ``lookup`` gives a job's record (default: :func:`slurm_lookup`, one Slurm query per job
     and cache period; the controller passes :func:`observed_lookup` over its latest cycle).
-    ``jobdirs``: where each job's protocol files are (default: in the job's directory).
+    ``jobdirs``: where each job's protocol files are (default: in the job's directory);
+    ``on_resize``: told the job id of each size asked by hand (a service controller's loop).
     The other parameters are :class:`Gateway`'s and :class:`ProtocolServer`'s.
 
     Raises
@@ -447,6 +461,7 @@ def serve(
         operators=operators,
         munge_socket=munge_socket,
         jobdirs=jobdirs,
+        on_resize=on_resize,
     )
     return ProtocolServer(
         gateway, address, max_body_bytes=max_body_bytes, tls_cert=tls_cert, tls_key=tls_key
