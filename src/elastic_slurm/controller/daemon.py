@@ -70,7 +70,7 @@ from elastic_slurm.model.decisions import Decision, Expand, Shrink
 from elastic_slurm.model.snapshot import ClusterSnapshot, JobState
 from elastic_slurm.model.triggers import Trigger, TriggerKind
 from elastic_slurm.plugins.policy import Policy
-from elastic_slurm.protocol.jobdir import JobDirs
+from elastic_slurm.protocol.jobdir import JobDir, JobDirs
 
 log = logging.getLogger(__name__)
 
@@ -581,11 +581,12 @@ class Controller:
         self,
         job: SlurmJob,
         request: dict[str, Any],
-        jobdir: Any,
+        jobdir: JobDir,
         jobs: dict[int, SlurmJob],
         held: dict[int, tuple[str, ...]],
         progress: dict[int, Any],
     ) -> None:
+        """Carry out one size asked by hand (``request``: ``number``, ``nodes``, ``user``)."""
         job_id, number, nodes = job.job_id, int(request["number"]), int(request["nodes"])
         now_on = held.get(job_id, job.nodes)
         delta = nodes - len(now_on)
