@@ -162,6 +162,22 @@ def _ensure_user(name: str) -> int:
         return pwd.getpwnam(name).pw_uid
 
 
+def _munge_as(user: str, socket: str | Path | None):  # type: ignore[no-untyped-def]
+    """A credential maker that runs ``munge`` as ``user`` for each message's payload."""
+
+    def make(payload: str) -> str:
+        return subprocess.run(
+            ["runuser", "-u", user, "--", "munge", "--socket", str(socket)],
+            input=payload,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        ).stdout.strip()
+
+    return make
+
+
 def test_wrong_secret_and_another_users_messages_are_refused(slurm, shared_tmp, server):
     wait(all_idle, 60, "all nodes idle before the test")
     job = submit(slurm, server, shared_tmp, "", 0, nodes=1)
@@ -217,18 +233,9 @@ def test_wrong_secret_and_another_users_messages_are_refused(slurm, shared_tmp, 
         # carries it does not matter, which is the point of MUNGE.
         _ensure_user(OTHER_USER)
 
-        def as_other(payload: str) -> str:
-            out = subprocess.run(
-                ["runuser", "-u", OTHER_USER, "--", "munge", "--socket", str(socket)],
-                input=payload,
-                capture_output=True,
-                text=True,
-                timeout=30,
-                check=True,
-            )
-            return out.stdout.strip()
-
-        other = ControllerClient(server.url, job, secret, retry_s=0, credential=as_other)
+        other = ControllerClient(
+            server.url, job, secret, retry_s=0, credential=_munge_as(OTHER_USER, socket)
+        )
         with pytest.raises(RefusedError) as info:
             other.request(1, 1)
         assert info.value.status == 403
@@ -303,18 +310,12 @@ def test_a_service_controller_takes_a_job_s_secret_only_from_its_own_user(slurm,
         mine = spool.of(shared_tmp, job)
         _ensure_user(OTHER_USER)
 
-        def as_other(payload: str) -> str:
-            return subprocess.run(
-                ["runuser", "-u", OTHER_USER, "--", "munge", "--socket", str(socket)],
-                input=payload,
-                capture_output=True,
-                text=True,
-                timeout=30,
-                check=True,
-            ).stdout.strip()
-
         squatter = ControllerClient(
-            srv.url, job, "the-squatters-own-secret", retry_s=0, credential=as_other
+            srv.url,
+            job,
+            "the-squatters-own-secret",
+            retry_s=0,
+            credential=_munge_as(OTHER_USER, socket),
         )
         with pytest.raises(RefusedError) as info:
             squatter.register(1, ["n1"], retry_s=0)

@@ -10,28 +10,11 @@ import json
 import logging
 
 import pytest
+from probed import GOOD
 
 from elastic_slurm.adapter import capabilities
 from elastic_slurm.adapter.capabilities import Capabilities
 from elastic_slurm.adapter.transport.local import LocalTransport
-
-GOOD = Capabilities(
-    slurm_version="22.05.8",
-    permit_job_expansion=True,
-    disable_job_shrink=False,
-    prolog_flags=(),
-    accounting="accounting_storage/slurmdbd",
-    select_type="select/linear",
-    json_output=True,
-    resizes_per_job="any number (accounting through slurmdbd)",
-    mpi="Open MPI 4.1.4",
-    mpi_can_spawn=True,
-    mpi_detail="MPI_Comm_spawn works",
-    pyslurm="22.5.3",
-    pyslurm_detail="matches",
-    grow_path="merge",
-    grow_path_reason="permit_job_expansion is set and nothing blocks a merge",
-)
 
 
 @pytest.fixture()
