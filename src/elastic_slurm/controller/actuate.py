@@ -981,9 +981,15 @@ class Actuator:
                     message=failed.reason,
                 )
             vacated = r.jobdir.read_ack(r.seq, AckStatus.VACATED)
-            if vacated is None and self.jobdirs.by_job and r.jobdir.final_ack(r.seq) is not None:
-                # the job gave the nodes back before it was done; its "vacated" was lost
-                # (sent while this controller was down): nothing waits on it here
+            if (
+                vacated is None
+                and self.jobdirs.by_job
+                and set(job.nodes) <= set(r.target)
+                and r.jobdir.final_ack(r.seq) is not None
+            ):
+                # Slurm shows the nodes given back and the job is done: its "vacated" was lost
+                # (sent while this controller was down). A "done" alone is not enough: the
+                # next generation says it before the launcher gives the old nodes back.
                 self._move(r, ResizeEvent.VACATED)
                 return self._advance(r, job)
             if vacated is None:

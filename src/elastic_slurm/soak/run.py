@@ -32,7 +32,7 @@ from elastic_slurm.soak.daemons import Daemons
 from elastic_slurm.soak.inject import Injector, open_resizes
 from elastic_slurm.soak.report import SoakResult
 from elastic_slurm.soak.schedule import fault_schedule
-from elastic_slurm.soak.service import prepare
+from elastic_slurm.soak.service import make_operator, prepare
 from elastic_slurm.soak.workload import Replay, plan, wait_s
 
 Say = Callable[[str], None]
@@ -105,6 +105,8 @@ def soak(
     )
     cluster.up(nodes)  # a failed start takes down what it started
     try:
+        if service_user is not None:  # for stretching time limits after shrinks
+            make_operator(service_user, site.slurm_conf)
         ctl.start()
         say(
             f"controller up (pid {ctl.pid}), policy {policy}; {len(slice_.jobs)} trace jobs "

@@ -4,13 +4,16 @@ As the shipped systemd unit runs it: as its own user, with no capability and no 
 privileges (``setpriv``), its journal and its spool in a directory of that user only. The
 soak's site config is copied with ``controller.privilege: service`` and ``controller.spool``
 set; the jobs (the soak's own, submitted as root) learn at registration and from their orders
-that they do the Slurm side of their resizes themselves.
+that they do the Slurm side of their resizes themselves. The user gets Slurm operator rights
+(:func:`make_operator`), as ``docs/install-site.md`` says a site gives them when it stretches
+time limits after shrinks (the default): the soak's trace jobs have tight limits.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +22,7 @@ import yaml
 
 from elastic_slurm import yamlsafe
 from elastic_slurm.cluster.users import SEARCH, closed_to_others, ensure_user
-from elastic_slurm.errors import InvalidRequest
+from elastic_slurm.errors import ClusterError, InvalidRequest
 
 
 @dataclass(frozen=True)
@@ -92,3 +95,22 @@ def prepare(user: str, site_file: Path, out_dir: Path) -> ServiceController:
         "XDG_CACHE_HOME": str(state / "cache"),
     }
     return ServiceController(copy, state / "journal.sqlite", run_as, env)
+
+
+def make_operator(user: str, slurm_conf: Path) -> None:
+    """Give ``user`` Slurm operator rights in the soak cluster's accounting (``sacctmgr``).
+
+    Raises
+    ------
+    ClusterError
+        ``sacctmgr`` refused; the message quotes it.
+    """
+    env = {**os.environ, "SLURM_CONF": str(slurm_conf)}
+    for argv in (
+        ["sacctmgr", "-i", "add", "user", user, "account=root"],
+        ["sacctmgr", "-i", "modify", "user", user, "set", "adminlevel=operator"],
+    ):
+        res = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+        said = res.stdout + res.stderr
+        if res.returncode != 0 and "Nothing new added" not in said and "Nothing modified" not in said:
+            raise ClusterError(f"{' '.join(argv)} failed: {(res.stderr or res.stdout).strip()}")
