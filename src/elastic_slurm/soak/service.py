@@ -112,5 +112,6 @@ def make_operator(user: str, slurm_conf: Path) -> None:
     ):
         res = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
         said = res.stdout + res.stderr
-        if res.returncode != 0 and "Nothing new added" not in said and "Nothing modified" not in said:
+        already = "Nothing new added" in said or "Nothing modified" in said
+        if res.returncode != 0 and not already:
             raise ClusterError(f"{' '.join(argv)} failed: {(res.stderr or res.stdout).strip()}")
