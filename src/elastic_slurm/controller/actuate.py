@@ -1053,7 +1053,7 @@ class Actuator:
             self.slurm.set_time_limit(r.job_id, round(limit / 60.0))
         except (SlurmCommandError, SlurmUnavailableError, ValueError) as exc:
             msg = f"time limit not stretched after the shrink: {exc}"
-            if self.jobdirs.by_job:
+            if self.jobdirs.by_job and any(w in str(exc) for w in ("denied", "ermission")):
                 msg += (
                     " (a service controller needs Slurm operator rights for it, or set "
                     "controller.stretch_time_limit: false)"
