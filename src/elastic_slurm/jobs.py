@@ -28,6 +28,7 @@ from elastic_slurm.model.request import JobKind
 from elastic_slurm.model.resize_order import AckStatus
 from elastic_slurm.model.snapshot import JobState
 from elastic_slurm.protocol.jobdir import JobDir
+from elastic_slurm.waiting import DeadlineExceeded, wait_for
 
 
 @dataclass(frozen=True)
@@ -336,12 +337,14 @@ def resize_through(
     deadline = time.monotonic() + timeout_s
     try:
         number = client.resize(nodes)
-        answer = None
-        while answer is None:
-            if time.monotonic() > deadline:
-                raise ResizeError(f"the controller has not acted on job {job.job_id}'s size")
-            time.sleep(0.25)
-            answer = client.resize_answer(number)
+        answer = wait_for(
+            lambda: client.resize_answer(number),
+            timeout_s=max(0.0, deadline - time.monotonic()),
+            what=f"the controller to act on job {job.job_id}'s size",
+            interval_s=0.25,
+        )
+    except DeadlineExceeded as exc:
+        raise ResizeError(str(exc)) from exc
     except RefusedError as exc:
         raise ResizeError(f"job {job.job_id} was not resized: {exc.reason}") from exc
     except ConnectionError as exc:
@@ -352,28 +355,32 @@ def resize_through(
     action = "expand" if nodes > len(held) else "shrink"
     say(f"job {job.job_id}: order {seq} sent ({action} to {nodes}); waiting for the application")
     started = time.time()
-    while time.monotonic() < deadline:
-        ack = jobdir.final_ack(seq)
-        if ack is not None:
-            order = jobdir.read_order(seq)
-            issued = order.issued_at if order is not None else started
-            return ResizeOutcome(
-                job_id=job.job_id,
-                seq=seq,
-                action=action,
-                before=tuple(held),
-                after=ack.nodes,
-                ok=ack.status is AckStatus.DONE,
-                seconds=max(0.0, ack.at - issued),
-                strategy=ack.strategy,
-                phases_s={**(order.phases_s if order else {}), **ack.phases_s},
-                message=ack.reason,
-                finished_at=time.time(),
-            )
-        time.sleep(0.25)
-    raise ResizeError(
-        f"job {job.job_id} has not finished resizing after {timeout_s:g} s; the order "
-        "stays open and the job keeps the nodes it has"
+    try:
+        ack = wait_for(
+            lambda: jobdir.final_ack(seq),
+            timeout_s=max(0.0, deadline - time.monotonic()),
+            what=f"job {job.job_id} to follow order {seq}",
+            interval_s=0.25,
+        )
+    except DeadlineExceeded:
+        raise ResizeError(
+            f"job {job.job_id} has not finished resizing after {timeout_s:g} s; the order "
+            "stays open and the job keeps the nodes it has"
+        ) from None
+    order = jobdir.read_order(seq)
+    issued = order.issued_at if order is not None else started
+    return ResizeOutcome(
+        job_id=job.job_id,
+        seq=seq,
+        action=action,
+        before=tuple(held),
+        after=ack.nodes,
+        ok=ack.status is AckStatus.DONE,
+        seconds=max(0.0, ack.at - issued),
+        strategy=ack.strategy,
+        phases_s={**(order.phases_s if order else {}), **ack.phases_s},
+        message=ack.reason,
+        finished_at=time.time(),
     )
 
 
