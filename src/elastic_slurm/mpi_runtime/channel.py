@@ -31,6 +31,8 @@ class FileChannel:
         self.jobdir = jobdir
         #: Whether the controller offers resizes to this job (it registered).
         self.negotiates = False
+        #: Whether the controller keeps its own state (a service one): see :class:`HttpChannel`.
+        self.own_state = False
 
     def register(self, ranks: int, hosts: list[str]) -> None:
         """Nothing to do: without a server the job only follows orders."""

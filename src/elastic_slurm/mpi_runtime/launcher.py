@@ -547,8 +547,7 @@ class Launcher:
         by_job = bool(request.get("by_job"))
         if not by_job and envvars.get_str("SLURM_SIDE", "controller", self.env) != "job":
             return True
-        if hasattr(self.channel, "own_state"):  # what the controller misses is sent again
-            self.channel.own_state = True
+        self.channel.own_state = True  # what the controller misses is sent again
         from elastic_slurm.mpi_runtime.grant import give_back
 
         try:

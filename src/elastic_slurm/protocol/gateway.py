@@ -483,7 +483,7 @@ class Gateway:
             number = (int(last["number"]) if last else 0) + 1
             if number > MAX_SEQ:
                 raise ProtocolError(409, f"job {msg.job_id} asked {MAX_SEQ} times", user=a.user)
-            a.jobdir.write_size_request(number, nodes, a.user or a.record.user)
+            a.jobdir.write_size_request(number, nodes, str(a.user))
         log.info(
             "protocol: %s asks for job %d on %d node(s) (request %d)",
             a.user,
