@@ -21,9 +21,9 @@ from elastic_slurm.adapter.parse import SlurmJob
 from elastic_slurm.adapter.tags import ElasticTag
 from elastic_slurm.cli.controller import spool_dir
 from elastic_slurm.controller.actuate import Actuator
-from elastic_slurm.controller.daemon import Controller
+from elastic_slurm.controller.daemon import ORPHAN_RETRY_S, Controller
 from elastic_slurm.controller.journal import Journal, ResizeRow
-from elastic_slurm.errors import ConfigError, JobInputError, ResizeError
+from elastic_slurm.errors import ConfigError, JobInputError, ResizeError, SlurmCommandError
 from elastic_slurm.model.decisions import Expand, Shrink
 from elastic_slurm.model.offer import Answer, AnswerKind
 from elastic_slurm.model.request import JobKind
@@ -181,12 +181,50 @@ class Idle(Policy):
         return []
 
 
-def test_a_service_controller_does_not_cancel_users_helper_allocations(
+def test_a_service_controller_cancels_helpers_of_ended_jobs_only_with_operator_rights(
+    slurm, jobdirs, tmp_path, monkeypatch, caplog
+) -> None:
+    # an expander whose job is gone (its launcher was killed before it could cancel it)
+    helper = slurm.sbatch(["--nodes=1", f"--job-name={EXPANDER_PREFIX}999", "--time=5"])
+    controller = Controller(slurm, Idle(), Journal(tmp_path / "j.db"), jobdirs=jobdirs)
+    real_cancel = slurm.cancel
+
+    def refused(*job_ids: int) -> None:  # a service user without operator rights
+        slurm.calls.append(("cancel", job_ids))
+        raise SlurmCommandError(
+            ["scancel", *map(str, job_ids)],
+            1,
+            "",
+            f"scancel: error: Kill job error on job id {job_ids[0]}: Access/permission denied",
+        )
+
+    monkeypatch.setattr(slurm, "cancel", refused)
+    slurm.calls.clear()
+    with caplog.at_level("WARNING", logger="elastic_slurm.controller.daemon"):
+        controller.step()
+        controller.step()  # refused: not asked again at once, and said once
+    assert changes(slurm) == [("cancel", (helper,))] and slurm.store[helper].state == "RUNNING"
+    said = [r.getMessage() for r in caplog.records if "could not cancel" in r.getMessage()]
+    assert len(said) == 1 and "operator rights" in said[0] and "permission denied" in said[0]
+    # once the site gives the rights, the next try (a minute later) cancels it
+    monkeypatch.setattr(slurm, "cancel", real_cancel)
+    start = time.monotonic()
+    monkeypatch.setattr(
+        "elastic_slurm.controller.daemon.time.monotonic", lambda: start + ORPHAN_RETRY_S + 1
+    )
+    controller.step()
+    assert slurm.store[helper].state == "CANCELLED"
+    assert controller._cancel_refused == {}
+
+
+def test_a_service_controller_leaves_helpers_of_running_jobs_to_their_launchers(
     slurm, jobdirs, tmp_path
 ) -> None:
-    # an expander whose job is gone: root's controller cancels it; a service controller
-    # cannot (it is the user's), and leaves it to the job's launcher and to Slurm
-    helper = slurm.sbatch(["--nodes=1", f"--job-name={EXPANDER_PREFIX}999", "--time=5"])
+    # a running job's expander that no order of the controller's uses: a root controller
+    # cancels it as stale; a service controller cannot tell it from a grant under way
+    job = submit(slurm, tmp_path, 2)
+    helper = slurm.sbatch(["--nodes=1", f"--job-name={EXPANDER_PREFIX}{job}", "--time=5"])
+    slurm.store[helper].start_time_s = time.time() - 3600
     controller = Controller(slurm, Idle(), Journal(tmp_path / "j.db"), jobdirs=jobdirs)
     slurm.calls.clear()
     controller.step()

@@ -40,6 +40,7 @@ The loop runs for weeks beside slurmctld, for every user, so it trusts nothing a
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -73,6 +74,9 @@ from elastic_slurm.plugins.policy import Policy
 from elastic_slurm.protocol.jobdir import JobDir, JobDirs
 
 log = logging.getLogger(__name__)
+
+ORPHAN_RETRY_S = 60.0
+"""Seconds before a refused cancel of an ended job's helper allocation is tried again."""
 
 
 @dataclass(frozen=True)
@@ -253,6 +257,7 @@ class Controller:
         self.observed_jobs: dict[int, SlurmJob] | None = None
         self._skips = _Skips(self.journal)
         self._graces: dict[int, str] = {}  # job -> what was said about its grace period
+        self._cancel_refused: dict[int, float] = {}  # orphan helper -> refused when
         self._held_before: dict[int, tuple[str, ...]] | None = None
         self._ours_before: set[int] = set()  # jobs the controller resized in the last cycle
         #: jobs whose size someone else changed: job -> when it was seen (seconds since epoch)
@@ -280,15 +285,16 @@ class Controller:
         self._skips.begin()
         listed = self._screen(listed)
         ours = set(self.actuator.in_flight)
-        # a service controller cannot cancel a user's helper allocation: the job's launcher
-        # cancels its own (and Slurm ends a merged expander with the job)
+        # a service controller leaves the helpers of running jobs to their launchers (it
+        # cannot tell a grant under way from a stale one), but still cancels those whose job
+        # has ended (a launcher killed before it could): that needs operator rights
         sweep = not self.dry_run and not self.jobdirs.by_job
-        orphans = orphan_helpers(listed) if sweep else []
+        orphans = self._orphans(listed) if not self.dry_run else []
         if orphans:
             # a helper allocation must never outlive its job (the launcher also cancels them)
             log.warning("cancelling helper allocations %s: their jobs have ended", orphans)
             self.journal.write("note", message=f"cancelled orphan helpers {orphans}")
-            self._cancel(orphans)
+            self._cancel(orphans, orphans=True)
         stale = (
             stale_helpers(
                 listed,
@@ -357,14 +363,54 @@ class Controller:
         self.last = Cycle(snap, trigger, decisions, finished, skipped, observed)
         return self.last
 
-    def _cancel(self, helpers: list[int]) -> None:
-        """Cancel helper allocations; a refusal is logged (the next cycle tries again)."""
+    def _orphans(self, listed: list[SlurmJob]) -> list[int]:
+        """Helpers of ended jobs to cancel this cycle.
+
+        Those whose cancel Slurm refused less than :data:`ORPHAN_RETRY_S` seconds ago wait (a
+        service user without operator rights is refused every time).
+        """
+        now = time.monotonic()
+        found = orphan_helpers(listed)
+        refused = self._cancel_refused
+        for helper in [h for h in refused if h not in found]:
+            del refused[helper]  # ended, or its job is back
+        return [h for h in found if now - refused.get(h, -math.inf) >= ORPHAN_RETRY_S]
+
+    def _cancel(self, helpers: list[int], *, orphans: bool = False) -> None:
+        """Cancel helper allocations; a refusal is logged (the next cycle tries again).
+
+        ``orphans``: the helpers of ended jobs. A refusal is remembered per helper, said once,
+        and tried again after :data:`ORPHAN_RETRY_S` seconds.
+        """
         try:
             self._slurm.cancel(*helpers)
         except SlurmCommandError as exc:
             if is_outage(exc):
                 raise
-            log.warning("could not cancel helper allocations %s: %s", helpers, _one_line(exc))
+            if not orphans:
+                log.warning("could not cancel helper allocations %s: %s", helpers, _one_line(exc))
+                return
+            new = [h for h in helpers if h not in self._cancel_refused]
+            now = time.monotonic()
+            self._cancel_refused.update((h, now) for h in helpers)
+            if new:
+                hint = (
+                    " (a service controller needs Slurm operator rights for this: see "
+                    "docs/install-site.md)"
+                    if self.jobdirs.by_job
+                    else ""
+                )
+                log.warning(
+                    "could not cancel helper allocations %s of ended jobs: %s%s; trying again "
+                    "every %g s",
+                    new,
+                    _one_line(exc),
+                    hint,
+                    ORPHAN_RETRY_S,
+                )
+            return
+        for helper in helpers:
+            self._cancel_refused.pop(helper, None)
 
     def _observe(self) -> tuple[list[SlurmJob], list[SlurmNode]]:
         """Slurm's jobs and nodes, both or neither (an outage raises)."""
