@@ -13,7 +13,7 @@ from types import ModuleType
 
 import pytest
 
-from elastic_slurm.simulator import SimJob, Workload, from_swf, read_swf, run
+from elastic_slurm.simulator import SimConfig, SimJob, Workload, from_swf, read_swf, run
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKLOADS = Path("/work/shared/workloads")
@@ -39,8 +39,12 @@ def _slice(name: str, skip: int, count: int) -> Workload:
     return Workload(jobs, workload.nodes)
 
 
-def _starts(jobs: tuple[SimJob, ...], nodes: int, policy: str) -> dict[int, float]:
-    result = run(Workload(jobs, nodes), "fcfs" if policy == "fcfs" else "easy_backfill")
+def _starts(
+    jobs: tuple[SimJob, ...], nodes: int, policy: str, engine: str = "auto"
+) -> dict[int, float]:
+    name = "fcfs" if policy == "fcfs" else "easy_backfill"
+    result = run(Workload(jobs, nodes), name, config=SimConfig(engine=engine))
+    assert result.engine == ("general" if engine == "general" else "compiled")
     return {r.job_id: r.start_s for r in result.records}
 
 
@@ -48,11 +52,12 @@ def _starts(jobs: tuple[SimJob, ...], nodes: int, policy: str) -> dict[int, floa
 @pytest.mark.parametrize("policy", ["fcfs", "easy"])
 @pytest.mark.parametrize("name", TRACES)
 @pytest.mark.parametrize("skip", [0, 4000])
+@pytest.mark.parametrize("engine", ["auto", "general"])  # the compiled engine, the general loop
 def test_same_start_for_every_job_as_the_textbook_scheduler(
-    name: str, policy: str, skip: int
+    name: str, policy: str, skip: int, engine: str
 ) -> None:
     workload = _slice(name, skip, 1500)
-    ours = _starts(workload.jobs, workload.nodes, policy)
+    ours = _starts(workload.jobs, workload.nodes, policy, engine)
     theirs = textbook.schedule(textbook.from_simjobs(workload.jobs), workload.nodes, policy)
     assert len(ours) == len(theirs) == len(workload.jobs)
     differ = [j for j in ours if ours[j] != theirs[j]]
@@ -70,5 +75,6 @@ def test_textbook_easy_backfills_behind_the_head_and_fcfs_does_not() -> None:
     assert fcfs == {1: 0.0, 2: 100.0, 3: 110.0}  # job 2 takes all 4 nodes
     assert easy == {1: 0.0, 2: 100.0, 3: 2.0}
     sim = [SimJob(j, s, r, n, walltime_s=w) for j, s, r, n, w in jobs]
-    assert _starts(tuple(sim), 4, "easy") == easy
-    assert _starts(tuple(sim), 4, "fcfs") == fcfs
+    for engine in ("auto", "general"):
+        assert _starts(tuple(sim), 4, "easy", engine) == easy
+        assert _starts(tuple(sim), 4, "fcfs", engine) == fcfs

@@ -126,6 +126,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         "--periodic", type=float, default=None, metavar="S", help="also decide every S seconds"
     )
     p.add_argument(
+        "--engine",
+        choices=("auto", "general"),
+        default="auto",
+        help="auto: FCFS and EASY on rigid jobs run compiled (same results, much faster; needs "
+        "numba), everything else in the general loop; general: always the general loop, which "
+        "calls the policy object every cycle (default: %(default)s)",
+    )
+    p.add_argument(
         "--skip-bad-lines",
         action="store_true",
         help="leave out malformed trace lines (with a warning) instead of stopping",
@@ -444,7 +452,7 @@ def run(args: argparse.Namespace) -> int:
         max_records=args.records,
         drop_zero_runtime=args.drop_zero_runtime,
     )
-    config = SimConfig(periodic_s=args.periodic)
+    config = SimConfig(periodic_s=args.periodic, engine=args.engine)
     results, baseline, sweep = _simulate_all(args, workload, config, options, seeds, fractions)
     summary = _aggregate([r.summary() for r in results])
     summary["trace"] = str(args.trace)

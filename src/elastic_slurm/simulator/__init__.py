@@ -12,6 +12,8 @@ Modules, from the bottom up:
 * :mod:`~elastic_slurm.simulator.engine`: the deterministic event queue and clock;
 * :mod:`~elastic_slurm.simulator.cluster`: the virtual cluster and the decision semantics;
 * :mod:`~elastic_slurm.simulator.replay`: the loop, :func:`run`;
+* :mod:`~elastic_slurm.simulator.kernel` and :mod:`~elastic_slurm.simulator.rigid_loop`: the
+  compiled engine that runs FCFS and EASY on rigid jobs (the same results, far faster);
 * :mod:`~elastic_slurm.simulator.metrics`, :mod:`~elastic_slurm.simulator.plots`,
   :mod:`~elastic_slurm.simulator.costs`.
 

@@ -229,15 +229,128 @@ def compute_metrics(
     waits = [r.start_s - r.submit_s for r in records]
     runs = [r.end_s - r.start_s for r in records]
     tats = [r.end_s - r.submit_s for r in records]
-    bslds = [max(1.0, t / max(run, bound_s)) for t, run in zip(tats, runs, strict=True)]
-    slowdowns = [t / run for t, run in zip(tats, runs, strict=True) if run > 0]
-    wait_p = percentiles(waits, PERCENTILES)
-    bsld_p = percentiles(bslds, PERCENTILES)
-    first = min(r.submit_s for r in records)
-    last = max(r.end_s for r in records)
+    return _metrics(
+        nodes,
+        waits,
+        runs,
+        tats,
+        [max(1.0, t / max(run, bound_s)) for t, run in zip(tats, runs, strict=True)],
+        [t / run for t, run in zip(tats, runs, strict=True) if run > 0],
+        first=min(r.submit_s for r in records),
+        last=max(r.end_s for r in records),
+        node_s=[r.node_s for r in records],
+        waste=[r.waste_node_s for r in records],
+        expansions=sum(r.expansions for r in records),
+        shrinks=sum(r.shrinks for r in records),
+        requests_refused=(
+            sum(r.requests_refused for r in records)
+            if requests_refused is None
+            else requests_refused
+        ),
+        bound_s=bound_s,
+        cycles=cycles,
+        decisions=decisions,
+        window_s=window_s,
+    )
+
+
+def rigid_metrics(
+    submit: Any,
+    start: Any,
+    end: Any,
+    size: Any,
+    nodes: int,
+    *,
+    bound_s: float = BSLD_BOUND_S,
+    cycles: int = 0,
+    decisions: int = 0,
+) -> Metrics:
+    """:func:`compute_metrics` of rigid jobs given as NumPy columns (the compiled engine's).
+
+    Parameters
+    ----------
+    submit, start, end
+        Per job, seconds, shape ``(n,)`` with ``n >= 1``, in the records' order.
+    size
+        Nodes per job, shape ``(n,)``.
+    nodes, bound_s, cycles, decisions
+        As for :func:`compute_metrics`.
+
+    Returns
+    -------
+    Metrics
+        Equal to :func:`compute_metrics` of the same jobs' records (each element is computed
+        with the same floating-point operations, and the sums and percentiles by the same
+        Python code, in the same order).
+    """
+    import numpy as np
+
+    if bound_s <= 0:
+        raise ValueError(f"the slowdown bound must be positive, got {bound_s} s")
+    run = end - start
+    tat = end - submit
+    ran = run > 0
+    node_s = np.where(ran, size * run, 0.0)  # held nodes times the time held, as recorded
+    wait = start - submit
+    bsld = np.maximum(1.0, tat / np.maximum(run, bound_s))
+    return _metrics(
+        nodes,
+        wait.tolist(),
+        run.tolist(),
+        tat.tolist(),
+        bsld.tolist(),
+        (tat[ran] / run[ran]).tolist(),
+        # the same percentiles of the same values; sorted first, which the sort in
+        # statistics.quantiles then only checks
+        sorted_waits=np.sort(wait).tolist(),
+        sorted_bslds=np.sort(bsld).tolist(),
+        first=float(submit.min()),
+        last=float(end.max()),
+        node_s=node_s.tolist(),
+        waste=[0.0] * len(node_s),
+        expansions=0,
+        shrinks=0,
+        requests_refused=0,
+        bound_s=bound_s,
+        cycles=cycles,
+        decisions=decisions,
+        window_s=None,
+    )
+
+
+def _metrics(
+    nodes: int,
+    waits: list[float],
+    runs: list[float],
+    tats: list[float],
+    bslds: list[float],
+    slowdowns: list[float],
+    *,
+    first: float,
+    last: float,
+    node_s: list[float],
+    waste: list[float],
+    expansions: int,
+    shrinks: int,
+    requests_refused: int,
+    bound_s: float,
+    cycles: int,
+    decisions: int,
+    window_s: tuple[float, float] | None,
+    sorted_waits: list[float] | None = None,
+    sorted_bslds: list[float] | None = None,
+) -> Metrics:
+    """The metrics from per-job lists (seconds; node-seconds), one meaning for every caller.
+
+    ``sorted_waits`` and ``sorted_bslds``: the same values as ``waits`` and ``bslds``, sorted,
+    when the caller has them (the percentiles are the same; only the sum is order-dependent).
+    """
+    n = len(waits)
+    wait_p = percentiles(waits if sorted_waits is None else sorted_waits, PERCENTILES)
+    bsld_p = percentiles(bslds if sorted_bslds is None else sorted_bslds, PERCENTILES)
     makespan = last - first
-    node_s = sum(r.node_s for r in records)
-    waste = sum(r.waste_node_s for r in records)
+    total_node_s = sum(node_s)
+    total_waste = sum(waste)
     span = makespan if window_s is None else window_s[1] - window_s[0]
     return Metrics(
         jobs=n,
@@ -257,17 +370,13 @@ def compute_metrics(
         p95_bounded_slowdown=bsld_p[95],
         p99_bounded_slowdown=bsld_p[99],
         makespan_s=makespan,
-        utilization=node_s / (nodes * span) if span > 0 else 0.0,
-        node_s=node_s,
-        waste_node_s=waste,
-        waste_fraction=waste / node_s if node_s > 0 else 0.0,
-        expansions=sum(r.expansions for r in records),
-        shrinks=sum(r.shrinks for r in records),
-        requests_refused=(
-            sum(r.requests_refused for r in records)
-            if requests_refused is None
-            else requests_refused
-        ),
+        utilization=total_node_s / (nodes * span) if span > 0 else 0.0,
+        node_s=total_node_s,
+        waste_node_s=total_waste,
+        waste_fraction=total_waste / total_node_s if total_node_s > 0 else 0.0,
+        expansions=expansions,
+        shrinks=shrinks,
+        requests_refused=requests_refused,
         cycles=cycles,
         decisions=decisions,
     )

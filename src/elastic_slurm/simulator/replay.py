@@ -31,6 +31,7 @@ deciding at one instant without time advancing (``max_cycles_per_instant``).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -40,6 +41,7 @@ from typing import Any
 
 from elastic_slurm.errors import InvalidRequest
 from elastic_slurm.plugins.policy import Policy
+from elastic_slurm.simulator import kernel
 from elastic_slurm.simulator.cluster import JobRecord, SimulationError, VirtualCluster
 from elastic_slurm.simulator.engine import EventKind, EventQueue
 from elastic_slurm.simulator.metrics import (
@@ -47,6 +49,7 @@ from elastic_slurm.simulator.metrics import (
     Metrics,
     SchedulingTime,
     compute_metrics,
+    rigid_metrics,
 )
 from elastic_slurm.simulator.swf import SWFTrace, read_swf
 from elastic_slurm.simulator.workload import (
@@ -58,6 +61,9 @@ from elastic_slurm.simulator.workload import (
     from_swf,
     make_elastic,
 )
+
+ENGINES = ("auto", "general")
+"""The values of :attr:`SimConfig.engine`."""
 
 Progress = Callable[[int, int], None]
 """Called as ``progress(jobs_ended, jobs_total)`` now and then during a run."""
@@ -78,6 +84,11 @@ class SimConfig:
         (each zero-cost resize makes one more cycle at the same instant).
     bsld_bound_s
         Bound of the bounded slowdown, seconds.
+    engine
+        ``"auto"``: the compiled engine (:mod:`~elastic_slurm.simulator.kernel`) where it
+        gives the same result as the general loop (FCFS and EASY on rigid jobs, Numba
+        installed), the general loop elsewhere; ``"general"``: always the general loop, which
+        calls the policy object at every cycle.
 
     Raises
     ------
@@ -88,6 +99,7 @@ class SimConfig:
     periodic_s: float | None = None
     max_cycles_per_instant: int = 10_000
     bsld_bound_s: float = BSLD_BOUND_S
+    engine: str = "auto"
 
     def __post_init__(self) -> None:
         if self.periodic_s is not None and not self.periodic_s > 0:
@@ -96,6 +108,8 @@ class SimConfig:
             raise ValueError("max_cycles_per_instant must be at least 1")
         if not self.bsld_bound_s > 0:
             raise ValueError(f"bsld_bound_s must be positive, got {self.bsld_bound_s}")
+        if self.engine not in ENGINES:
+            raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {self.engine!r}")
 
 
 @dataclass(frozen=True)
@@ -121,6 +135,8 @@ class SimResult:
         Wall-clock time in the policy; excluded from equality.
     workload
         How the workload was obtained from a trace, when it was.
+    engine
+        ``"general"`` or ``"compiled"`` (see :class:`SimConfig`); excluded from equality.
     """
 
     policy: str
@@ -131,15 +147,17 @@ class SimResult:
     timeline: tuple[tuple[float, int, int], ...]
     timing: SchedulingTime = field(default_factory=SchedulingTime, compare=False)
     workload: WorkloadReport | None = None
+    engine: str = field(default="general", compare=False)
 
     def summary(self) -> dict[str, Any]:
-        """The CLI's JSON object: ``jobs``, ``policy``, the ``avg_*`` metrics and more."""
+        """The CLI's JSON object: ``jobs``, ``policy``, the ``avg_*`` metrics, ``engine``, more."""
         m = self.metrics
         out: dict[str, Any] = {"policy": self.policy, "seed": self.seed}
         out.update(m.as_dict())
         out["sched_time_per_cycle_s"] = self.timing.per_cycle_s
         out["sched_time_per_decision_s"] = self.timing.per_decision_s
         out["sched_time_max_s"] = self.timing.max_s
+        out["engine"] = self.engine
         return out
 
 
@@ -200,11 +218,26 @@ class Simulation:
     ) -> None:
         self.policy = policy
         self.config = config or SimConfig()
-        self.queue = queue if queue is not None else EventQueue()  # an empty queue is falsy
-        self.cluster = VirtualCluster(jobs, nodes, self.queue)
         self.progress = progress
         self.seed = seed
         self.total = len(jobs)
+        self.nodes = nodes
+        #: why the compiled engine does not run this simulation (``None``: it does)
+        self.why_general: str | None = "a queue was given" if queue is not None else None
+        self.queue = queue if queue is not None else EventQueue()  # an empty queue is falsy
+        self._rigid: kernel.Columns | None = None
+        if self.why_general is None:
+            self.why_general = (
+                "engine 'general' asked for"
+                if self.config.engine == "general"
+                else kernel.why_not(policy, jobs, self.config.periodic_s)
+            )
+        if self.why_general is None:
+            self._rigid = kernel.prepare(jobs, nodes)
+            if self._rigid is None:
+                self.why_general = "the workload needs the general loop's checks"
+        self._jobs: Sequence[SimJob] = jobs if self._rigid is not None else ()
+        self._cluster: VirtualCluster | None = None
         self._step_every = max(1, self.total // 100)
         self._next_report = self._step_every
         self._cycles = 0
@@ -213,7 +246,28 @@ class Simulation:
         self._sched_max_s = 0.0
         self._instant = float("nan")
         self._instant_cycles = 0
-        arrivals = self.cluster.arrivals()
+        if self._rigid is None:
+            self._general(jobs)
+
+    @property
+    def cluster(self) -> VirtualCluster:
+        """The general loop's virtual cluster.
+
+        Made on first use when the compiled engine could run the simulation: :meth:`step`
+        uses it (and :meth:`run` then goes on with the general loop).
+        """
+        if self._cluster is None:
+            self._general(self._jobs)
+        assert self._cluster is not None
+        return self._cluster
+
+    def _general(self, jobs: Sequence[SimJob]) -> None:
+        """Set up the general loop: the virtual cluster and the arrivals in the event queue."""
+        self._jobs, self._rigid = (), None
+        if self.why_general is None:
+            self.why_general = "stepped"
+        self._cluster = VirtualCluster(jobs, self.nodes, self.queue)
+        arrivals = self._cluster.arrivals()
         for submit_s, handle in arrivals:
             self.queue.push(submit_s, EventKind.JOB_SUBMIT, handle)
         if self.config.periodic_s is not None and arrivals:
@@ -237,6 +291,8 @@ class Simulation:
         PolicyError
             When a decision breaks the rules, or the policy loops at one instant.
         """
+        if self._cluster is None:
+            self._general(self._jobs)  # the arrivals go into the queue
         queue = self.queue
         if not len(queue):
             return False
@@ -300,8 +356,38 @@ class Simulation:
         PolicyError
             When a decision breaks the rules.
         """
+        if self._rigid is not None:
+            return self._run_compiled(self._rigid)
         with gc_paused():
             return self._run()
+
+    def _run_compiled(self, cols: kernel.Columns) -> SimResult:
+        """The compiled engine's run (:mod:`~elastic_slurm.simulator.kernel`)."""
+        self._rigid = None
+        cycles, elapsed = cols.run(self.policy, self.nodes)
+        n = len(cols.job_id)
+        metrics = rigid_metrics(
+            cols.submit,
+            cols.start,
+            cols.end,
+            cols.size,
+            self.nodes,
+            bound_s=self.config.bsld_bound_s,
+            cycles=cycles,
+            decisions=n,
+        )
+        if self.progress is not None:
+            self.progress(n, self.total)
+        return SimResult(
+            policy=self.policy.name,
+            nodes=self.nodes,
+            seed=self.seed,
+            metrics=metrics,
+            records=kernel.LazyTuple(cols.records, n),  # type: ignore[arg-type]
+            timeline=kernel.LazyTuple(cols.timeline, 2 * n),  # type: ignore[arg-type]
+            timing=SchedulingTime(cycles, n, elapsed, elapsed / cycles if cycles else 0.0),
+            engine="compiled",
+        )
 
     def _run(self) -> SimResult:
         step = self.step
@@ -473,16 +559,7 @@ def run(
         )
         result = sim.run()
     if workload.report is not None:
-        result = SimResult(
-            result.policy,
-            result.nodes,
-            result.seed,
-            result.metrics,
-            result.records,
-            result.timeline,
-            result.timing,
-            workload.report,
-        )
+        result = dataclasses.replace(result, workload=workload.report)
     return result
 
 
