@@ -273,7 +273,9 @@ def growth(sizes: list[int], fraction: float, timeout_s: float) -> None:
     print(
         "  cost/job: CPU time per job over that of the smallest size (1.00 = linear growth); "
         "targets at 300,000 jobs: under 60 s, under 2048 MiB\n  (peak: the run's own process, "
-        "with its interpreter, imports and workload)"
+        "with its interpreter, imports and workload; a rigid row's time includes importing\n"
+        "  Numba and loading the compiled loop, about half a second, which dominates its small "
+        "sizes)"
     )
 
 

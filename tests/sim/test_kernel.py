@@ -187,3 +187,27 @@ def test_a_compiled_result_reports_progress_and_pickles_as_the_general_one() -> 
     assert again == result and type(again.records) is tuple
     assert result.records[1].start_s == 100.0 and len(result.timeline) == 4
     assert result.summary()["engine"] == "compiled"
+
+
+def test_where_numba_can_write_no_cache_the_loop_is_compiled_in_memory(monkeypatch) -> None:
+    import numba
+
+    real = numba.njit
+
+    def no_cache(*args, cache=False, **kw):  # noqa: ANN001, ANN002, ANN003, ANN202
+        compiled = real(*args, **kw)
+        if not cache:
+            return compiled
+
+        def refuse(*a):  # noqa: ANN002, ANN202
+            raise RuntimeError("cannot cache function 'schedule': no locator available")
+
+        return lambda fn: refuse
+
+    monkeypatch.setattr(numba, "njit", no_cache)
+    kernel._compiled.cache_clear()
+    try:
+        assert kernel._compiled() is not None
+        assert Simulation(JOBS, FCFS(), 4).run().engine == "compiled"
+    finally:
+        kernel._compiled.cache_clear()

@@ -55,18 +55,30 @@ _NODES, _WALLTIME, _KIND = map(operator.attrgetter, ("nodes_requested", "walltim
 
 @functools.cache
 def _compiled() -> Callable[..., tuple[Any, Any, int]] | None:
-    """The compiled loop (cached on disk by Numba where it can write), or ``None``."""
+    """The compiled loop, or ``None`` without Numba (or when Numba cannot compile it).
+
+    Compiled here, on a two-job workload, so that a failure shows now: Numba keeps the
+    machine code in a cache on disk (beside this module, else in the user's cache
+    directory) and loads it in later processes; where it can write no cache, the loop is
+    compiled in memory at each start (a second or two).
+    """
     try:
         import numba
+        import numpy as np
 
         from elastic_slurm.simulator.rigid_loop import schedule
     except ImportError:
         return None
-    try:
-        return numba.njit(cache=True)(schedule)  # type: ignore[no-any-return]
-    except Exception as exc:  # noqa: BLE001 - no cache directory: compile at each start
-        log.debug("numba cannot cache the compiled engine (%s): compiling it in memory", exc)
-        return numba.njit(schedule)  # type: ignore[no-any-return]
+    sample = (np.zeros(2), np.ones(2), np.ones(2, np.int64), np.ones(2), 1, True)
+    for cache in (True, False):
+        try:
+            loop = numba.njit(cache=cache)(schedule)
+            loop(*sample)
+            return loop  # type: ignore[no-any-return]
+        except Exception as exc:  # noqa: BLE001 - numba's errors have no common base
+            log.debug("numba could not compile the engine (cache %s): %s", cache, exc)
+    log.warning("numba could not compile the simulator's engine: the general loop runs")
+    return None
 
 
 def why_not(policy: Policy, jobs: Sequence[SimJob], periodic_s: float | None) -> str | None:
@@ -86,7 +98,7 @@ def why_not(policy: Policy, jobs: Sequence[SimJob], periodic_s: float | None) ->
     if set(map(_KIND, jobs)) - {JobKind.RIGID}:
         return "the workload has elastic jobs"
     if _compiled() is None:
-        return "numba is not installed (pip install 'elastic-slurm[sim]')"
+        return "numba is not installed (pip install 'elastic-slurm[sim]') or cannot compile"
     return None
 
 
@@ -153,7 +165,6 @@ class Columns:
         self.size = size
         self.walltime = walltime
         self.kind = kind
-        self.order: np.ndarray | None = None  # the permutation to arrival order, if needed
         self.start: np.ndarray = submit
         self.end: np.ndarray = submit
         self.events: np.ndarray = job_id
@@ -167,7 +178,6 @@ class Columns:
         if bool(np.all(later | ((sub[1:] == sub[:-1]) & (ids[1:] > ids[:-1])))):
             return
         order = np.lexsort((ids, sub))
-        self.order = order
         self.submit, self.job_id = sub[order], ids[order]
         self.runtime, self.size = self.runtime[order], self.size[order]
         self.walltime = self.walltime[order]
