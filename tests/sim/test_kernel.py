@@ -9,7 +9,9 @@ check when the compiled engine must not run.
 
 from __future__ import annotations
 
+import math
 import pickle
+import warnings
 from functools import cache
 from pathlib import Path
 
@@ -96,6 +98,23 @@ def test_the_compiled_engine_agrees_on_random_workloads(specs, policy) -> None:
     ]
     fast, slow = _both(jobs, POLICIES[policy], 8)
     _same(fast, slow)
+
+
+def test_odd_jobs_give_the_same_result_without_warnings() -> None:
+    # a job that never ends (NaN in its wait's neighbours: Python's max keeps it as numpy must)
+    # and a job id beyond 64 bits (the general loop takes it)
+    never = [
+        SimJob(1, 0.0, math.inf, 2, walltime_s=10.0),
+        SimJob(2, 1.0, 5.0, 4, walltime_s=10.0),
+        SimJob(3, 2.0, 5.0, 1, walltime_s=1.0),
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fast, slow = _both(never, EasyBackfill, 4)
+        assert fast.engine == "compiled" and fast.records == slow.records
+        assert repr(fast.metrics) == repr(slow.metrics)  # NaN and inf in the same places
+        huge = [SimJob(2**70, 0.0, 5.0, 2), SimJob(2, 1.0, 5.0, 4)]
+        assert Simulation(huge, FCFS(), 4).run().engine == "general"
 
 
 def test_the_loop_gives_the_same_schedule_compiled_and_as_plain_python() -> None:

@@ -126,15 +126,18 @@ def prepare(jobs: Sequence[SimJob], nodes: int) -> Columns | None:
     ids = list(map(_JOB_ID, jobs))
     if len(set(ids)) != n:
         return None
-    walltime = np.array(list(map(_WALLTIME, jobs)), dtype=np.float64)  # None: nan
-    cols = Columns(
-        submit=np.fromiter(map(_SUBMIT, jobs), np.float64, n),
-        job_id=np.array(ids, dtype=np.int64),
-        runtime=np.fromiter(map(_RUNTIME, jobs), np.float64, n),
-        size=np.fromiter(map(_NODES, jobs), np.int64, n),
-        walltime=np.where(np.isnan(walltime), INFINITY, walltime),
-        kind=jobs[0].kind,
-    )
+    try:
+        walltime = np.array(list(map(_WALLTIME, jobs)), dtype=np.float64)  # None: nan
+        cols = Columns(
+            submit=np.fromiter(map(_SUBMIT, jobs), np.float64, n),
+            job_id=np.array(ids, dtype=np.int64),
+            runtime=np.fromiter(map(_RUNTIME, jobs), np.float64, n),
+            size=np.fromiter(map(_NODES, jobs), np.int64, n),
+            walltime=np.where(np.isnan(walltime), INFINITY, walltime),
+            kind=jobs[0].kind,
+        )
+    except OverflowError:  # a job id or size beyond 64 bits: Python's integers take it
+        return None
     if int(cols.size.max()) > nodes:
         return None
     cols.arrival_order()
@@ -200,9 +203,12 @@ class Columns:
 
     def records(self) -> tuple[JobRecord, ...]:
         """One record per job, in arrival order, as the general loop writes them."""
-        run = self.end - self.start
-        node_s = (self.size * run).tolist()
-        ran = (run > 0).tolist()
+        import numpy as np
+
+        with np.errstate(invalid="ignore"):  # a job that never ends: inf - inf, as in Python
+            run = self.end - self.start
+            node_s = (self.size * run).tolist()
+            ran = (run > 0).tolist()
         make, fill = object.__new__, object.__setattr__
         kind = self.kind
         out = []

@@ -287,19 +287,23 @@ def rigid_metrics(
 
     if bound_s <= 0:
         raise ValueError(f"the slowdown bound must be positive, got {bound_s} s")
-    run = end - start
-    tat = end - submit
-    ran = run > 0
-    node_s = np.where(ran, size * run, 0.0)  # held nodes times the time held, as recorded
-    wait = start - submit
-    bsld = np.maximum(1.0, tat / np.maximum(run, bound_s))
+    with np.errstate(invalid="ignore"):  # jobs that never end: inf - inf, as Python gives
+        run = end - start
+        tat = end - submit
+        ran = run > 0
+        node_s = np.where(ran, size * run, 0.0)  # held nodes times the time held, as recorded
+        wait = start - submit
+        # Python's max(a, b) is a unless b > a (so a NaN in first place stays): the same here
+        ratio = tat / np.where(bound_s > run, bound_s, run)
+        bsld = np.where(ratio > 1.0, ratio, 1.0)
+        slowdowns = tat[ran] / run[ran]
     return _metrics(
         nodes,
         wait.tolist(),
         run.tolist(),
         tat.tolist(),
         bsld.tolist(),
-        (tat[ran] / run[ran]).tolist(),
+        slowdowns.tolist(),
         # the same percentiles of the same values; sorted first, which the sort in
         # statistics.quantiles then only checks
         sorted_waits=np.sort(wait).tolist(),
