@@ -635,6 +635,8 @@ def _print_text(
     rows.append(
         ("policy time per cycle", f"{1e6 * results[0].timing.per_cycle_s:.1f} us (wall clock)")
     )
+    if results[0].engine == "compiled":
+        rows.append(("engine", "compiled (--engine general: the policy object every cycle)"))
     width = max(len(name) for name, _ in rows)
     for name, value in rows:
         print(f"  {name:<{width}}  {value}")
