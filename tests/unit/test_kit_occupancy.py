@@ -111,6 +111,14 @@ def test_every_query_is_the_plain_scans(origin: float, ops: list[tuple]) -> None
     assert (occ.times, occ.vals) == (ref.times(), ref.vals())
 
 
+def test_a_long_request_before_the_origin_rules_out_nothing_for_a_short_one() -> None:
+    """Before the origin nothing is busy: a short request fits there, a long one may not."""
+    occ = Occupancy(5.0)
+    occ.add(5.0, 10.0, 3)
+    assert occ.earliest(2, 10.0, 4, 0.0) == 10.0
+    assert occ.earliest(2, 1.0, 4, 0.0) == 0.0  # was 10.0 when the first search was made
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     st.lists(st.tuples(TIMES, ENDS, st.integers(0, 6)), max_size=25),

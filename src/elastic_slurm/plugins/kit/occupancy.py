@@ -35,10 +35,14 @@ class Occupancy:
     def __init__(self, origin_s: float = 0.0) -> None:
         self.times = [origin_s]
         self.vals = [0]
-        # limit -> (t0, t): no segment of [t0, t) had at most ``limit`` nodes busy when
-        # :meth:`earliest` last looked. Adding nodes keeps that true (the step function only
-        # rises), so a later search from t0 or after may skip to t; removing nodes clears it.
-        self._fits: dict[int, tuple[float, float]] = {}
+        # What :meth:`earliest` learnt, by limit (the most nodes that may be busy): limit ->
+        # (t0, durations, ends), the durations ascending and the ends too. No request of
+        # ``durations[k]`` seconds or more fits under the limit at any start in
+        # ``[t0, ends[k])`` (``ends[k]``: the start a search found then, or never): a later
+        # search from t0 or after, as long or longer, may start at ``ends[k]``. Adding nodes
+        # keeps that true (the step function only rises); removing nodes clears it. Duration
+        # 0.0: no request at all fits there (every segment there is over the limit).
+        self._fits: dict[int, tuple[float, list[float], list[float]]] = {}
 
     def _split(self, t: float) -> int:
         times = self.times
@@ -127,31 +131,41 @@ class Occupancy:
         limit = cap - need  # most nodes that may be busy
         times, vals = self.times, self.vals
         n = len(times)
-        query_s = t0_s
-        hint = self._fits.get(limit)
-        if hint is not None and hint[0] <= t0_s < hint[1]:
-            # nothing fits on [t0_s, hint): every start there is ruled out; hint is the start
-            # of a segment (or never), as the search from t0_s would have reached it
-            if hint[1] == INFINITY:
-                return INFINITY
-            query_s, t0_s = hint
+        query_s, floor = t0_s, 0.0  # nothing fits on [query_s, t0_s) for floor s or more
+        known = self._fits.get(limit)
+        if known is not None:
+            if known[0] <= t0_s:
+                k = bisect.bisect_right(known[1], duration_s) - 1
+                if k >= 0 and known[2][k] > t0_s:
+                    # nothing this long fits on [t0_s, known end): every start there is
+                    # ruled out, and the search from t0_s would reach that end (or never)
+                    if known[2][k] == INFINITY:
+                        return INFINITY
+                    query_s, t0_s, floor = known[0], known[2][k], known[1][k]
+            if query_s != known[0]:
+                known = None  # learnt from another t0: start again from this one
         i = bisect.bisect_right(times, t0_s) - 1
         start = t0_s
         if i < 0:  # t0_s before the origin: nothing busy until times[0]
             if start + duration_s <= times[0]:
                 return start
             i = 0
-            start = times[0] if vals[0] > limit else start
+            if vals[0] > limit:
+                start = times[0]
+                floor = duration_s  # a shorter request may fit before times[0]
         while i < n and vals[i] > limit:  # the segments where the request can never fit
             i += 1
             if i < n:
                 start = times[i]
-        self._fits[limit] = (query_s, start if i < n else INFINITY)
+        if known is None:
+            known = self._fits[limit] = (query_s, [], [])
+        _learn(known, floor, start if i < n else INFINITY)
+        found = INFINITY
         while i < n:
             if vals[i] > limit:
                 i += 1
                 if i == n:
-                    return INFINITY
+                    break
                 start = times[i]
                 continue
             end = start + duration_s
@@ -159,12 +173,14 @@ class Occupancy:
             while j < n and times[j] < end and vals[j] <= limit:
                 j += 1
             if j >= n or times[j] >= end:
-                return start
+                found = start
+                break
             i = j + 1  # vals[j] > limit: no start before times[j + 1] can work
             if i == n:
-                return INFINITY
+                break
             start = times[i]
-        return INFINITY
+        _learn(known, duration_s, found)
+        return found
 
     def after(self, t: float) -> Occupancy:
         """A copy that starts at ``t`` (at or after ``times[0]``): what is past is cut off.
@@ -189,6 +205,21 @@ class Occupancy:
         """Nodes busy at time ``t``."""
         j = bisect.bisect_right(self.times, t) - 1
         return 0 if j < 0 else self.vals[j]
+
+
+def _learn(known: tuple[float, list[float], list[float]], duration_s: float, end_s: float) -> None:
+    """Note in ``known`` (``Occupancy._fits``): nothing ``duration_s`` long fits before ``end_s``.
+
+    Keeps only what no other entry implies: the durations and the ends both ascending.
+    """
+    _, durations, ends = known
+    p = bisect.bisect_right(durations, duration_s)
+    if p and ends[p - 1] >= end_s:
+        return  # as long or shorter, and ruled out as far: already known
+    lo = bisect.bisect_left(durations, duration_s, 0, p)
+    hi = bisect.bisect_right(ends, end_s, lo)  # as long or longer, ruled out less far
+    durations[lo:hi] = [duration_s]
+    ends[lo:hi] = [end_s]
 
 
 __all__ = ["Occupancy"]
