@@ -18,6 +18,16 @@ class Occupancy:
     ``vals[i]`` nodes are busy on ``[times[i], times[i + 1])`` and ``vals[-1]`` from
     ``times[-1]`` on; none before ``times[0]``.
 
+    :meth:`earliest` remembers what its searches ruled out, by limit (the most nodes that
+    may be busy): ``_fits[limit]`` is ``(t0, durations, ends)``, two lists ascending both,
+    and no request of ``durations[k]`` seconds or more fits under ``limit`` at any start in
+    ``[t0, ends[k])`` (``ends[k]``: the start a search found then, or ``math.inf``). A later
+    search from ``t0`` or after, for as long a request or longer, may resume at ``ends[k]``
+    instead of walking the segments again (on a deep queue, most of a conservative
+    backfilling's searches cover the same ground). Adding nodes keeps this true (the step
+    function only rises); removing nodes clears it. It never changes a result: the earliest
+    start is the same with or without it.
+
     Parameters
     ----------
     origin_s
@@ -35,23 +45,8 @@ class Occupancy:
     def __init__(self, origin_s: float = 0.0) -> None:
         self.times = [origin_s]
         self.vals = [0]
-        # What :meth:`earliest` learnt, by limit (the most nodes that may be busy): limit ->
-        # (t0, durations, ends), the durations ascending and the ends too. No request of
-        # ``durations[k]`` seconds or more fits under the limit at any start in
-        # ``[t0, ends[k])`` (``ends[k]``: the start a search found then, or never): a later
-        # search from t0 or after, as long or longer, may start at ``ends[k]``. Adding nodes
-        # keeps that true (the step function only rises); removing nodes clears it. Duration
-        # 0.0: no request at all fits there (every segment there is over the limit).
+        # what earliest ruled out (see above); duration 0.0: no request at all fits there
         self._fits: dict[int, tuple[float, list[float], list[float]]] = {}
-
-    def _split(self, t: float) -> int:
-        times = self.times
-        i = bisect.bisect_left(times, t)
-        if i < len(times) and times[i] == t:
-            return i
-        times.insert(i, t)
-        self.vals.insert(i, self.vals[i - 1] if i > 0 else 0)
-        return i
 
     def add(self, start_s: float, end_s: float, nodes: int) -> None:
         """Add ``nodes`` (negative to remove) on ``[start_s, end_s)``."""
@@ -59,9 +54,18 @@ class Occupancy:
             return
         if nodes < 0:
             self._fits.clear()
-        i = self._split(start_s)
-        k = self._split(end_s) if end_s < INFINITY else len(self.times)
-        vals = self.vals
+        times, vals = self.times, self.vals
+        i = bisect.bisect_left(times, start_s)  # split the segment start_s falls in
+        if i == len(times) or times[i] != start_s:
+            times.insert(i, start_s)
+            vals.insert(i, vals[i - 1] if i else 0)
+        if end_s < INFINITY:
+            k = bisect.bisect_left(times, end_s, i)  # and the one end_s falls in
+            if k == len(times) or times[k] != end_s:
+                times.insert(k, end_s)
+                vals.insert(k, vals[k - 1])
+        else:
+            k = len(times)
         for j in range(i, k):
             vals[j] += nodes
 
@@ -80,13 +84,14 @@ class Occupancy:
         n = len(times)
         best = 0 if j < 0 else vals[j]
         last = times[0] if j < 0 else (times[j + 1] if j + 1 < n else INFINITY)
-        j += 1
-        while j < n and times[j] < t1:
-            v = vals[j]
-            if v >= best:
-                best = v
-                last = times[j + 1] if j + 1 < n else INFINITY
-            j += 1
+        e = bisect.bisect_left(times, t1, j + 1)  # segments j + 1 .. e - 1 start in (t0, t1)
+        if e > j + 1:
+            later = vals[j + 1 : e]
+            top = max(later)
+            if top >= best:  # the last segment with that many
+                best = top
+                j = e - later[::-1].index(top)
+                last = times[j] if j < n else INFINITY
         return best, last
 
     def max_and_first_start(self, t0: float, t1: float) -> tuple[int, float]:
@@ -98,16 +103,15 @@ class Occupancy:
             return 0, t1
         times, vals = self.times, self.vals
         j = bisect.bisect_right(times, t0) - 1
-        n = len(times)
         best = 0 if j < 0 else vals[j]
         first = -INFINITY if j < 0 else times[j]
-        j += 1
-        while j < n and times[j] < t1:
-            v = vals[j]
-            if v > best:
-                best = v
-                first = times[j]
-            j += 1
+        e = bisect.bisect_left(times, t1, j + 1)  # segments j + 1 .. e - 1 start in (t0, t1)
+        if e > j + 1:
+            later = vals[j + 1 : e]
+            top = max(later)
+            if top > best:  # the first segment with that many
+                best = top
+                first = times[j + 1 + later.index(top)]
         return best, first
 
     def earliest(self, need: int, duration_s: float, cap: int, t0_s: float) -> float:
@@ -117,7 +121,9 @@ class Occupancy:
 
         What Klein and Pérez's ``fit`` (Algorithm 2) gives for a one-step request, found in
         one pass: a feasible start is ``t0_s`` or the start of a segment, and a segment with
-        too many nodes busy rules out every start before its end.
+        too many nodes busy rules out every start before its end. From a start, the search
+        looks at the segments the request would cover from the last one back, and jumps past
+        the last one too busy; it resumes where earlier searches left off (``_fits``).
 
         >>> occ = Occupancy(0.0)
         >>> occ.add(0.0, 10.0, 3)
@@ -159,27 +165,25 @@ class Occupancy:
                 start = times[i]
         if known is None:
             known = self._fits[limit] = (query_s, [], [])
-        _learn(known, floor, start if i < n else INFINITY)
+        if start != t0_s or i == n:  # else nothing new: t0_s is where the search began
+            _learn(known, floor, start if i < n else INFINITY)
         found = INFINITY
-        while i < n:
-            if vals[i] > limit:
-                i += 1
-                if i == n:
-                    break
-                start = times[i]
-                continue
-            end = start + duration_s
-            j = i + 1
-            while j < n and times[j] < end and vals[j] <= limit:
-                j += 1
-            if j >= n or times[j] >= end:
+        while i < n:  # segment i (where start is) has at most ``limit`` busy
+            # of the segments after i that start before the request would end, the last one
+            # over the limit: no start up to its start can work
+            j = bisect.bisect_left(times, start + duration_s, i + 1) - 1
+            while j > i and vals[j] <= limit:
+                j -= 1
+            if j == i:
                 found = start
                 break
-            i = j + 1  # vals[j] > limit: no start before times[j + 1] can work
-            if i == n:
-                break
-            start = times[i]
-        _learn(known, duration_s, found)
+            i = j + 1
+            while i < n and vals[i] > limit:
+                i += 1
+            if i < n:
+                start = times[i]  # the first start after j that may work
+        if found != query_s:
+            _learn(known, duration_s, found)
         return found
 
     def after(self, t: float) -> Occupancy:
