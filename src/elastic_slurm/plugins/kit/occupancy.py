@@ -7,7 +7,7 @@ and by CooRMv2's conservative backfilling of pre-allocations.
 
 from __future__ import annotations
 
-import bisect
+from bisect import bisect_left, bisect_right
 
 from elastic_slurm.plugins.kit.queue import INFINITY
 
@@ -45,7 +45,7 @@ class Occupancy:
     def __init__(self, origin_s: float = 0.0) -> None:
         self.times = [origin_s]
         self.vals = [0]
-        # what earliest ruled out (see above); duration 0.0: no request at all fits there
+        # what earliest ruled out (see above)
         self._fits: dict[int, tuple[float, list[float], list[float]]] = {}
 
     def add(self, start_s: float, end_s: float, nodes: int) -> None:
@@ -55,12 +55,12 @@ class Occupancy:
         if nodes < 0:
             self._fits.clear()
         times, vals = self.times, self.vals
-        i = bisect.bisect_left(times, start_s)  # split the segment start_s falls in
+        i = bisect_left(times, start_s)  # split the segment start_s falls in
         if i == len(times) or times[i] != start_s:
             times.insert(i, start_s)
             vals.insert(i, vals[i - 1] if i else 0)
         if end_s < INFINITY:
-            k = bisect.bisect_left(times, end_s, i)  # and the one end_s falls in
+            k = bisect_left(times, end_s, i)  # and the one end_s falls in
             if k == len(times) or times[k] != end_s:
                 times.insert(k, end_s)
                 vals.insert(k, vals[k - 1])
@@ -80,11 +80,11 @@ class Occupancy:
         if not t1 > t0:
             return 0, t0
         times, vals = self.times, self.vals
-        j = bisect.bisect_right(times, t0) - 1
+        j = bisect_right(times, t0) - 1
         n = len(times)
         best = 0 if j < 0 else vals[j]
         last = times[0] if j < 0 else (times[j + 1] if j + 1 < n else INFINITY)
-        e = bisect.bisect_left(times, t1, j + 1)  # segments j + 1 .. e - 1 start in (t0, t1)
+        e = bisect_left(times, t1, j + 1)  # segments j + 1 .. e - 1 start in (t0, t1)
         if e > j + 1:
             later = vals[j + 1 : e]
             top = max(later)
@@ -102,10 +102,10 @@ class Occupancy:
         if not t1 > t0:
             return 0, t1
         times, vals = self.times, self.vals
-        j = bisect.bisect_right(times, t0) - 1
+        j = bisect_right(times, t0) - 1
         best = 0 if j < 0 else vals[j]
         first = -INFINITY if j < 0 else times[j]
-        e = bisect.bisect_left(times, t1, j + 1)  # segments j + 1 .. e - 1 start in (t0, t1)
+        e = bisect_left(times, t1, j + 1)  # segments j + 1 .. e - 1 start in (t0, t1)
         if e > j + 1:
             later = vals[j + 1 : e]
             top = max(later)
@@ -137,41 +137,37 @@ class Occupancy:
         limit = cap - need  # most nodes that may be busy
         times, vals = self.times, self.vals
         n = len(times)
-        query_s, floor = t0_s, 0.0  # nothing fits on [query_s, t0_s) for floor s or more
+        query_s = t0_s  # nothing this long fits on [query_s, t0_s)
         known = self._fits.get(limit)
         if known is not None:
             if known[0] <= t0_s:
-                k = bisect.bisect_right(known[1], duration_s) - 1
+                k = bisect_right(known[1], duration_s) - 1
                 if k >= 0 and known[2][k] > t0_s:
                     # nothing this long fits on [t0_s, known end): every start there is
                     # ruled out, and the search from t0_s would reach that end (or never)
                     if known[2][k] == INFINITY:
                         return INFINITY
-                    query_s, t0_s, floor = known[0], known[2][k], known[1][k]
+                    query_s, t0_s = known[0], known[2][k]
             if query_s != known[0]:
                 known = None  # learnt from another t0: start again from this one
-        i = bisect.bisect_right(times, t0_s) - 1
+        i = bisect_right(times, t0_s) - 1
         start = t0_s
         if i < 0:  # t0_s before the origin: nothing busy until times[0]
             if start + duration_s <= times[0]:
                 return start
             i = 0
-            if vals[0] > limit:
-                start = times[0]
-                floor = duration_s  # a shorter request may fit before times[0]
+            start = times[0] if vals[0] > limit else start
         while i < n and vals[i] > limit:  # the segments where the request can never fit
             i += 1
             if i < n:
                 start = times[i]
         if known is None:
             known = self._fits[limit] = (query_s, [], [])
-        if start != t0_s or i == n:  # else nothing new: t0_s is where the search began
-            _learn(known, floor, start if i < n else INFINITY)
         found = INFINITY
         while i < n:  # segment i (where start is) has at most ``limit`` busy
             # of the segments after i that start before the request would end, the last one
             # over the limit: no start up to its start can work
-            j = bisect.bisect_left(times, start + duration_s, i + 1) - 1
+            j = bisect_left(times, start + duration_s, i + 1) - 1
             while j > i and vals[j] <= limit:
                 j -= 1
             if j == i:
@@ -195,7 +191,7 @@ class Occupancy:
         >>> later.times, later.vals
         ([4.0, 10.0], [3, 0])
         """
-        j = bisect.bisect_right(self.times, t) - 1
+        j = bisect_right(self.times, t) - 1
         out = Occupancy(t)
         out.times = [t, *self.times[j + 1 :]]
         out.vals = self.vals[j:]
@@ -207,7 +203,7 @@ class Occupancy:
 
     def value_at(self, t: float) -> int:
         """Nodes busy at time ``t``."""
-        j = bisect.bisect_right(self.times, t) - 1
+        j = bisect_right(self.times, t) - 1
         return 0 if j < 0 else self.vals[j]
 
 
@@ -217,11 +213,11 @@ def _learn(known: tuple[float, list[float], list[float]], duration_s: float, end
     Keeps only what no other entry implies: the durations and the ends both ascending.
     """
     _, durations, ends = known
-    p = bisect.bisect_right(durations, duration_s)
+    p = bisect_right(durations, duration_s)
     if p and ends[p - 1] >= end_s:
         return  # as long or shorter, and ruled out as far: already known
-    lo = bisect.bisect_left(durations, duration_s, 0, p)
-    hi = bisect.bisect_right(ends, end_s, lo)  # as long or longer, ruled out less far
+    lo = bisect_left(durations, duration_s, 0, p)
+    hi = bisect_right(ends, end_s, lo)  # as long or longer, ruled out less far
     durations[lo:hi] = [duration_s]
     ends[lo:hi] = [end_s]
 
