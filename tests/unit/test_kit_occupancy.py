@@ -165,3 +165,36 @@ def test_after_and_same(
         assert later.earliest(need, d, cap, t) == fresh.earliest(need, d, cap, t)
         later.add(t, t + 1.0, 1)
         assert not later.same(occ.after(t))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(TIMES, ENDS, st.integers(1, 6)), min_size=1, max_size=20),
+    st.lists(st.tuples(st.integers(0, 9), DURATIONS, st.integers(0, 9), TIMES), max_size=12),
+    st.data(),
+)
+def test_removing_nodes_forgets_what_searches_ruled_out(
+    holds: list[tuple[float, float, int]],
+    queries: list[tuple[int, float, int, float]],
+    data: st.DataObject,
+) -> None:
+    """The same searches, before and after a hold is lifted: the second ones see it gone."""
+    occ, ref = Occupancy(0.0), Reference(0.0)
+    for start, end, nodes in holds:
+        occ.add(start, end, nodes)
+        ref.add(start, end, nodes)
+    for query in queries:
+        assert occ.earliest(*query) == ref.earliest(*query), query
+    start, end, nodes = data.draw(st.sampled_from(holds))
+    occ.add(start, end, -nodes)
+    ref.add(start, end, -nodes)
+    for query in queries:
+        assert occ.earliest(*query) == ref.earliest(*query), query
+
+
+def test_a_lifted_hold_is_seen_by_the_next_search() -> None:
+    occ = Occupancy(0.0)
+    occ.add(0.0, 10.0, 3)
+    assert occ.earliest(2, 5.0, 4, 0.0) == 10.0
+    occ.add(0.0, 10.0, -3)
+    assert occ.earliest(2, 5.0, 4, 0.0) == 0.0
