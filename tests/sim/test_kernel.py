@@ -9,6 +9,7 @@ check when the compiled engine must not run.
 
 from __future__ import annotations
 
+import functools
 import math
 import pickle
 import warnings
@@ -172,6 +173,26 @@ def test_the_general_loop_runs_what_the_compiled_engine_cannot(
     sim = Simulation(jobs, policy, 4, config=config, queue=queue)
     assert sim.why_general is not None and why in sim.why_general
     assert sim.run().engine == "general"
+
+
+def test_a_replaced_or_wrapped_decide_is_called_every_cycle(monkeypatch) -> None:
+    calls: list[float] = []
+    shipped = FCFS.decide
+
+    def spy(self, snapshot, trigger):  # noqa: ANN001, ANN202
+        calls.append(snapshot.time_s)
+        return shipped(self, snapshot, trigger)
+
+    monkeypatch.setattr(FCFS, "decide", spy)
+    result = Simulation(JOBS, FCFS(), 4).run()
+    assert result.engine == "general" and len(calls) == result.metrics.cycles > 0
+    monkeypatch.setattr(FCFS, "decide", functools.wraps(shipped)(spy))
+    assert Simulation(JOBS, FCFS(), 4).why_general is not None
+    monkeypatch.undo()
+    policy = FCFS()
+    policy.decide = lambda snapshot, trigger: shipped(policy, snapshot, trigger)  # type: ignore[method-assign]
+    assert Simulation(JOBS, policy, 4).run().engine == "general"
+    assert Simulation(JOBS, FCFS(), 4).run().engine == "compiled"
 
 
 def test_without_numba_the_general_loop_runs(monkeypatch) -> None:

@@ -84,15 +84,24 @@ def _compiled() -> Callable[..., tuple[Any, Any, int]] | None:
 def why_not(policy: Policy, jobs: Sequence[SimJob], periodic_s: float | None) -> str | None:
     """Why the compiled engine cannot run this simulation; ``None`` when it can.
 
-    It runs FCFS and EASY (with either estimate source) exactly as the plain classes do (not
-    a subclass, which may decide otherwise), on rigid jobs only, without periodic ticks
-    (which only add passes), and only when Numba is installed.
+    It runs FCFS and EASY (with either estimate source) exactly as the plain classes do: not
+    a subclass, nor a class or object whose ``decide`` was replaced or wrapped (by a test's
+    spy, say), which may decide otherwise. On rigid jobs only, without periodic ticks (which
+    only add passes), and only when Numba is installed.
     """
     from elastic_slurm.plugins.policies.easy_backfill import EasyBackfill
     from elastic_slurm.plugins.policies.fcfs import FCFS
 
-    if type(policy) not in (FCFS, EasyBackfill):
+    cls = type(policy)
+    if cls not in (FCFS, EasyBackfill):
         return f"policy {policy.name!r} is not fcfs or easy_backfill"
+    decide = cls.decide
+    if (
+        "decide" in getattr(policy, "__dict__", {})
+        or decide.__qualname__ != f"{cls.__name__}.decide"
+        or hasattr(decide, "__wrapped__")
+    ):
+        return f"{cls.__name__}.decide is not the shipped one (replaced or wrapped)"
     if periodic_s is not None:
         return "periodic ticks"
     if set(map(_KIND, jobs)) - {JobKind.RIGID}:
