@@ -10,6 +10,7 @@ users with the controller as a service user in ``tests/integration/test_unprivil
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 from pathlib import Path
 
@@ -29,6 +30,8 @@ from elastic_slurm.model.offer import Answer, AnswerKind
 from elastic_slurm.model.request import JobKind
 from elastic_slurm.model.resize_order import AckStatus, ResizeAck, ResizeAction, ResizeOrder
 from elastic_slurm.mpi_runtime.grant import give_back, take_nodes
+from elastic_slurm.mpi_runtime.launcher import _Generation
+from elastic_slurm.mpi_runtime.local_launcher import LocalLauncher
 from elastic_slurm.mpi_runtime.orders import OrderWatcher
 from elastic_slurm.plugins.policy import Policy
 from elastic_slurm.protocol.jobdir import JobDir, JobDirs
@@ -655,3 +658,36 @@ def test_resize_goes_through_a_service_controller_and_reads_the_outcome_in_the_j
     helper.join()
     assert outcome.ok and outcome.seq == 1 and outcome.after == ("n1", "n2", "n3")
     assert outcome.action == "expand" and outcome.seconds >= 1.0
+
+
+@pytest.mark.parametrize("by_job", [True, False])
+def test_nodes_taken_for_an_expansion_whose_successor_failed_go_back_by_the_launcher(
+    slurm, actuator, jobdirs, tmp_path, by_job
+) -> None:
+    # the waiting successor of a restart expansion ended before the handover: under a
+    # service controller the launcher gives back the nodes the job took for it (the
+    # controller cannot shrink the user's job); otherwise the controller does, on the ack
+    job = submit(slurm, tmp_path, 2)
+    before = tuple(slurm.elastic_nodes(job))
+    actuator.apply([Expand(job, 2, "room")], jobs(slurm))
+    order = jobdirs.of(tmp_path, job).read_order(1)
+    assert order is not None
+    granted = take_nodes(order, slurm, job)
+    assert len(granted.nodes) == 4
+    jobdir = JobDir(tmp_path / "launcher")
+    jobdir.create()
+    launcher = LocalLauncher(["app.py"], ranks=2, jobdir=jobdir, env={}, timeout_s=60)
+    launcher.slurm, launcher.job_id = slurm, job
+    current = _Generation(subprocess.Popen(["sleep", "30"]), before, 1, [], time.monotonic())
+    failed = subprocess.Popen(["false"])
+    failed.wait()
+    waiting = _Generation(failed, granted.nodes, 2, [], time.monotonic(), 1, by_job=by_job)
+    try:
+        assert launcher._tend_successor(current, waiting) is None
+    finally:
+        current.proc.kill()
+        current.proc.wait()
+    ack = jobdir.read_ack(1, AckStatus.FAILED)
+    assert ack is not None and ack.nodes == before and "before the handover" in ack.reason
+    kept = set(slurm.elastic_nodes(job))
+    assert kept == (set(before) if by_job else set(granted.nodes))

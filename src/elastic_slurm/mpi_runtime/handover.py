@@ -158,10 +158,13 @@ def request_successor(
     nodes: list[str],
     launch: int,
     memory: tuple[Path, str] | None = None,
+    by_job: bool = False,
 ) -> None:
     """Ask the launcher to start the generation after ``launch`` on ``nodes`` (order ``seq``).
 
     ``memory``: the memory checkpoint directory and its token, for the successor to look for.
+    ``by_job``: the order's (a service controller's): the job gives back the nodes it took
+    if the successor fails.
     """
     request: dict[str, Any] = {
         "seq": seq,
@@ -169,6 +172,7 @@ def request_successor(
         "nodes": nodes,
         "launch": launch,
         "at": time.time(),
+        "by_job": by_job,
     }
     if memory is not None:
         request.update(memory_dir=str(memory[0]), token=memory[1])

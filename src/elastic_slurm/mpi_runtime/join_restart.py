@@ -78,7 +78,13 @@ class RestartJoin:
             except OSError as exc:
                 log.info("no memory checkpoint (%s): the shared filesystem is used", exc)
         handover.request_successor(
-            jobdir, order.seq, order.action.value, list(order.nodes), ec.launch, memory
+            jobdir,
+            order.seq,
+            order.action.value,
+            list(order.nodes),
+            ec.launch,
+            memory,
+            by_job=order.by_job,
         )
         timeout = envvars.get_float("SUCCESSOR_TIMEOUT_S", 120.0)
         why, shared = handover.wait_ready(

@@ -26,7 +26,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from elastic_slurm import envvars, mca
@@ -154,6 +154,7 @@ class _Generation:
     argv: list[str]
     t0: float
     successor: int = 0  # the order whose handover it waits for (0: started after one)
+    by_job: bool = False  # that order is a service controller's: the job gives nodes back
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
@@ -421,7 +422,7 @@ class Launcher:
             nodes = tuple(str(n) for n in request["nodes"])
             if self.host in nodes:  # the batch host first, as for every launch
                 nodes = (self.host, *[n for n in nodes if n != self.host])
-            return self._start(
+            waiting = self._start(
                 nodes,
                 current.generation + 1,
                 successor=seq,
@@ -430,6 +431,7 @@ class Launcher:
                     handover_token=request.get("token", ""),
                 ),
             )
+            return replace(waiting, by_job=request.get("by_job") is True)
         rc = waiting.proc.poll()
         if rc is not None and handover.handed_over(
             self.jobdir, waiting.successor, current.generation
@@ -439,6 +441,7 @@ class Launcher:
             self.jobdir.log_event(
                 "exit", generation=waiting.generation, returncode=rc, successor_of=waiting.successor
             )
+            self._give_back_taken(waiting, current)
             self._fail(
                 waiting.successor,
                 current.nodes,
@@ -458,9 +461,34 @@ class Launcher:
                 returncode=None,
                 successor_of=waiting.successor,
             )
+            self._give_back_taken(waiting, current)
             self._fail(waiting.successor, current.nodes, why)
             return None
         return waiting
+
+    def _give_back_taken(self, waiting: _Generation, current: _Generation) -> None:
+        """Under a service controller: the nodes taken for a failed expansion go back to Slurm.
+
+        The job took them itself (:func:`.grant.take_nodes`), and the controller cannot
+        shrink another user's job, so the launcher does, as the job's user, once the failed
+        generation's steps have left them (before that, Slurm would kill its daemons there).
+        The running generation keeps its nodes. Nothing for a shrink, or when the controller
+        does the Slurm side; a refusal is logged (the job keeps the nodes until it ends).
+        """
+        taken = [n for n in waiting.nodes if n not in current.nodes]
+        if not taken or not (
+            waiting.by_job or envvars.get_str("SLURM_SIDE", "controller", self.env) == "job"
+        ):
+            return
+        from elastic_slurm.mpi_runtime.grant import give_back
+
+        try:
+            self._wait_vacated(taken)
+            give_back(self.slurm, self.job_id, current.nodes)
+        except (DeadlineExceeded, ResizeError, SlurmCommandError) as exc:
+            log.error("order %d: could not give back %s: %s", waiting.successor, taken, exc)
+            return
+        self.jobdir.log_event("released", seq=waiting.successor, nodes=list(current.nodes))
 
     def _hand_over(self, request: Mapping[str, object], nodes: Sequence[str]) -> None:
         """The old generation left for a waiting successor: report the nodes it vacated."""
