@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import subprocess
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -528,6 +529,14 @@ def test_nodes_taken_for_an_order_the_job_then_refuses_are_given_back_by_the_job
     given.clear()  # a root controller's order: the controller gives them back, not the job
     ec._refuse(ResizeOrder(2, ResizeAction.EXPAND, ("n1", "n2", "n3"), 1.0), ["n1"], "no")
     assert given == []
+    # the launcher failed it (a restart's waiting successor) and gave the nodes back itself:
+    # rank 0 neither gives them back a second time nor acknowledges again
+    launcher_ack = ResizeAck(3, AckStatus.FAILED, ("n1", "n2"), 1.0, reason="by the launcher")
+    FileChannel(ec.jobdir).ack(launcher_ack)
+    ec._refuse(replace(granted, seq=3), ["n1", "n2"], "the successor failed")
+    assert given == []
+    again = ec.jobdir.read_ack(3, AckStatus.FAILED)
+    assert again is not None and again.reason == "by the launcher"
 
 
 # ---------------------------------------------------------------------------- sizes by hand
@@ -689,5 +698,37 @@ def test_nodes_taken_for_an_expansion_whose_successor_failed_go_back_by_the_laun
         current.proc.wait()
     ack = jobdir.read_ack(1, AckStatus.FAILED)
     assert ack is not None and ack.nodes == before and "before the handover" in ack.reason
+    kept = set(slurm.elastic_nodes(job))
+    assert kept == (set(before) if by_job else set(granted.nodes))
+
+
+@pytest.mark.parametrize("by_job", [True, False])
+def test_nodes_whose_check_failed_before_a_sequential_restart_go_back_by_the_launcher(
+    slurm, actuator, jobdirs, tmp_path, monkeypatch, by_job
+) -> None:
+    # the sequential restart path: the old generation left, the launcher's check of the
+    # added nodes failed; the job goes on without them and, under a service controller,
+    # the launcher gives them back (the controller cannot shrink the user's job)
+    from elastic_slurm.mpi_runtime import launcher as launcher_module
+
+    job = submit(slurm, tmp_path, 2)
+    before = tuple(slurm.elastic_nodes(job))
+    actuator.apply([Expand(job, 2, "room")], jobs(slurm))
+    order = jobdirs.of(tmp_path, job).read_order(1)
+    assert order is not None
+    granted = take_nodes(order, slurm, job)
+    added = sorted(set(granted.nodes) - set(before))
+    monkeypatch.setattr(
+        launcher_module, "check_hosts", lambda hosts, job_id, timeout: {added[0]: "down"}
+    )
+    monkeypatch.setattr(launcher_module.shutil, "which", lambda name, path=None: "/bin/true")
+    jobdir = JobDir(tmp_path / "launcher")
+    jobdir.create()
+    env = {"SLURM_JOB_ID": str(job), "ELASTIC_SLURM_JOB_DIR": str(jobdir.path)}
+    launcher = launcher_module.Launcher(["app.py"], env=env, slurm=slurm)
+    request = {"seq": 1, "action": "expand", "nodes": list(granted.nodes), "by_job": by_job}
+    assert launcher._follow(request, before) == before
+    ack = jobdir.read_ack(1, AckStatus.FAILED)
+    assert ack is not None and "added nodes unusable" in ack.reason
     kept = set(slurm.elastic_nodes(job))
     assert kept == (set(before) if by_job else set(granted.nodes))

@@ -102,12 +102,14 @@ class RestartJoin:
         )
         if why is not None and jobdir.read_ack(order.seq, AckStatus.FAILED) is None:
             # the launcher stops the successor, then fails the order: the added nodes are
-            # vacated before the controller gives them back
+            # vacated before the controller (or, by_job, the launcher) gives them back. Its
+            # wait for the steps to leave takes up to 30 s: wait longer, or rank 0 would give
+            # them back too
             handover.cancel(jobdir, order.seq, why)
             try:
                 wait_for(
                     lambda: jobdir.read_ack(order.seq, AckStatus.FAILED),
-                    timeout_s=30.0,
+                    timeout_s=60.0,
                     what=f"the launcher to fail order {order.seq}",
                     interval_s=0.05,
                     max_interval_s=0.05,

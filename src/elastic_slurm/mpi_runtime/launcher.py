@@ -475,20 +475,31 @@ class Launcher:
         The running generation keeps its nodes. Nothing for a shrink, or when the controller
         does the Slurm side; a refusal is logged (the job keeps the nodes until it ends).
         """
-        taken = [n for n in waiting.nodes if n not in current.nodes]
+        self._give_back(waiting.successor, waiting.nodes, current.nodes, by_job=waiting.by_job)
+
+    def _give_back(
+        self, seq: int, taken: Sequence[str], keep: Sequence[str], *, by_job: bool
+    ) -> None:
+        """Under a service controller: shrink the job back to ``keep`` once ``taken`` is vacated.
+
+        ``by_job``: the order's; ``ELASTIC_SLURM_SLURM_SIDE=job`` also says so. Nothing when
+        no node of ``taken`` is outside ``keep``. A refusal is logged (the job keeps the
+        nodes until it ends).
+        """
+        taken = [n for n in taken if n not in keep]
         if not taken or not (
-            waiting.by_job or envvars.get_str("SLURM_SIDE", "controller", self.env) == "job"
+            by_job or envvars.get_str("SLURM_SIDE", "controller", self.env) == "job"
         ):
             return
         from elastic_slurm.mpi_runtime.grant import give_back
 
         try:
             self._wait_vacated(taken)
-            give_back(self.slurm, self.job_id, current.nodes)
+            give_back(self.slurm, self.job_id, tuple(keep))
         except (DeadlineExceeded, ResizeError, SlurmCommandError) as exc:
-            log.error("order %d: could not give back %s: %s", waiting.successor, taken, exc)
+            log.error("order %d: could not give back %s: %s", seq, taken, exc)
             return
-        self.jobdir.log_event("released", seq=waiting.successor, nodes=list(current.nodes))
+        self.jobdir.log_event("released", seq=seq, nodes=list(keep))
 
     def _hand_over(self, request: Mapping[str, object], nodes: Sequence[str]) -> None:
         """The old generation left for a waiting successor: report the nodes it vacated."""
@@ -547,13 +558,15 @@ class Launcher:
                 return now
             return self.current_nodes()
         # expansion: check the added nodes before restarting on them (a dead node would take
-        # the whole step down); on failure go on at the old size, the controller gives them back
+        # the whole step down); on failure go on at the old size without them
         now = self.current_nodes()
         added = [n for n in now if n not in nodes]
         timeout = envvars.get_float("PREFLIGHT_TIMEOUT_S", 20.0, self.env)
         bad = check_hosts(added, self.job_id, timeout) if added else {}
         if bad:
             reason = "; ".join(f"{h}: {why}" for h, why in sorted(bad.items()))
+            # a service controller cannot give them back: the job does (by_job)
+            self._give_back(seq, now, nodes, by_job=bool(request.get("by_job")))
             self._fail(seq, tuple(nodes), f"added nodes unusable: {reason}")
             return tuple(nodes)
         return now

@@ -699,7 +699,12 @@ class ElasticComm:
         return False
 
     def _refuse(self, order: ResizeOrder, hosts: list[str], why: str) -> None:
-        """Rank 0: acknowledge ``order`` as failed (unless the launcher did), with ``why``."""
+        """Rank 0: acknowledge ``order`` as failed, with ``why``, unless the launcher did.
+
+        Under a service controller (``order.by_job``) the nodes an expansion took and the
+        job will not use go back to Slurm: by the launcher when it failed the order (it
+        waits for the discarded successor's steps to leave them), otherwise from here.
+        """
         assert self.jobdir is not None and self.channel is not None
         channel = self.channel
         ack = ResizeAck(
@@ -711,10 +716,18 @@ class ElasticComm:
             ranks=self.size,
         )
         kept = tuple(dict.fromkeys(hosts))
-        if order.by_job and order.action.value == "expand" and set(order.nodes) - set(kept):
+        # the launcher failed it already (a restart's waiting successor): it also gave the
+        # taken nodes back, once the successor's steps had left them; otherwise rank 0 does
+        launcher_failed = self.jobdir.read_ack(order.seq, AckStatus.FAILED) is not None
+        if (
+            not launcher_failed
+            and order.by_job
+            and order.action.value == "expand"
+            and set(order.nodes) - set(kept)
+        ):
             # it took nodes it will not use (a service controller cannot give them back)
             self._send(lambda: self._give_back_unused(order, kept))
-        if self.jobdir.read_ack(order.seq, AckStatus.FAILED) is None:
+        if not launcher_failed:
             self._send(lambda: channel.ack(ack))
         self.jobdir.log_event("failed", seq=order.seq, reason=why)
         self.next_seq = order.seq + 1
