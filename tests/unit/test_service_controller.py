@@ -537,6 +537,8 @@ def test_nodes_taken_for_an_order_the_job_then_refuses_are_given_back_by_the_job
     assert given == []
     again = ec.jobdir.read_ack(3, AckStatus.FAILED)
     assert again is not None and again.reason == "by the launcher"
+    events = (ec.jobdir.path / "events.jsonl").read_text()
+    assert events.count('"failed"') == 2  # orders 1 and 2: the launcher logs order 3's
 
 
 # ---------------------------------------------------------------------------- sizes by hand

@@ -727,9 +727,9 @@ class ElasticComm:
         ):
             # it took nodes it will not use (a service controller cannot give them back)
             self._send(lambda: self._give_back_unused(order, kept))
-        if not launcher_failed:
+        if not launcher_failed:  # (the launcher logged its own event with its reason)
             self._send(lambda: channel.ack(ack))
-        self.jobdir.log_event("failed", seq=order.seq, reason=why)
+            self.jobdir.log_event("failed", seq=order.seq, reason=why)
         self.next_seq = order.seq + 1
 
     def _give_back_unused(self, order: ResizeOrder, kept: tuple[str, ...]) -> None:
