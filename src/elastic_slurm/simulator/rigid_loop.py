@@ -75,31 +75,32 @@ def schedule(
             tail += 1
             arrived += 1
         cycles += 1
-        # FCFS: the fitting prefix of the queue
-        while head < tail and size[queue[head]] <= free:
-            job = queue[head]
-            head += 1
-            start[job] = now
-            free -= size[job]
-            started += 1
-            heapq.heappush(heap, (now + runtime[job], started, job))
-            running[count] = job
-            where[job] = count
-            count += 1
-            events[done] = job
-            done += 1
-        if easy and tail - head >= 2 and free > 0:
-            need = size[queue[head]]
-            shadow = -1.0
-            extra = 0
-            kept = head + 1
-            for k in range(head + 1, tail):
-                job = queue[k]
+        # one pass: FCFS starts the fitting prefix of the queue; the first job that does not
+        # fit (the head) is kept, and EASY then backfills behind it, keeping what it passes
+        k = head
+        blocked = False  # the head was reached
+        shadow = -1.0  # the head's reservation: computed once per pass, when needed
+        extra = 0
+        kept = head
+        while k < tail:
+            job = queue[k]
+            k += 1
+            if not blocked:
+                if size[job] > free:
+                    blocked = True
+                    head = k - 1
+                    kept = k
+                    if not easy or tail - head < 2 or free == 0:
+                        break
+                    need = size[job]
+                    continue
+                head = k
+            else:
                 if free == 0 or size[job] > free:
                     queue[kept] = job
                     kept += 1
                     continue
-                if shadow < 0.0:  # the head's reservation: once per pass, when needed
+                if shadow < 0.0:
                     ends = np.empty(count)
                     nodes = np.empty(count, np.int64)
                     for r in range(count):
@@ -124,15 +125,16 @@ def schedule(
                         kept += 1
                         continue
                     extra -= size[job]
-                start[job] = now
-                free -= size[job]
-                started += 1
-                heapq.heappush(heap, (now + runtime[job], started, job))
-                running[count] = job
-                where[job] = count
-                count += 1
-                events[done] = job
-                done += 1
+            start[job] = now
+            free -= size[job]
+            started += 1
+            heapq.heappush(heap, (now + runtime[job], started, job))
+            running[count] = job
+            where[job] = count
+            count += 1
+            events[done] = job
+            done += 1
+        if blocked and k == tail:  # the backfill pass ran to the end: the queue is compacted
             tail = kept
     return start, events, cycles
 
