@@ -116,6 +116,50 @@ class JobRecord:
     shrinks: int
     requests_refused: int = 0
 
+    @classmethod
+    def quick(
+        cls,
+        job_id: int,
+        kind: JobKind,
+        submit_s: float,
+        start_s: float,
+        end_s: float,
+        nodes_requested: int,
+        nodes_start: int,
+        nodes_end: int,
+        node_s: float,
+        waste_node_s: float,
+        expansions: int,
+        shrinks: int,
+        requests_refused: int,
+    ) -> JobRecord:
+        """The record of these fields, built without the frozen ``__init__``'s cost per field.
+
+        For the simulator's loops, which write one per job; the arguments are taken as they
+        are (no checks), in the order of the fields.
+        """
+        record = object.__new__(cls)
+        object.__setattr__(
+            record,
+            "__dict__",
+            {
+                "job_id": job_id,
+                "kind": kind,
+                "submit_s": submit_s,
+                "start_s": start_s,
+                "end_s": end_s,
+                "nodes_requested": nodes_requested,
+                "nodes_start": nodes_start,
+                "nodes_end": nodes_end,
+                "node_s": node_s,
+                "waste_node_s": waste_node_s,
+                "expansions": expansions,
+                "shrinks": shrinks,
+                "requests_refused": requests_refused,
+            },
+        )
+        return record
+
     @property
     def wait_s(self) -> float:
         """Seconds from submission to start."""
@@ -607,27 +651,23 @@ class VirtualCluster:
         released = job.nodes
         job.nodes = []
         self.timeline.append((now_s, spec.job_id, 0))
-        record = object.__new__(JobRecord)  # JobRecord(...) without its cost per field
-        object.__setattr__(
-            record,
-            "__dict__",
-            {
-                "job_id": spec.job_id,
-                "kind": spec.kind,
-                "submit_s": spec.submit_s,
-                "start_s": job.start_s,
-                "end_s": now_s,
-                "nodes_requested": spec.nodes_requested,
-                "nodes_start": job.nodes_start,
-                "nodes_end": job.size,
-                "node_s": job.alloc_node_s,
-                "waste_node_s": job.waste_node_s,
-                "expansions": job.expansions,
-                "shrinks": job.shrinks,
-                "requests_refused": job.refused,
-            },
+        self.records.append(
+            JobRecord.quick(
+                spec.job_id,
+                spec.kind,
+                spec.submit_s,
+                job.start_s,
+                now_s,
+                spec.nodes_requested,
+                job.nodes_start,
+                job.size,
+                job.alloc_node_s,
+                job.waste_node_s,
+                job.expansions,
+                job.shrinks,
+                job.refused,
+            )
         )
-        self.records.append(record)
         self.ended += 1
         self.trigger_kinds.add(TriggerKind.JOB_ENDED)
         self.trigger_ids.add(spec.job_id)

@@ -218,41 +218,34 @@ class Columns:
             run = self.end - self.start
             node_s = (self.size * run).tolist()
             ran = (run > 0).tolist()
-        make, fill = object.__new__, object.__setattr__
-        kind = self.kind
-        out = []
-        for job_id, submit, start, end, size, held, positive in zip(
-            self.job_id.tolist(),
-            self.submit.tolist(),
-            self.start.tolist(),
-            self.end.tolist(),
-            self.size.tolist(),
-            node_s,
-            ran,
-            strict=True,
-        ):
-            record = make(JobRecord)  # JobRecord(...) without its cost per field
-            fill(
-                record,
-                "__dict__",
-                {
-                    "job_id": job_id,
-                    "kind": kind,
-                    "submit_s": submit,
-                    "start_s": start,
-                    "end_s": end,
-                    "nodes_requested": size,
-                    "nodes_start": size,
-                    "nodes_end": size,
-                    "node_s": held if positive else 0.0,
-                    "waste_node_s": 0.0,
-                    "expansions": 0,
-                    "shrinks": 0,
-                    "requests_refused": 0,
-                },
+        kind, quick = self.kind, JobRecord.quick
+        return tuple(
+            quick(
+                job_id,
+                kind,
+                submit,
+                start,
+                end,
+                size,
+                size,
+                size,
+                held if positive else 0.0,
+                0.0,
+                0,
+                0,
+                0,
             )
-            out.append(record)
-        return tuple(out)
+            for job_id, submit, start, end, size, held, positive in zip(
+                self.job_id.tolist(),
+                self.submit.tolist(),
+                self.start.tolist(),
+                self.end.tolist(),
+                self.size.tolist(),
+                node_s,
+                ran,
+                strict=True,
+            )
+        )
 
     def timeline(self) -> tuple[tuple[float, int, int], ...]:
         """``(time_s, job_id, nodes_held)`` at each start and end, in the general loop's order."""
