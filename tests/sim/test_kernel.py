@@ -211,6 +211,17 @@ def test_stepping_uses_the_general_loop_and_gives_the_same_result() -> None:
     _same(Simulation(JOBS, EasyBackfill(), 4).run(), stepped)
 
 
+@pytest.mark.parametrize("config", [SimConfig(), GENERAL], ids=["compiled", "general"])
+def test_a_finished_run_is_not_run_again(config) -> None:  # noqa: ANN001
+    sim = Simulation(JOBS, EasyBackfill(), 4, config=config)
+    first = sim.run()
+    assert not sim.step()  # no event left, in either engine
+    second = sim.run()
+    assert second == first and second.engine == first.engine
+    if first.engine == "compiled":
+        assert second is first  # not simulated a second time in the general loop
+
+
 def test_bad_workloads_get_the_general_loop_s_errors_at_once() -> None:
     with pytest.raises(ValueError, match="appears twice"):
         Simulation([*JOBS, SimJob(1, 5.0, 1.0, 1)], FCFS(), 4)

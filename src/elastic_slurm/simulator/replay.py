@@ -226,6 +226,7 @@ class Simulation:
         self.why_general: str | None = "a queue was given" if queue is not None else None
         self.queue = queue if queue is not None else EventQueue()  # an empty queue is falsy
         self._rigid: kernel.Columns | None = None
+        self._compiled_result: SimResult | None = None  # the compiled engine's, once it ran
         if self.why_general is None:
             self.why_general = (
                 "engine 'general' asked for"
@@ -291,6 +292,8 @@ class Simulation:
         PolicyError
             When a decision breaks the rules, or the policy loops at one instant.
         """
+        if self._compiled_result is not None:
+            return False  # the compiled engine ran it all
         if self._cluster is None:
             self._general(self._jobs)  # the arrivals go into the queue
         queue = self.queue
@@ -347,7 +350,7 @@ class Simulation:
         cluster.end_cycle()
 
     def run(self) -> SimResult:
-        """Run to the end and return the result.
+        """Run to the end and return the result (again the same one, once the run is over).
 
         Raises
         ------
@@ -356,8 +359,11 @@ class Simulation:
         PolicyError
             When a decision breaks the rules.
         """
+        if self._compiled_result is not None:
+            return self._compiled_result  # as the general loop, which has no event left
         if self._rigid is not None:
-            return self._run_compiled(self._rigid)
+            self._compiled_result = self._run_compiled(self._rigid)
+            return self._compiled_result
         with gc_paused():
             return self._run()
 
