@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.util
+import math
+import statistics
 import sys
 
 import numpy as np
@@ -15,6 +17,7 @@ from elastic_slurm.simulator.stats import (
     mean_ci,
     over_runs,
     percentiles,
+    ranks,
     t_quantile,
 )
 
@@ -31,6 +34,30 @@ def test_percentiles_agree_with_numpy_linear(values: list[float]) -> None:
     want = np.percentile(values, [0, 1, 50, 95, 99, 100])
     assert list(got) == [0, 1, 50, 95, 99, 100]
     assert list(got.values()) == pytest.approx(list(want), rel=1e-9, abs=1e-6)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.one_of(st.floats(-1e9, 1e9, allow_nan=False), st.just(math.inf)),
+        min_size=2,
+        max_size=400,
+    )
+)
+def test_percentiles_are_statistics_quantiles_to_the_bit_sorted_or_partitioned(values) -> None:
+    # the same arithmetic as statistics.quantiles (inclusive), also when the sample comes as
+    # a NumPy array partitioned at the ranks read (the compiled engine's metrics)
+    cuts = statistics.quantiles(values, n=100, method="inclusive")
+    ps = (1, 25, 50, 95, 99)
+    want = {p: float(cuts[p - 1]) for p in ps}
+    same = lambda a, b: a == b or (math.isnan(a) and math.isnan(b))  # noqa: E731
+    got = percentiles(values, ps)
+    assert all(same(got[p], want[p]) for p in ps), (got, want)
+    array = np.asarray(values)
+    with np.errstate(all="raise"):
+        partitioned = np.partition(array, ranks(len(values), ps))
+        got = percentiles(partitioned, ps, ordered=True)
+    assert all(same(got[p], want[p]) for p in ps), (got, want)
 
 
 def test_percentiles_of_a_known_sample_and_edge_cases() -> None:

@@ -41,7 +41,7 @@ from typing import Any
 
 from elastic_slurm.model.request import JobKind
 from elastic_slurm.simulator.cluster import JobRecord
-from elastic_slurm.simulator.stats import PERCENTILES, percentiles
+from elastic_slurm.simulator.stats import PERCENTILES, percentiles, ranks
 
 BSLD_BOUND_S = 10.0
 """The default bound of the bounded slowdown, in seconds."""
@@ -239,7 +239,7 @@ def compute_metrics(
         first=min(r.submit_s for r in records),
         last=max(r.end_s for r in records),
         node_s=[r.node_s for r in records],
-        waste=[r.waste_node_s for r in records],
+        total_waste=sum(r.waste_node_s for r in records),
         expansions=sum(r.expansions for r in records),
         shrinks=sum(r.shrinks for r in records),
         requests_refused=(
@@ -304,14 +304,13 @@ def rigid_metrics(
         tat.tolist(),
         bsld.tolist(),
         slowdowns.tolist(),
-        # the same percentiles of the same values; sorted first, which the sort in
-        # statistics.quantiles then only checks
-        sorted_waits=np.sort(wait).tolist(),
-        sorted_bslds=np.sort(bsld).tolist(),
+        # the same percentiles of the same values, from the ranks they read put in place
+        ordered_waits=np.partition(wait, ranks(len(wait))) if len(wait) > 1 else None,
+        ordered_bslds=np.partition(bsld, ranks(len(bsld))) if len(bsld) > 1 else None,
         first=float(submit.min()),
         last=float(end.max()),
         node_s=node_s.tolist(),
-        waste=[0.0] * len(node_s),
+        total_waste=0.0,
         expansions=0,
         shrinks=0,
         requests_refused=0,
@@ -333,7 +332,7 @@ def _metrics(
     first: float,
     last: float,
     node_s: list[float],
-    waste: list[float],
+    total_waste: float,
     expansions: int,
     shrinks: int,
     requests_refused: int,
@@ -341,20 +340,26 @@ def _metrics(
     cycles: int,
     decisions: int,
     window_s: tuple[float, float] | None,
-    sorted_waits: list[float] | None = None,
-    sorted_bslds: list[float] | None = None,
+    ordered_waits: Any = None,
+    ordered_bslds: Any = None,
 ) -> Metrics:
     """The metrics from per-job lists (seconds; node-seconds), one meaning for every caller.
 
-    ``sorted_waits`` and ``sorted_bslds``: the same values as ``waits`` and ``bslds``, sorted,
-    when the caller has them (the percentiles are the same; only the sum is order-dependent).
+    ``ordered_waits`` and ``ordered_bslds``: the same values as ``waits`` and ``bslds``, in
+    an order :func:`~.stats.percentiles` may read without sorting (``ordered=True``), when
+    the caller has them (the percentiles are the same; only the sums are order-dependent).
     """
     n = len(waits)
-    wait_p = percentiles(waits if sorted_waits is None else sorted_waits, PERCENTILES)
-    bsld_p = percentiles(bslds if sorted_bslds is None else sorted_bslds, PERCENTILES)
+    if ordered_waits is None:
+        wait_p = percentiles(waits, PERCENTILES)
+    else:
+        wait_p = percentiles(ordered_waits, PERCENTILES, ordered=True)
+    if ordered_bslds is None:
+        bsld_p = percentiles(bslds, PERCENTILES)
+    else:
+        bsld_p = percentiles(ordered_bslds, PERCENTILES, ordered=True)
     makespan = last - first
     total_node_s = sum(node_s)
-    total_waste = sum(waste)
     span = makespan if window_s is None else window_s[1] - window_s[0]
     return Metrics(
         jobs=n,

@@ -2,7 +2,8 @@
 
 * :func:`percentiles`: the p-th percentiles of a sample, by linear interpolation between the
   closest ranks (Hyndman and Fan's definition 7: NumPy's default, R's ``quantile``, Excel's
-  ``PERCENTILE.INC``; computed by :func:`statistics.quantiles` with ``method="inclusive"``);
+  ``PERCENTILE.INC``; the arithmetic of :func:`statistics.quantiles` with ``method="inclusive"``,
+  for the percentiles asked only);
 * :func:`mean_ci`: the mean of a sample of independent runs (one per seed) and the half-width
   of its Student t confidence interval, ``t_{1-a/2, n-1} * s / sqrt(n)`` with ``s`` the sample
   standard deviation (Jain, "The Art of Computer Systems Performance Analysis", 1991,
@@ -15,7 +16,6 @@ Percentiles need only the standard library; SciPy is imported only when an inter
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,15 +24,21 @@ from typing import Any
 PERCENTILES = (50, 95, 99)
 
 
-def percentiles(values: Sequence[float], ps: Sequence[int] = PERCENTILES) -> dict[int, float]:
+def percentiles(
+    values: Sequence[float], ps: Sequence[int] = PERCENTILES, *, ordered: bool = False
+) -> dict[int, float]:
     """The ``ps``-th percentiles of ``values`` (linear interpolation between ranks).
 
     Parameters
     ----------
     values
-        The sample (any order); empty gives 0 for every percentile.
+        The sample (any order, unless ``ordered``); empty gives 0 for every percentile.
     ps
         Whole percentiles in ``[0, 100]``.
+    ordered
+        ``values`` need no sorting: each position the percentiles read (:func:`ranks`)
+        already holds the value it has in the sorted sample (a sorted list, or a NumPy
+        array partitioned at those ranks).
 
     Returns
     -------
@@ -52,13 +58,39 @@ def percentiles(values: Sequence[float], ps: Sequence[int] = PERCENTILES) -> dic
     for p in ps:
         if not (isinstance(p, int) and 0 <= p <= 100):
             raise ValueError(f"a percentile must be a whole number in [0, 100], got {p!r}")
-    if len(values) == 0:
+    n = len(values)
+    if n == 0:
         return {p: 0.0 for p in ps}
-    if len(values) == 1:
+    if n == 1:
         return {p: float(values[0]) for p in ps}
-    cuts = statistics.quantiles(values, n=100, method="inclusive")  # 1st to 99th
-    low, high = min(values), max(values)
-    return {p: float(low if p == 0 else high if p == 100 else cuts[p - 1]) for p in ps}
+    data = values if ordered else sorted(values)
+    out = {}
+    for p in ps:
+        if p == 0:
+            out[p] = float(min(values))
+        elif p == 100:
+            out[p] = float(max(values))
+        else:  # statistics.quantiles(data, n=100, method="inclusive")[p - 1], alone
+            j, delta = divmod(p * (n - 1), 100)
+            low, high = float(data[j]), float(data[j + 1])  # Python's (NumPy's would warn)
+            out[p] = (low * (100 - delta) + high * delta) / 100
+    return out
+
+
+def ranks(n: int, ps: Sequence[int] = PERCENTILES) -> list[int]:
+    """The positions of a sorted sample of ``n >= 2`` values that :func:`percentiles` reads.
+
+    For ``numpy.partition(sample, ranks(n, ps))``, which puts the values of those ranks in
+    place in ``O(n)``, instead of sorting (then ``percentiles(..., ordered=True)``).
+
+    >>> ranks(5, (50, 95))
+    [2, 3, 4]
+    """
+    out = set()
+    for p in ps:
+        j = p * (n - 1) // 100
+        out.update((j, min(j + 1, n - 1)))
+    return sorted(out)
 
 
 @dataclass(frozen=True)
