@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,7 @@ from elastic_slurm.simulator.repro.huang import (
     sensitivity_table,
     simulate,
     trace_dir,
+    unresolved,
 )
 
 pytestmark = pytest.mark.skipif(
@@ -160,3 +162,68 @@ def test_sensitivity_table_counts_agreements_per_reading() -> None:
     assert table[0][:3] == ("default", 3, 3)
     assert [r[0] for r in table[1:]] == list(READINGS)
     assert all(r[1:3] == (0, 3) for r in table[1:])
+
+
+def test_aux_request_knee_cuts_a_users_size_above_the_knee() -> None:
+    # DowneyLow(4, 0.5): S(n)^2 / n peaks at n = A = 4 (the knee). The user asked for 8 nodes
+    # and 6 are free: the default reading of [18] waits for its 8 (its range is 8..8), the
+    # aux_request_knee reading cuts the size to the knee and starts it on 4.
+    snap = _snapshot(6, _pending(1, requested=8))
+    assert _starts(POLICIES["auxiliary"](), snap) == []
+    assert _starts(READINGS["aux_request_knee"].policies["auxiliary"](), snap) == [(1, 4)]
+    # a user's size below the knee is kept as the smallest size: 3 nodes free, asked for 4
+    snap = _snapshot(3, _pending(1, requested=4))
+    assert _starts(READINGS["aux_request_knee"].policies["auxiliary"](), snap) == []
+
+
+def test_est_users_limits_counts_releases_by_the_time_limits() -> None:
+    # two running jobs really end together (+50 s: one future release time) but their time
+    # limits end apart (+100 s and +200 s: two). Three jobs wait, 12 nodes are free.
+    # Exact run times: 3 waiting > 1 release, the first 2 share the 12 nodes (6 each).
+    # Time limits: 3 > 2, only the first job is allocated by the parallel branch (7, its
+    # highest speedup, 2A - 1); the 5 left go to the next job.
+    ends = (
+        replace(_running(10, ("r0",), 50.0), estimated_end_s=1100.0),
+        replace(_running(11, ("r1",), 50.0), estimated_end_s=1200.0),
+    )
+    snap = _snapshot(12, *ends, _pending(1), _pending(2), _pending(3))
+    assert _starts(POLICIES["improved"](), snap) == [(1, 6), (2, 6)]
+    assert _starts(READINGS["est_users_limits"].policies["improved"](), snap) == [(1, 7), (2, 5)]
+
+
+def test_est_users_limits_reserves_for_fair_share_by_the_time_limits() -> None:
+    # 4 nodes, one running a sequential job that really ends in 100 s, its time limit in
+    # 5,000 s. The waiting job (limit 4, the only parallel job) runs T(n) = 3.75/n + 0.25
+    # times 1,000 s (exact) or 2,000 s (its time limit) / T(4). Exact: 1,263 s on the 3 free
+    # nodes now, or 1,000 s on 4 from +100 s: it waits (a reservation). By the time limits:
+    # 2,526 s on 3 now, or 2,000 s on 4 from +5,000 s: it starts now on 3.
+    running = replace(_running(10, ("r0",), 100.0), estimated_end_s=6000.0)
+    snap = _snapshot(3, running, _pending(1))
+    assert _starts(POLICIES["fairshare"](), snap) == []
+    assert _starts(READINGS["est_users_limits"].policies["fairshare"](), snap) == [(1, 3)]
+
+
+def test_unresolved_names_the_groups_no_reading_reproduces() -> None:
+    # one SDSC-SP2 point: improved loses to fair share (wait and run both longer) under the
+    # default and every reading but fs_no_speedup_cap; parallel over auxiliary +99 %
+    loads = {(SDSC, "downey_low"): (1,)}
+    tats = {"auxiliary": 1000.0, "parallel": 10.0, "improved": 9.0, "fairshare": 6.0}
+    rows = {p: {"tat": t, "wait": t / 3, "run": 2 * t / 3} for p, t in tats.items()}
+
+    def imp(trace: str, model: str, lf: int, a: str, b: str) -> float:
+        return 100.0 * (tats[b] - tats[a]) / tats[b]
+
+    def imp_read(name: str, model: str, lf: int, a: str, b: str) -> float:
+        if name == "fs_no_speedup_cap" and b == "fairshare":
+            return 5.0
+        return imp(SDSC, model, lf, a, b)
+
+    text = unresolved({SDSC: None}, loads, lambda *a: rows, imp, [("downey_low", 1)], imp_read)
+    assert "*Improved over fair share*" in text
+    assert "worse at 1 of 1 points" in text and "At 1 of these 1 points" in text
+    assert "On SDSC-SP2 the reading `fs_no_speedup_cap`, is positive at 1 of 1" in text
+    assert "*Up to 78 %" in text and "no reading comes within 20 points" in text
+    assert "*Up to 89 %" in text
+    # nothing to account for when every check agrees
+    tats.update(auxiliary=45.0, fairshare=30.0, parallel=10.0, improved=1.2)
+    assert unresolved({SDSC: None}, loads, lambda *a: rows, imp, [], imp_read) == ""

@@ -143,7 +143,10 @@ class HuangConfig:
         The smallest size the auxiliary variant starts a job at: ``"one"`` (any size in the
         job's range, like the other variants: the paper's one sentence on [18]) or
         ``"request"`` (the size its user asked for, ``nodes_requested``: [18]'s name suggests
-        it adds "auxiliary" nodes to that size, up to the knee).
+        it adds "auxiliary" nodes to that size, up to the knee), or ``"request_knee"`` (the
+        user's size, but never more than the knee: Fig. 9's "provided that the amount of
+        processors allocated does not exceed its knee value" applied to that size too, so a
+        job whose user asked for more than its knee starts at its knee).
 
     Raises
     ------
@@ -154,14 +157,15 @@ class HuangConfig:
     variant: Variant = "improved"
     execution_time: ExecutionTime = "runtime"
     cap_at_max_speedup: bool = True
-    auxiliary_min: Literal["request", "one"] = "one"
+    auxiliary_min: Literal["request", "one", "request_knee"] = "one"
 
     def __post_init__(self) -> None:
         if self.variant not in _VARIANTS:
             raise ValueError(f"variant must be one of {', '.join(_VARIANTS)}, got {self.variant!r}")
-        if self.auxiliary_min not in ("request", "one"):
+        if self.auxiliary_min not in ("request", "one", "request_knee"):
             raise ValueError(
-                f"auxiliary_min must be 'request' or 'one', got {self.auxiliary_min!r}"
+                "auxiliary_min must be 'request', 'one' or 'request_knee', got "
+                f"{self.auxiliary_min!r}"
             )
         if self.execution_time not in _EXECUTION_TIMES:
             raise ValueError(
@@ -206,7 +210,8 @@ class HuangMoldable(Policy):
       that approach as evaluated. Choose the variant to match the workload's model.
     * Reference [18] is described in one sentence; ours is that sentence (serial, capped at
       the knee, Eager et al.'s maximum of efficiency over run time), from one node up, or
-      from the user's size up (``auxiliary_min="request"``).
+      from the user's size up (``auxiliary_min="request"``), or from the user's size capped
+      at the knee (``auxiliary_min="request_knee"``).
 
     Ignores the trigger.
     """
@@ -265,7 +270,13 @@ class HuangMoldable(Policy):
         # only a prefix of the queue can start: every job takes at least one node
         head = pending[:free]
         ranges = self._size_ranges(head, cap)
-        if variant == "auxiliary" and config.auxiliary_min == "request":
+        if variant == "auxiliary" and config.auxiliary_min == "request_knee":
+            ranges = [
+                (min(r, high), high)
+                for job, (low, high) in zip(head, ranges, strict=True)
+                for r in (max(low, min(job.nodes_requested, job.nodes_max)),)
+            ]
+        elif variant == "auxiliary" and config.auxiliary_min == "request":
             ranges = [
                 (r, max(high, r))
                 for job, (low, high) in zip(head, ranges, strict=True)
