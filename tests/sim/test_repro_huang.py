@@ -220,9 +220,12 @@ def test_unresolved_names_the_groups_no_reading_reproduces() -> None:
 
     text = unresolved({SDSC: None}, loads, lambda *a: rows, imp, [("downey_low", 1)], imp_read)
     assert "*Improved over fair share*" in text
-    assert "worse at 1 of 1 points" in text and "At 1 of these 1 points" in text
+    assert "worse at 1 of 1 points" in text and "At 1 of the 1 points quoted" in text
     assert "On SDSC-SP2 the reading `fs_no_speedup_cap`, is positive at 1 of 1" in text
-    assert "*Up to 78 %" in text and "no reading comes within 20 points" in text
+    assert "*Up to 78 %" in text and "No reading's largest improvement comes within 20" in text
+    # only the readings that change an improvement are listed, with their range
+    assert "`fs_no_speedup_cap` +5 % to +10 %, positive at 2 of 2" in text
+    assert "`aux_from_one`" not in text
     assert "*Up to 89 %" in text
     # nothing to account for when every check agrees
     tats.update(auxiliary=45.0, fairshare=30.0, parallel=10.0, improved=1.2)

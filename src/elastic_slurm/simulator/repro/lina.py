@@ -566,11 +566,12 @@ def _algorithm_findings(
         out.append(
             "* **Application is not the lowest in turnaround at most shares** ("
             + "; ".join(tat_parts)
-            + "). Default and Application differ only in which running jobs they shrink to "
-            'start a queued one; the paper too finds them performing "the same in most of the '
-            'cases" (KIT) and "clustered together" (Synthetic) before concluding that '
+            + "). Default and Application differ only in when and which running jobs they "
+            "shrink to start a queued one (Algorithms 5 and 6); the paper too finds them "
+            'performing "the same in most of the cases" (KIT) and "clustered together" '
+            "(Synthetic) before concluding that "
             "Application is lowest in most cases. We ran one conversion seed per point, the "
-            "paper ten: whether differences this small exceed the seed-to-seed variation was "
+            "paper ten: whether differences of this size exceed the seed-to-seed variation was "
             "not measured. No reading below changes the Default or Application runs."
         )
     return out
