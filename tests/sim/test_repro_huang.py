@@ -151,6 +151,13 @@ def test_each_reading_changes_what_it_names(name: str) -> None:
     # only the replaced policies run (all four when the workload changes)
     assert set(read) == (set(reading.policies) or set(POLICIES))
     changed = [p for p in read if read[p]["tat"] != base[p]["tat"]]
+    if name == "improved_running_count":
+        # it differs only when running jobs end at the same time; on the first 1,000 (and
+        # 3,000) SDSC-SP2 jobs it changes no turnaround (checked), on the whole log it does. Its
+        # decision is tested on a hand-built case
+        # (test_improved_running_count_subtracts_running_jobs_not_release_times)
+        assert not changed
+        return
     assert changed, f"{name} changed no policy's turnaround"
     if reading.parallelism == "log_uniform":
         assert set(changed) <= set(reading.policies)
@@ -230,3 +237,14 @@ def test_unresolved_names_the_groups_no_reading_reproduces() -> None:
     # nothing to account for when every check agrees
     tats.update(auxiliary=45.0, fairshare=30.0, parallel=10.0, improved=1.2)
     assert unresolved({SDSC: None}, loads, lambda *a: rows, imp, [], imp_read) == ""
+
+
+def test_improved_running_count_subtracts_running_jobs_not_release_times() -> None:
+    # two running jobs end together (+50 s): one release time, two running jobs. Three jobs
+    # wait on 12 free nodes. The default: 3 - 1 = 2 jobs share the nodes (6 each). Fig. 12's
+    # line 1: 3 - 2 = 1 job, allocated 7 (2A - 1), the 5 left to the next job.
+    ends = (_running(10, ("r0",), 50.0), _running(11, ("r1",), 50.0))
+    snap = _snapshot(12, *ends, _pending(1), _pending(2), _pending(3))
+    assert _starts(POLICIES["improved"](), snap) == [(1, 6), (2, 6)]
+    reading = READINGS["improved_running_count"].policies["improved"]()
+    assert _starts(reading, snap) == [(1, 7), (2, 5)]

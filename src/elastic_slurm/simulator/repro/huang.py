@@ -113,6 +113,24 @@ class ImprovedAsPrinted(HuangMoldable):
         return decisions[: max(n, 1)]
 
 
+class ImprovedRunningCount(HuangMoldable):
+    """A reading under test of Huang et al.'s Fig. 12: ``numRD`` counts running jobs.
+
+    :class:`HuangMoldable` (``variant="improved"``) subtracts the number of distinct future
+    release times from the waiting jobs (sec. 4.2 compares the waiting jobs with "the numbers
+    of future resource releases"); Fig. 12, line 1 (``numRD = waitQueue.Length -
+    runQueue.Length``) and sec. 4.2 ("subtracting the number of running jobs") subtract the
+    running jobs. The two differ only when running jobs end at the same time.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(HuangConfig("improved"))
+
+    def _releases(self, snapshot: ClusterSnapshot) -> int:
+        """The number of running jobs (Fig. 12's ``runQueue.Length``)."""
+        return len(snapshot.running())
+
+
 @dataclass(frozen=True)
 class Reading:
     """One reading of what the paper leaves open, run beside the default.
@@ -188,6 +206,13 @@ READINGS: dict[str, Reading] = {
                 HuangConfig("auxiliary", auxiliary_min="request_knee")
             )
         },
+    ),
+    "improved_running_count": Reading(
+        "improved approach: numRD subtracts the running jobs, not the distinct future release "
+        "times",
+        "sec. 4.2 ('the numbers of future resource releases' against 'subtracting the number of "
+        "running jobs'), Fig. 12 line 1",
+        {"improved": ImprovedRunningCount},
     ),
     "est_users_limits": Reading(
         "the execution-time information of the improved policy and of fair share [9] is the "
