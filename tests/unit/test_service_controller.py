@@ -671,6 +671,16 @@ def test_resize_goes_through_a_service_controller_and_reads_the_outcome_in_the_j
     assert outcome.action == "expand" and outcome.seconds >= 1.0
 
 
+def _expansion_taken_by_the_job(slurm, actuator, jobdirs, tmp_path):  # noqa: ANN001, ANN202
+    """A 2-node job whose expansion by 2 the controller ordered and the job took itself."""
+    job = submit(slurm, tmp_path, 2)
+    before = tuple(slurm.elastic_nodes(job))
+    actuator.apply([Expand(job, 2, "room")], jobs(slurm))
+    order = jobdirs.of(tmp_path, job).read_order(1)
+    assert order is not None
+    return job, before, take_nodes(order, slurm, job)
+
+
 @pytest.mark.parametrize("by_job", [True, False])
 def test_nodes_taken_for_an_expansion_whose_successor_failed_go_back_by_the_launcher(
     slurm, actuator, jobdirs, tmp_path, by_job
@@ -678,12 +688,7 @@ def test_nodes_taken_for_an_expansion_whose_successor_failed_go_back_by_the_laun
     # the waiting successor of a restart expansion ended before the handover: under a
     # service controller the launcher gives back the nodes the job took for it (the
     # controller cannot shrink the user's job); otherwise the controller does, on the ack
-    job = submit(slurm, tmp_path, 2)
-    before = tuple(slurm.elastic_nodes(job))
-    actuator.apply([Expand(job, 2, "room")], jobs(slurm))
-    order = jobdirs.of(tmp_path, job).read_order(1)
-    assert order is not None
-    granted = take_nodes(order, slurm, job)
+    job, before, granted = _expansion_taken_by_the_job(slurm, actuator, jobdirs, tmp_path)
     assert len(granted.nodes) == 4
     jobdir = JobDir(tmp_path / "launcher")
     jobdir.create()
@@ -713,12 +718,7 @@ def test_nodes_whose_check_failed_before_a_sequential_restart_go_back_by_the_lau
     # the launcher gives them back (the controller cannot shrink the user's job)
     from elastic_slurm.mpi_runtime import launcher as launcher_module
 
-    job = submit(slurm, tmp_path, 2)
-    before = tuple(slurm.elastic_nodes(job))
-    actuator.apply([Expand(job, 2, "room")], jobs(slurm))
-    order = jobdirs.of(tmp_path, job).read_order(1)
-    assert order is not None
-    granted = take_nodes(order, slurm, job)
+    job, before, granted = _expansion_taken_by_the_job(slurm, actuator, jobdirs, tmp_path)
     added = sorted(set(granted.nodes) - set(before))
     monkeypatch.setattr(
         launcher_module, "check_hosts", lambda hosts, job_id, timeout: {added[0]: "down"}
