@@ -294,13 +294,11 @@ class Simulation:
         """
         if self._compiled_result is not None:
             return False  # the compiled engine ran it all
-        if self._cluster is None:
-            self._general(self._jobs)  # the arrivals go into the queue
+        cluster = self.cluster  # made on first use: the arrivals go into the queue
         queue = self.queue
         if not len(queue):
             return False
         now, batch = queue.pop_batch()
-        cluster = self.cluster
         tick = False
         for priority, payload in batch:
             if priority == EventKind.JOB_SUBMIT:
