@@ -5,6 +5,11 @@ does (``cristiklein/simpy:simpy/core.py``): at equal times the lower priority go
 at equal priorities the event scheduled first (``seq``, a counter) goes first. Nothing else
 breaks ties, so a run is a function of its inputs alone.
 
+Events known from the start and already in time order (a workload's arrivals) can be given
+at once with :meth:`EventQueue.push_sorted`: they wait in a list of their own, merged with the
+heap as the clock reaches them, so that the heap holds only the events the run makes (a few
+per running job) instead of every arrival to come. The order is the same as pushing each.
+
 The clock is injected: :meth:`EventQueue.advance_to` is the one place where time moves, and a
 subclass can override it, for example to pace a run in real time (SimPy's ``rt.py`` overrides
 only ``step()`` in the same way).
@@ -14,6 +19,7 @@ from __future__ import annotations
 
 import enum
 import heapq
+from collections.abc import Iterable
 from typing import Any
 
 
@@ -55,11 +61,15 @@ class EventQueue:
 
     def __init__(self, start_s: float = 0.0) -> None:
         self._heap: list[tuple[float, int, int, Any]] = []
+        # events given by push_sorted, in (time_s, priority, seq) order; _next is the first
+        # not yet popped
+        self._sorted: list[tuple[float, int, int, Any]] = []
+        self._next = 0
         self._seq = 0
         self.now_s = float(start_s)
 
     def __len__(self) -> int:
-        return len(self._heap)
+        return len(self._heap) + len(self._sorted) - self._next
 
     def push(self, time_s: float, priority: int, payload: Any) -> None:
         """Schedule ``payload`` at ``time_s`` (seconds) with ``priority``.
@@ -74,9 +84,39 @@ class EventQueue:
         self._seq += 1
         heapq.heappush(self._heap, (time_s, priority, self._seq, payload))
 
+    def push_sorted(self, events: Iterable[tuple[float, int, Any]]) -> None:
+        """Schedule ``(time_s, priority, payload)`` events, as :meth:`push` would one by one.
+
+        For many events known in advance (a workload's arrivals): when they come in ``(time_s,
+        priority)`` order and no event given this way is still waiting, they are kept in a
+        list beside the heap (see the module docstring); otherwise each is pushed.
+
+        Raises
+        ------
+        ValueError
+            As :meth:`push` does, for an event before the clock.
+        """
+        items = list(events)
+        ordered = all(a[:2] <= b[:2] for a, b in zip(items, items[1:], strict=False))
+        if not ordered or self._next < len(self._sorted) or not items:
+            for time_s, priority, payload in items:
+                self.push(time_s, priority, payload)
+            return
+        if not items[0][0] >= self.now_s:
+            raise ValueError(
+                f"cannot schedule an event at {items[0][0]} s, before now ({self.now_s} s)"
+            )
+        seq = self._seq
+        self._sorted = [(t, p, seq + k, x) for k, (t, p, x) in enumerate(items, 1)]
+        self._next = 0
+        self._seq = seq + len(items)
+
     def peek_time_s(self) -> float | None:
         """Time of the next event, ``None`` when there is none."""
-        return self._heap[0][0] if self._heap else None
+        heap, later, k = self._heap, self._sorted, self._next
+        if k < len(later) and (not heap or later[k][0] < heap[0][0]):
+            return later[k][0]
+        return heap[0][0] if heap else None
 
     def advance_to(self, time_s: float) -> None:
         """Move the clock to ``time_s`` (the injection point: override to pace a run)."""
@@ -96,6 +136,34 @@ class EventQueue:
         IndexError
             When the queue is empty.
         """
+        heap, later, k = self._heap, self._sorted, self._next
+        if k == len(later):  # the common case once the arrivals are all in
+            return self._pop_heap()
+        time_s = later[k][0]
+        if heap and heap[0][0] <= time_s:
+            if heap[0][0] < time_s:
+                return self._pop_heap()
+            # events at this time in both: merge them by (priority, seq)
+            entries = []
+            while heap and heap[0][0] == time_s:
+                entries.append(heapq.heappop(heap))
+            mixed = True
+        else:
+            entries, mixed = [], False
+        n = len(later)
+        while k < n and later[k][0] == time_s:
+            entries.append(later[k])
+            k += 1
+        self._next = k
+        if k == n:
+            self._sorted, self._next = [], 0  # let the list go
+        if mixed:
+            entries.sort(key=_rank)
+        self.advance_to(time_s)
+        return time_s, [(priority, payload) for _, priority, _, payload in entries]
+
+    def _pop_heap(self) -> tuple[float, list[tuple[int, Any]]]:
+        """:meth:`pop_batch` from the heap alone (its next time has nothing in the list)."""
         heap = self._heap
         pop = heapq.heappop
         time_s, priority, _, payload = pop(heap)
@@ -105,6 +173,11 @@ class EventQueue:
             _, priority, _, payload = pop(heap)
             batch.append((priority, payload))
         return time_s, batch
+
+
+def _rank(entry: tuple[float, int, int, Any]) -> tuple[int, int]:
+    """An event's order within its instant: ``(priority, seq)``."""
+    return entry[1], entry[2]
 
 
 __all__ = ["EventKind", "EventQueue"]

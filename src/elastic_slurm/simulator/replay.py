@@ -269,8 +269,8 @@ class Simulation:
             self.why_general = "stepped"
         self._cluster = VirtualCluster(jobs, self.nodes, self.queue)
         arrivals = self._cluster.arrivals()
-        for submit_s, handle in arrivals:
-            self.queue.push(submit_s, EventKind.JOB_SUBMIT, handle)
+        submit = EventKind.JOB_SUBMIT
+        self.queue.push_sorted([(submit_s, submit, handle) for submit_s, handle in arrivals])
         if self.config.periodic_s is not None and arrivals:
             self.queue.push(arrivals[0][0], EventKind.PERIODIC, None)
 
