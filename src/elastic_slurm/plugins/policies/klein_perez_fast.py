@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from elastic_slurm.model.decisions import Decision, Expand, Shrink, Start
 from elastic_slurm.model.request import JobKind
 from elastic_slurm.model.snapshot import ClusterSnapshot, JobView
+from elastic_slurm.plugins.kit import compiled_placement
 from elastic_slurm.plugins.kit.holds import holds_from, split_by_start
 from elastic_slurm.plugins.kit.kept_plan import KeptPlan
 from elastic_slurm.plugins.kit.nodes import machine_nodes
@@ -53,7 +54,12 @@ grow keeps its size), and its action (``"start"`` or ``"grow"``)."""
 
 
 def _backfill(
-    items: Sequence[_Item], occ: Occupancy, cap: int, now: float, first: list[float]
+    items: Sequence[_Item],
+    occ: Occupancy,
+    cap: int,
+    now: float,
+    first: list[float],
+    columns: compiled_placement.RequestTable | None = None,
 ) -> tuple[list[float], int]:
     """Place each item in turn at its earliest start (Algorithm 2 for one step).
 
@@ -66,7 +72,17 @@ def _backfill(
     and, finer, once no item left could start now (:func:`_may_fit_now`: each placement
     busies at least the nodes its item reserved, so what cannot start now never will in
     this cycle). Items not placed get ``inf``.
+
+    With the compiled kernel and ``columns`` (the items' requests, see :func:`_item_request`),
+    the same scan runs compiled
+    (:meth:`~elastic_slurm.plugins.kit.compiled_placement.Kernel.list_scan`).
     """
+    kernel = compiled_placement.kernel()
+    if kernel is not None and columns is not None:
+        rows = columns.rows(items)
+        d, n, own = columns.duration_s[rows], columns.nodes[rows], columns.own[rows]
+        placed, k = kernel.list_scan(occ, d, n, own, len(first), cap, now)
+        return first + placed + [INFINITY] * (len(items) - k), k
     needs = [(i[4] - i[5] if i[3] > 0.0 else -INFINITY) for i in items]
     slack = list(accumulate(reversed(needs), min))[::-1]
     starts = first + [INFINITY] * (len(items) - len(first))
@@ -97,6 +113,11 @@ def _backfill(
     else:
         k = len(items)
     return starts, k
+
+
+def _item_request(item: _Item) -> tuple[int, float, int]:
+    """An item's ``(nodes, duration_s, own)``, for a :class:`~.compiled_placement.RequestTable`."""
+    return item[4], item[3], item[5]
 
 
 def _kept(
@@ -179,6 +200,7 @@ class FastPath:
 
     _views: dict[int, tuple[JobView, object, int]]
     _last: KeptPlan[Occupancy] | None
+    _columns: compiled_placement.RequestTable | None = None  # the items' requests, compiled
     _warned: bool
     config: Any
 
@@ -246,7 +268,9 @@ class FastPath:
             occ, first = last.final.after(now), list(last.places)
         else:
             occ, first = base.after(now), []
-        starts, placed = _backfill(items, occ, cap, now, first)
+        if self._columns is None and compiled_placement.kernel() is not None:
+            self._columns = compiled_placement.RequestTable(_item_request)
+        starts, placed = _backfill(items, occ, cap, now, first, self._columns)
         self._last = None if grows else _kept(now, cap, base, occ, items, starts[:placed])
         return self._fast_decisions(snapshot, now, actors, items, starts)
 
