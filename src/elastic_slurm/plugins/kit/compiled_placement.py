@@ -29,18 +29,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_COMPILED = ("bisect_left", "bisect_right", "value_at", "busiest", "_insert", "add")
-_COMPILED += (
-    "earliest",
-    "new_memory",
-    "remembered_earliest",
-    "_learn",
-    "queue_scan",
-    "least_busy",
-    "_may_fit_now",
-    "list_scan",
-)
-
 
 class Kernel:
     """The compiled scans, called on an :class:`Occupancy`.
@@ -155,7 +143,7 @@ def plain() -> Kernel:
     """The kernel not compiled: :mod:`~elastic_slurm.plugins.kit.placement` as written."""
     from elastic_slurm.plugins.kit import placement
 
-    return Kernel({name: getattr(placement, name) for name in _COMPILED})
+    return Kernel(_functions(placement))
 
 
 @functools.cache
@@ -188,12 +176,20 @@ def kernel() -> Kernel | None:
 def _jit(module: types.ModuleType, jit: Callable[[Any], Any]) -> Kernel:
     """``module``'s functions compiled by ``jit``, each calling the others compiled."""
     namespace = dict(vars(module))  # the functions' globals: the compiled ones replace them
-    for name in _COMPILED:
-        f = getattr(module, name)
+    for name, f in _functions(module).items():
         copy = types.FunctionType(f.__code__, namespace, name, f.__defaults__, f.__closure__)
         copy.__qualname__ = f.__qualname__
         namespace[name] = jit(copy)
     return Kernel(namespace)
+
+
+def _functions(module: types.ModuleType) -> dict[str, types.FunctionType]:
+    """The functions defined in ``module``, by name."""
+    return {
+        name: f
+        for name, f in vars(module).items()
+        if isinstance(f, types.FunctionType) and f.__module__ == module.__name__
+    }
 
 
 def _warm_up(compiled: Kernel, np: Any) -> None:
@@ -234,7 +230,8 @@ class RequestTable:
     def rows(self, queue: Sequence[object]) -> np.ndarray:
         """The rows of ``queue``'s requests (int64, shape ``(len(queue),)``).
 
-        Forgets the objects not in ``queue`` once they are many.
+        Index the columns after the call: a new request may make them anew. Forgets the
+        objects not in ``queue`` once they are many.
         """
         import numpy as np
 
@@ -248,7 +245,8 @@ class RequestTable:
                 rows = list(map(self._row.get, map(id, queue)))
             for k, row in enumerate(rows):
                 if row is None:
-                    rows[k] = self._new(queue[k])
+                    again = self._row.get(id(queue[k]))  # in the queue twice
+                    rows[k] = self._new(queue[k]) if again is None else again
         out = np.array(rows, np.int64)
         self._last = (queue, out)
         return out
