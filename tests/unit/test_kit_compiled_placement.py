@@ -202,14 +202,28 @@ def no_kernel(monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
 
 
 @pytest.mark.parametrize("policy", ["coorm_equipartition", "klein_perez"])
-def test_without_numba_the_policies_schedule_the_same(policy: str, no_kernel: None) -> None:
+def test_without_numba_the_policies_schedule_the_same(
+    policy: str, no_kernel: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     workload = DowneyModel(jobs=300, nodes=64, size_range=(1, 64), load=0.9).generate(seed=3)
     assert kernel() is None
     without = _records(policy, workload)
     kernel.cache_clear()
     sys.modules.pop("numba")
     assert kernel() is not None
+    calls: list[str] = []
+    for name in ("queue_scan", "list_scan"):  # and the policy does use the compiled scan
+        scan = getattr(Kernel, name)
+
+        def counted(*args: Any, scan: Any = scan, name: str = name) -> Any:
+            calls.append(name)
+            return scan(*args)
+
+        monkeypatch.setattr(Kernel, name, counted)
     assert _records(policy, workload) == without
+    assert calls and set(calls) == {
+        "queue_scan" if policy == "coorm_equipartition" else "list_scan"
+    }
 
 
 def test_when_numba_cannot_compile_the_kernel_the_python_scans_run(

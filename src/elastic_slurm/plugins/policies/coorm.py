@@ -285,7 +285,7 @@ class _Cycle:
 
         known = 0  # pending[:known] are last cycle's queue, whose requests are all cached
         if plan is not None and plan.follows(now, cap, held, pending):
-            known = len(plan.ids)
+            known = len(plan.keep)
             occ, places = plan.final.after(now), plan.places
             due = min(places, default=INFINITY) == now  # reservations that are now start
             started = [k for k, t in enumerate(places) if t == now] if due else []
@@ -493,9 +493,7 @@ class _Requests:
         """The requests of ``pending``: nodes (int64) and ``duration_s`` (float64), ``(q,)``."""
         table = self.table
         if table is None:
-            table = self.table = compiled_placement.RequestTable(
-                lambda job: (*_np_request(job, config), 0)
-            )
+            table = self.table = compiled_placement.RequestTable(lambda job: self._row(job, config))
         rows = table.rows(pending)
         return table.nodes[rows], table.duration_s[rows]
 
@@ -513,7 +511,9 @@ class _Requests:
         the :meth:`columns` when ``compiled``.
         """
         if compiled:
-            duration = self.columns(pending, config)[1][first:]
+            duration = self.columns(pending, config)[1][first:]  # (notes zero durations)
+            if not self.zero:  # (ids of zero durations seen, pending or not: a hint)
+                return []
             return [first + j for j in (duration == 0.0).nonzero()[0].tolist()]
         rest = max(first, known)  # cache the requests of the rest too: any zero duration?
         if rest < len(pending) and not self.by_id.keys() >= set(map(id, pending[rest:])):
@@ -523,6 +523,13 @@ class _Requests:
         if not zero:
             return []
         return [j for j in range(first, len(pending)) if id(pending[j]) in zero]
+
+    def _row(self, job: JobView, config: EquiPartition.Config) -> tuple[int, float, int]:
+        """The job's request as a row of :attr:`table` (``own``: 0); notes a zero duration."""
+        need, duration = _np_request(job, config)
+        if duration == 0.0:
+            self.zero.add(id(job))
+        return need, duration, 0
 
     def forget(self, pending: Sequence[JobView]) -> None:
         """Drop the views no longer pending, once there are many of them."""
