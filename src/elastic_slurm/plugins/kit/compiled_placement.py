@@ -243,8 +243,8 @@ class RequestTable:
             if len(self._kept) > 4 * len(queue) + 1024:
                 self._forget(queue)
                 rows = list(map(self._row.get, map(id, queue)))
-            for k, row in enumerate(rows):
-                if row is None:
+            for k in range(rows.index(None), len(rows)):  # new objects come last, mostly
+                if rows[k] is None:
                     again = self._row.get(id(queue[k]))  # in the queue twice
                     rows[k] = self._new(queue[k]) if again is None else again
         out = np.array(rows, np.int64)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -117,7 +117,7 @@ class KeptPlan(Generic[P]):
             now >= self.now
             and (basis is self.basis or basis == self.basis)
             and len(queue) >= n
-            and (_same_tuple(queue, self.keep) or _names(queue[:n], ident) == self.ids)
+            and _same_entries(queue[:n], self.keep, ident)
             and min(self.places, default=INFINITY) >= now
             and self.base.after(now).same(base)
         )
@@ -145,12 +145,27 @@ class IdOf:
         """Every entry's name, in order."""
         return list(map(id, map(self._field, queue)))
 
+    def fields(self, queue: Sequence[Any]) -> Iterator[Any]:
+        """Every entry's field, in order."""
+        return map(self._field, queue)
+
 
 def _names(queue: Sequence[Any], ident: Callable[[Any], int]) -> list[int]:
     """``[ident(e) for e in queue]``."""
     return ident.names(queue) if isinstance(ident, IdOf) else list(map(ident, queue))
 
 
-def _same_tuple(queue: Sequence[Any], keep: Sequence[object]) -> bool:
-    """Whether ``queue`` is the very tuple a plan was made of (so it names the same entries)."""
-    return queue is keep and type(queue) is tuple
+def _same_entries(queue: Sequence[Any], keep: Sequence[Any], ident: Callable[[Any], int]) -> bool:
+    """Whether ``queue`` and ``keep`` (of one length) name the same entries in order.
+
+    ``_names(queue, ident) == _names(keep, ident)``; compared object by object for ``id``
+    and :class:`IdOf` (the objects are alive, held by ``keep`` and ``queue``: the same
+    ``id`` is the same object).
+    """
+    if queue is keep and type(queue) is tuple:
+        return True
+    if ident is id:
+        return all(map(operator.is_, queue, keep))
+    if isinstance(ident, IdOf):
+        return all(map(operator.is_, ident.fields(queue), ident.fields(keep)))
+    return _names(queue, ident) == _names(keep, ident)

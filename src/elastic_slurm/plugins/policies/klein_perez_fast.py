@@ -305,7 +305,8 @@ class FastPath:
         views = self._views
         hits = list(map(views.get, map(id, pending)))
         if None in hits:
-            for k, job in enumerate(pending):
+            for k in range(hits.index(None), len(hits)):  # new views come last, mostly
+                job = pending[k]
                 if hits[k] is None:
                     e = self._entry(job, now, snapshot)
                     item = None
