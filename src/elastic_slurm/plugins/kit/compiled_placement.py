@@ -226,6 +226,7 @@ class RequestTable:
         self.duration_s = np.zeros(256)
         self.own = np.zeros(256, np.int64)
         self._last: tuple[Sequence[object], np.ndarray] | None = None
+        self._columns: tuple[Sequence[object], tuple[np.ndarray, ...]] | None = None
 
     def rows(self, queue: Sequence[object]) -> np.ndarray:
         """The rows of ``queue``'s requests (int64, shape ``(len(queue),)``).
@@ -251,6 +252,19 @@ class RequestTable:
         self._last = (queue, out)
         return out
 
+    def columns(self, queue: Sequence[object]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``queue``'s requests: ``(nodes, duration_s, own)``, shapes ``(len(queue),)``.
+
+        The same arrays again for the same queue object (do not write to them).
+        """
+        last = self._columns
+        if last is not None and last[0] is queue:
+            return last[1]  # type: ignore[return-value]
+        rows = self.rows(queue)
+        out = (self.nodes[rows], self.duration_s[rows], self.own[rows])
+        self._columns = (queue, out)
+        return out
+
     def _new(self, obj: object) -> int:
         """Compute ``obj``'s request into a new row."""
         import numpy as np
@@ -274,7 +288,7 @@ class RequestTable:
         self.own = self.own[old + [0] * 256]
         self._kept = [obj for obj, _ in keep]
         self._row = {id(obj): k for k, obj in enumerate(self._kept)}
-        self._last = None
+        self._last = self._columns = None
 
 
 __all__ = ["Kernel", "RequestTable", "kernel", "plain"]

@@ -494,8 +494,8 @@ class _Requests:
         table = self.table
         if table is None:
             table = self.table = compiled_placement.RequestTable(lambda job: self._row(job, config))
-        rows = table.rows(pending)
-        return table.nodes[rows], table.duration_s[rows]
+        need, duration, _ = table.columns(pending)
+        return need, duration
 
     def zero_durations(
         self,

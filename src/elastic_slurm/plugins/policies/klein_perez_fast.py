@@ -80,8 +80,7 @@ def _backfill(
     """
     kernel = compiled_placement.kernel()
     if kernel is not None and columns is not None:
-        rows = columns.rows(items)
-        d, n, own = columns.duration_s[rows], columns.nodes[rows], columns.own[rows]
+        n, d, own = columns.columns(items)
         placed, k = kernel.list_scan(occ, d, n, own, len(first), cap, now)
         return first + placed + [INFINITY] * (len(items) - k), k
     needs = [(i[4] - i[5] if i[3] > 0.0 else -INFINITY) for i in items]
