@@ -8,6 +8,9 @@ Queue order and start sizes, backfill windows and reservations, and node countin
   EASY shadow time and the free-node profile of conservative backfilling.
 * :mod:`~elastic_slurm.plugins.kit.occupancy`: busy nodes over time (a resource evolution
   profile), for planners that place multi-step requests.
+* :mod:`~elastic_slurm.plugins.kit.placement` and
+  :mod:`~elastic_slurm.plugins.kit.compiled_placement`: the scan of conservative backfilling
+  over such a profile written over NumPy arrays, compiled with Numba when it is installed.
 * :mod:`~elastic_slurm.plugins.kit.nodes`: how many nodes the machine has, and keeping a batch
   of decisions within the nodes that are free.
 """

@@ -27,7 +27,9 @@ def split_by_start(snapshot: ClusterSnapshot) -> tuple[Sequence[JobView], Sequen
     None``, but for a snapshot made by :meth:`ClusterSnapshot.from_parts` (a simulator's,
     whose jobs are exactly its pending and running ones, each in submission order) it reads
     ``pending()`` and ``running()`` without building or sorting ``jobs``, after checking that
-    the pending jobs have no start time and the running ones have one.
+    the pending jobs have no start time and the running ones have one (a tuple found so is
+    remembered, the last one of each, and not checked again: the simulator passes the same
+    tuple from cycle to cycle until a job arrives, starts or changes).
 
     Returns
     -------
@@ -36,14 +38,27 @@ def split_by_start(snapshot: ClusterSnapshot) -> tuple[Sequence[JobView], Sequen
     """
     if snapshot.pending_and_running_only():
         pending, running = snapshot.pending(), snapshot.running()
-        starts = list(map(_START, pending))
-        if starts.count(None) == len(starts) and None not in map(_START, running):
+        if _all_start(pending, "pending", False) and _all_start(running, "running", True):
             return running, pending
     order = sorted(snapshot.jobs, key=submit_order)
     return (
         [j for j in order if j.start_time_s is not None],
         [j for j in order if j.start_time_s is None],
     )
+
+
+_CHECKED: dict[str, Sequence[JobView]] = {}  # split_by_start's last tuples found consistent
+
+
+def _all_start(jobs: Sequence[JobView], name: str, started: bool) -> bool:
+    """Whether every job in ``jobs`` has a start time (``started``) or none has one."""
+    if jobs is _CHECKED.get(name):
+        return True
+    starts = list(map(_START, jobs))
+    ok = (None not in starts) if started else (starts.count(None) == len(starts))
+    if ok and type(jobs) is tuple:  # immutable, of frozen views: true for good
+        _CHECKED[name] = jobs
+    return ok
 
 
 def holds_from(now_s: float, holds: Iterable[tuple[float, int]]) -> Occupancy:

@@ -18,7 +18,9 @@ either way: ``tests/sim`` compares every cycle's decisions with a full recomputa
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import functools
+import operator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -60,22 +62,28 @@ class KeptPlan(Generic[P]):
         should be, from its own time on.
     final
         The profile after every place made (what the next cycle continues from).
-    ids
-        The ``id()`` of the queue's jobs (or items) still waiting, in order.
+    keep
+        The queue's jobs (or items) still waiting, in order; held, so that no id is reused
+        while the plan is kept.
     places
         When each of the first ``len(places)`` of them starts (seconds; ``inf`` when it
         never fits).
-    keep
-        What ``ids`` identify, held so that no id is reused while the plan is kept.
+    ident
+        How an entry of ``keep`` is named (its ``id()`` by default): :attr:`ids`.
     """
 
     now: float
     basis: object
     base: P
     final: P
-    ids: list[int]
+    keep: Sequence[object]
     places: list[float]
-    keep: Sequence[object] = field(default=(), repr=False)
+    ident: Callable[[Any], int] = field(default=id, repr=False)
+
+    @functools.cached_property
+    def ids(self) -> list[int]:
+        """The names of ``keep``'s entries (by ``ident``), in order; made when first asked."""
+        return _names(self.keep, self.ident)
 
     @classmethod
     def of(
@@ -89,7 +97,7 @@ class KeptPlan(Generic[P]):
         ident: Callable[[Any], int] = id,
     ) -> KeptPlan[P]:
         """The plan of a cycle whose waiting queue is ``queue`` (its starts already removed)."""
-        return cls(now, basis, base, final, list(map(ident, queue)), places, queue)
+        return cls(now, basis, base, final, queue, places, ident)
 
     def follows(
         self,
@@ -104,12 +112,60 @@ class KeptPlan(Generic[P]):
         Conditions (1)-(3) of the module's docstring; ``ident`` names a queue entry as
         :meth:`of` did.
         """
-        n = len(self.ids)
+        n = len(self.keep)
         return (
             now >= self.now
             and (basis is self.basis or basis == self.basis)
             and len(queue) >= n
-            and list(map(ident, queue[:n])) == self.ids
+            and _same_entries(queue[:n], self.keep, ident)
             and min(self.places, default=INFINITY) >= now
             and self.base.after(now).same(base)
         )
+
+
+class IdOf:
+    """Names queue entries by the ``id()`` of one of their fields: ``IdOf(2)(e) == id(e[2])``.
+
+    An ``ident`` for :meth:`KeptPlan.of` and :meth:`KeptPlan.follows` that names a whole
+    queue without a Python call per entry.
+
+    >>> a, b = object(), object()
+    >>> IdOf(1)((0, a)) == id(a), _names([(0, a), (0, b)], IdOf(1)) == [id(a), id(b)]
+    (True, True)
+    """
+
+    def __init__(self, index: int) -> None:
+        self._field = operator.itemgetter(index)
+
+    def __call__(self, entry: Any) -> int:
+        """The ``id()`` of the entry's field."""
+        return id(self._field(entry))
+
+    def names(self, queue: Sequence[Any]) -> list[int]:
+        """Every entry's name, in order."""
+        return list(map(id, map(self._field, queue)))
+
+    def fields(self, queue: Sequence[Any]) -> Iterator[Any]:
+        """Every entry's field, in order."""
+        return map(self._field, queue)
+
+
+def _names(queue: Sequence[Any], ident: Callable[[Any], int]) -> list[int]:
+    """``[ident(e) for e in queue]``."""
+    return ident.names(queue) if isinstance(ident, IdOf) else list(map(ident, queue))
+
+
+def _same_entries(queue: Sequence[Any], keep: Sequence[Any], ident: Callable[[Any], int]) -> bool:
+    """Whether ``queue`` and ``keep`` (of one length) name the same entries in order.
+
+    ``_names(queue, ident) == _names(keep, ident)``; compared object by object for ``id``
+    and :class:`IdOf` (the objects are alive, held by ``keep`` and ``queue``: the same
+    ``id`` is the same object).
+    """
+    if queue is keep and type(queue) is tuple:
+        return True
+    if ident is id:
+        return all(map(operator.is_, queue, keep))
+    if isinstance(ident, IdOf):
+        return all(map(operator.is_, ident.fields(queue), ident.fields(keep)))
+    return _names(queue, ident) == _names(keep, ident)

@@ -69,6 +69,15 @@ class Occupancy:
         for j in range(i, k):
             vals[j] += nodes
 
+    def reset(self, times: list[float], vals: list[int]) -> None:
+        """Make the step function ``times``, ``vals`` (as the attributes); forget the searches.
+
+        For a planner that changed the profile elsewhere (a compiled scan,
+        :mod:`~elastic_slurm.plugins.kit.compiled_placement`).
+        """
+        self.times, self.vals = times, vals
+        self._fits.clear()
+
     def max_and_last_end(self, t0: float, t1: float) -> tuple[int, float]:
         """The paper's ``max(ep, t0, t1)`` and ``loc(ep, t0, t1)``.
 

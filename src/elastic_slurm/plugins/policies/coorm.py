@@ -34,18 +34,22 @@ import dataclasses
 import logging
 import math
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from elastic_slurm.model.decisions import Decision, Expand, Shrink, Start
 from elastic_slurm.model.request import JobKind
 from elastic_slurm.model.snapshot import ClusterSnapshot, JobView
 from elastic_slurm.model.triggers import Trigger
+from elastic_slurm.plugins.kit import compiled_placement
 from elastic_slurm.plugins.kit.holds import holds_from, may_start_now, split_by_start
 from elastic_slurm.plugins.kit.kept_plan import KeptPlan
 from elastic_slurm.plugins.kit.nodes import machine_nodes, within_free
 from elastic_slurm.plugins.kit.occupancy import Occupancy
 from elastic_slurm.plugins.kit.queue import without_started
 from elastic_slurm.plugins.policy import Policy
+
+if TYPE_CHECKING:
+    import numpy as np
 
 log = logging.getLogger(__name__)
 
@@ -281,7 +285,7 @@ class _Cycle:
 
         known = 0  # pending[:known] are last cycle's queue, whose requests are all cached
         if plan is not None and plan.follows(now, cap, held, pending):
-            known = len(plan.ids)
+            known = len(plan.keep)
             occ, places = plan.final.after(now), plan.places
             due = min(places, default=INFINITY) == now  # reservations that are now start
             started = [k for k, t in enumerate(places) if t == now] if due else []
@@ -290,16 +294,18 @@ class _Cycle:
         free = cap - occ.value_at(now)  # nodes free non-preemptibly now
         full = free <= 0
         k = len(places)
+        kernel = compiled_placement.kernel()
         if not full and k < len(pending):
-            k = self._scan(pending, requests, occ, places, started, k, free)
-        rest = max(k, known)  # cache the requests of the rest too: any zero duration?
-        if rest < len(pending) and not requests.by_id.keys() >= set(map(id, pending[rest:])):
-            for j in range(rest, len(pending)):
-                ask(j)
-        if k < len(pending) and requests.zero:
-            for j in range(k, len(pending)):  # zero durations fit anywhere, now included
-                if id(pending[j]) in requests.zero and ask(j)[1] <= cap:
-                    started.append(j)
+            if kernel is None:
+                k = self._scan(pending, requests, occ, places, started, k, free)
+            else:  # the same scan, compiled
+                need, duration = requests.columns(pending, config)
+                placed, now_placed, k = kernel.queue_scan(occ, need, duration, k, cap, now, free)
+                places += placed
+                started += now_placed
+        for j in requests.zero_durations(pending, k, known, config, kernel is not None):
+            if ask(j)[1] <= cap:  # zero durations fit anywhere, now included
+                started.append(j)
         self.occ = occ
         self.starts = [pending[k] for k in started]
         for k in started:  # what the next cycle's holds should be, if all goes as planned
@@ -470,6 +476,7 @@ class _Requests:
 
     by_id: dict[int, tuple[JobView, int, float]] = dataclasses.field(default_factory=dict)
     zero: set[int] = dataclasses.field(default_factory=set)
+    table: compiled_placement.RequestTable | None = None
 
     def of(self, job: JobView, config: EquiPartition.Config) -> tuple[JobView, int, float]:
         """``(job, nodes, duration_s)``: the job's request, from the cache or computed."""
@@ -479,6 +486,50 @@ class _Requests:
             if hit[2] == 0.0:
                 self.zero.add(id(job))
         return hit
+
+    def columns(
+        self, pending: Sequence[JobView], config: EquiPartition.Config
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The requests of ``pending``: nodes (int64) and ``duration_s`` (float64), ``(q,)``."""
+        table = self.table
+        if table is None:
+            table = self.table = compiled_placement.RequestTable(lambda job: self._row(job, config))
+        need, duration, _ = table.columns(pending)
+        return need, duration
+
+    def zero_durations(
+        self,
+        pending: Sequence[JobView],
+        first: int,
+        known: int,
+        config: EquiPartition.Config,
+        compiled: bool,
+    ) -> list[int]:
+        """The positions from ``first`` on of the requests of zero duration in ``pending``.
+
+        The requests of ``pending[:known]`` are cached already (last cycle's queue); from
+        the :meth:`columns` when ``compiled``.
+        """
+        if compiled:
+            duration = self.columns(pending, config)[1][first:]  # (notes zero durations)
+            if not self.zero:  # (ids of zero durations seen, pending or not: a hint)
+                return []
+            return [first + j for j in (duration == 0.0).nonzero()[0].tolist()]
+        rest = max(first, known)  # cache the requests of the rest too: any zero duration?
+        if rest < len(pending) and not self.by_id.keys() >= set(map(id, pending[rest:])):
+            for j in range(rest, len(pending)):
+                self.of(pending[j], config)
+        zero = self.zero
+        if not zero:
+            return []
+        return [j for j in range(first, len(pending)) if id(pending[j]) in zero]
+
+    def _row(self, job: JobView, config: EquiPartition.Config) -> tuple[int, float, int]:
+        """The job's request as a row of :attr:`table` (``own``: 0); notes a zero duration."""
+        need, duration = _np_request(job, config)
+        if duration == 0.0:
+            self.zero.add(id(job))
+        return need, duration, 0
 
     def forget(self, pending: Sequence[JobView]) -> None:
         """Drop the views no longer pending, once there are many of them."""

@@ -24,8 +24,9 @@ from typing import TYPE_CHECKING, Any
 from elastic_slurm.model.decisions import Decision, Expand, Shrink, Start
 from elastic_slurm.model.request import JobKind
 from elastic_slurm.model.snapshot import ClusterSnapshot, JobView
+from elastic_slurm.plugins.kit import compiled_placement
 from elastic_slurm.plugins.kit.holds import holds_from, split_by_start
-from elastic_slurm.plugins.kit.kept_plan import KeptPlan
+from elastic_slurm.plugins.kit.kept_plan import IdOf, KeptPlan
 from elastic_slurm.plugins.kit.nodes import machine_nodes
 from elastic_slurm.plugins.kit.occupancy import Occupancy
 from elastic_slurm.plugins.policies.klein_perez_fit import Step
@@ -45,6 +46,7 @@ def _snap(t: float) -> float:
 
 
 _REQUESTED = operator.attrgetter("nodes_requested")
+_ITEM = operator.itemgetter(1)
 
 _Item = tuple[float, int, JobView, float, int, int, str]
 """A job to place in :meth:`KleinPerez._fast_decide`: submit time, id, view, its one step's
@@ -53,7 +55,12 @@ grow keeps its size), and its action (``"start"`` or ``"grow"``)."""
 
 
 def _backfill(
-    items: Sequence[_Item], occ: Occupancy, cap: int, now: float, first: list[float]
+    items: Sequence[_Item],
+    occ: Occupancy,
+    cap: int,
+    now: float,
+    first: list[float],
+    columns: compiled_placement.RequestTable | None = None,
 ) -> tuple[list[float], int]:
     """Place each item in turn at its earliest start (Algorithm 2 for one step).
 
@@ -66,7 +73,16 @@ def _backfill(
     and, finer, once no item left could start now (:func:`_may_fit_now`: each placement
     busies at least the nodes its item reserved, so what cannot start now never will in
     this cycle). Items not placed get ``inf``.
+
+    With the compiled kernel and ``columns`` (the items' requests, see :func:`_item_request`),
+    the same scan runs compiled
+    (:meth:`~elastic_slurm.plugins.kit.compiled_placement.Kernel.list_scan`).
     """
+    kernel = compiled_placement.kernel()
+    if kernel is not None and columns is not None:
+        n, d, own = columns.columns(items)
+        placed, k = kernel.list_scan(occ, d, n, own, len(first), cap, now)
+        return first + placed + [INFINITY] * (len(items) - k), k
     needs = [(i[4] - i[5] if i[3] > 0.0 else -INFINITY) for i in items]
     slack = list(accumulate(reversed(needs), min))[::-1]
     starts = first + [INFINITY] * (len(items) - len(first))
@@ -99,6 +115,11 @@ def _backfill(
     return starts, k
 
 
+def _item_request(item: _Item) -> tuple[int, float, int]:
+    """An item's ``(nodes, duration_s, own)``, for a :class:`~.compiled_placement.RequestTable`."""
+    return item[4], item[3], item[5]
+
+
 def _kept(
     now: float,
     cap: int,
@@ -113,19 +134,16 @@ def _kept(
     ``base``. Running jobs waiting to grow are never kept (their steps change with the time).
     """
     horizon = now + _DUE_S
-    due = {k for k, s in enumerate(places) if s <= horizon}
-    for k in due:
+    due = [k for k, s in enumerate(places) if s <= horizon]
+    queue, places = list(items), list(places)
+    for k in reversed(due):
         s, d, n = places[k], items[k][3], items[k][4]
         base.add(s, s + d, n)
-    queue = [i for k, i in enumerate(items) if k not in due]
-    return KeptPlan.of(
-        now, cap, base, final, queue, [s for k, s in enumerate(places) if k not in due], _view_id
-    )
+        del queue[k], places[k]
+    return KeptPlan.of(now, cap, base, final, queue, places, _VIEW_ID)
 
 
-def _view_id(item: _Item) -> int:
-    """An item's name in a kept plan: its view's ``id()``."""
-    return id(item[2])
+_VIEW_ID = IdOf(2)  # an item's name in a kept plan: its view's ``id()``
 
 
 def _may_fit_now(occ: Occupancy, item: _Item, cap: int, now: float) -> bool:
@@ -179,6 +197,11 @@ class FastPath:
 
     _views: dict[int, tuple[JobView, object, int]]
     _last: KeptPlan[Occupancy] | None
+    _columns: compiled_placement.RequestTable | None = None  # the items' requests, compiled
+    # the last pending tuple's least nodes_requested and items (a snapshot's tuples are
+    # immutable and the simulator passes the same one until the queue changes)
+    _least: tuple[Sequence[JobView], float] | None = None
+    _items: tuple[Sequence[JobView], list[_Item] | None] | None = None
     _warned: bool
     config: Any
 
@@ -229,7 +252,7 @@ class FastPath:
             return []
         if not any(e.action == "release" for e in actors):
             # a start needs its nodes_requested idle, a growth its 1 <= want idle
-            least = min(map(_REQUESTED, pending), default=INFINITY)
+            least = self._least_requested(pending)
             for job in [g[2] for g in grows] + [e.job for e in actors]:
                 want = min(job.evolving_request, job.nodes_max - job.size)
                 least = min(least, want if want >= 1 else INFINITY)
@@ -242,13 +265,16 @@ class FastPath:
             items = sorted(items + grows, key=lambda x: (x[0], x[1]))
         base = holds_from(now, holds_at)
         last = self._last
-        if not grows and last is not None and last.follows(now, cap, base, items, _view_id):
+        if not grows and last is not None and last.follows(now, cap, base, items, _VIEW_ID):
             occ, first = last.final.after(now), list(last.places)
         else:
             occ, first = base.after(now), []
-        starts, placed = _backfill(items, occ, cap, now, first)
+        if self._columns is None and compiled_placement.kernel() is not None:
+            self._columns = compiled_placement.RequestTable(_item_request)
+        starts, placed = _backfill(items, occ, cap, now, first, self._columns)
         self._last = None if grows else _kept(now, cap, base, occ, items, starts[:placed])
-        return self._fast_decisions(snapshot, now, actors, items, starts)
+        # the items not placed start at inf: not now
+        return self._fast_decisions(snapshot, now, actors, items[:placed], starts[:placed])
 
     def _forget(self, pending: Sequence[JobView], running: Sequence[JobView]) -> None:
         """Drop cached views long gone; warn of unprofiled evolving jobs as :meth:`plan` would."""
@@ -272,10 +298,14 @@ class FastPath:
 
         A cached view is kept with its item, so its ``id`` is not reused while cached.
         """
+        memo = self._items
+        if memo is not None and memo[0] is pending and type(pending) is tuple:
+            return memo[1]
         views = self._views
         hits = list(map(views.get, map(id, pending)))
         if None in hits:
-            for k, job in enumerate(pending):
+            for k in range(hits.index(None), len(hits)):  # new views come last, mostly
+                job = pending[k]
                 if hits[k] is None:
                     e = self._entry(job, now, snapshot)
                     item = None
@@ -283,8 +313,19 @@ class FastPath:
                         (d, n), key = e.steps[0], (job.submit_time_s, job.job_id)
                         item = (*key, job, d, n, 0, "start")
                     hits[k] = views[id(job)] = (job, item, 0)
-        items = [hit[1] for hit in hits]  # type: ignore[index]
-        return None if None in items else items  # type: ignore[return-value]
+        items = list(map(_ITEM, hits))
+        out = None if None in items else items
+        self._items = (pending, out)
+        return out
+
+    def _least_requested(self, pending: Sequence[JobView]) -> float:
+        """The fewest nodes a pending job requests (``inf`` for none), of the last tuple."""
+        memo = self._least
+        if memo is not None and memo[0] is pending and type(pending) is tuple:
+            return memo[1]
+        least = min(map(_REQUESTED, pending), default=INFINITY)
+        self._least = (pending, least)
+        return least
 
     def _fast_decisions(
         self,

@@ -1,0 +1,294 @@
+"""The placement kernel compiled with Numba, and what policies call it with.
+
+:mod:`~elastic_slurm.plugins.kit.placement` writes the scan of conservative backfilling
+(Mu'alem and Feitelson, IEEE TPDS 12(6), 2001, section 2) over a busy-nodes profile (Klein
+and Pérez 2011, section 3.1) as plain Python over NumPy arrays; :func:`kernel` compiles it
+with ``numba.njit``. A policy asks :func:`kernel` once per cycle and, when it gets one,
+places its queue with :meth:`Kernel.queue_scan` or :meth:`Kernel.list_scan` (which read and
+update an :class:`~elastic_slurm.plugins.kit.occupancy.Occupancy`), and the requests of its
+queue from a :class:`RequestTable` (each job's request computed once). The results are those
+of the policy's own Python scan, which stays its definition.
+
+How it degrades: Numba and NumPy are optional (the ``sim`` extra installs them). Without
+them, or when Numba cannot compile the kernel (a warning says so, once), :func:`kernel`
+returns ``None`` and the policies run their Python scans: the same schedules, slower.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import types
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from elastic_slurm.plugins.kit.occupancy import Occupancy
+
+if TYPE_CHECKING:
+    import numpy as np
+
+log = logging.getLogger(__name__)
+
+
+class Kernel:
+    """The compiled scans, called on an :class:`Occupancy`.
+
+    Parameters
+    ----------
+    functions
+        :mod:`~elastic_slurm.plugins.kit.placement`'s functions by name, compiled (or not:
+        the tests run the plain ones through the same calls).
+    """
+
+    def __init__(self, functions: dict[str, Callable[..., Any]]) -> None:
+        self._queue_scan = functions["queue_scan"]
+        self._list_scan = functions["list_scan"]
+
+    def queue_scan(
+        self,
+        occ: Occupancy,
+        need: np.ndarray,
+        duration_s: np.ndarray,
+        first: int,
+        cap: int,
+        now_s: float,
+        free: int,
+    ) -> tuple[list[float], list[int], int]:
+        """Conservative backfilling of ``need[first:]`` until none may start now (``coorm``).
+
+        :func:`~elastic_slurm.plugins.kit.placement.queue_scan` on ``occ`` (from ``now_s``
+        on), which it updates.
+
+        Parameters
+        ----------
+        occ
+            The busy nodes; the requests placed are added to it.
+        need, duration_s
+            The whole queue's requests: nodes (int64) and seconds (float64, ``inf`` for no
+            limit), shapes ``(q,)``.
+        first
+            Requests before it are placed already.
+        cap
+            Nodes in the machine.
+        now_s
+            The cycle's time (seconds).
+        free
+            Nodes free now in ``occ`` (at least one).
+
+        Returns
+        -------
+        tuple
+            ``(places, started, stop)``: the starts of requests ``first .. stop - 1``
+            (seconds, ``inf`` for never), the positions of those starting now, and where the
+            scan stopped.
+        """
+        import numpy as np
+
+        q = need.shape[0]
+        times, vals, n = _arrays(occ, 2 * (q - first))
+        places = np.empty(max(q - first, 0))
+        started = np.empty(max(q - first, 0), np.int64)
+        n, stop, s = self._queue_scan(
+            times, vals, n, need, duration_s, first, cap, now_s, free, places, started
+        )
+        occ.reset(times[:n].tolist(), vals[:n].tolist())
+        return places[: stop - first].tolist(), started[:s].tolist(), stop
+
+    def list_scan(
+        self,
+        occ: Occupancy,
+        duration_s: np.ndarray,
+        need: np.ndarray,
+        own: np.ndarray,
+        first: int,
+        cap: int,
+        now_s: float,
+    ) -> tuple[list[float], int]:
+        """Klein and Pérez's list scheduling of one-step items (``klein_perez_fast``).
+
+        :func:`~elastic_slurm.plugins.kit.placement.list_scan` on ``occ`` (from ``now_s``
+        on, with the items' reservations and the first ``first`` items' places), which it
+        updates. ``duration_s``, ``need``, ``own``: per item, seconds (float64), nodes and
+        nodes reserved from now (int64), shapes ``(q,)``.
+
+        Returns
+        -------
+        tuple
+            ``(starts, stop)``: the starts of items ``first .. stop - 1`` (seconds, ``inf``
+            for never) and where the scan stopped.
+        """
+        import numpy as np
+
+        q = need.shape[0]
+        times, vals, n = _arrays(occ, 6 * (q - first))
+        starts = np.empty(q)
+        n, stop = self._list_scan(times, vals, n, duration_s, need, own, first, cap, now_s, starts)
+        occ.reset(times[:n].tolist(), vals[:n].tolist())
+        return starts[first:stop].tolist(), stop
+
+
+def _arrays(occ: Occupancy, room: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """``occ`` as a profile of :mod:`~elastic_slurm.plugins.kit.placement`, ``room`` to spare."""
+    import numpy as np
+
+    n = len(occ.times)
+    times = np.empty(n + room + 2)
+    vals = np.empty(n + room + 2, np.int64)
+    times[:n] = occ.times
+    vals[:n] = occ.vals
+    return times, vals, n
+
+
+def plain() -> Kernel:
+    """The kernel not compiled: :mod:`~elastic_slurm.plugins.kit.placement` as written."""
+    from elastic_slurm.plugins.kit import placement
+
+    return Kernel(_functions(placement))
+
+
+@functools.cache
+def kernel() -> Kernel | None:
+    """The compiled kernel, or ``None`` without Numba (or when Numba cannot compile it).
+
+    Compiled here, on a small queue, so that a failure shows now: Numba keeps the machine
+    code in a cache on disk (beside :mod:`~elastic_slurm.plugins.kit.placement`, else in the
+    user's cache directory) and loads it in later processes; where it can write no cache,
+    the kernel is compiled in memory at each start (a few seconds).
+    """
+    try:
+        import numba
+        import numpy as np
+
+        from elastic_slurm.plugins.kit import placement
+    except ImportError:
+        return None
+    for cache in (True, False):
+        try:
+            compiled = _jit(placement, numba.njit(cache=cache))
+            _warm_up(compiled, np)
+            return compiled
+        except Exception as exc:  # noqa: BLE001 - numba's errors have no common base
+            log.debug("numba could not compile the placement kernel (cache %s): %s", cache, exc)
+    log.warning("numba could not compile the placement kernel: the policies' Python scans run")
+    return None
+
+
+def _jit(module: types.ModuleType, jit: Callable[[Any], Any]) -> Kernel:
+    """``module``'s functions compiled by ``jit``, each calling the others compiled."""
+    namespace = dict(vars(module))  # the functions' globals: the compiled ones replace them
+    for name, f in _functions(module).items():
+        copy = types.FunctionType(f.__code__, namespace, name, f.__defaults__, f.__closure__)
+        copy.__qualname__ = f.__qualname__
+        namespace[name] = jit(copy)
+    return Kernel(namespace)
+
+
+def _functions(module: types.ModuleType) -> dict[str, types.FunctionType]:
+    """The functions defined in ``module``, by name."""
+    return {
+        name: f
+        for name, f in vars(module).items()
+        if isinstance(f, types.FunctionType) and f.__module__ == module.__name__
+    }
+
+
+def _warm_up(compiled: Kernel, np: Any) -> None:
+    """Run both scans once on a two-request queue (which compiles them)."""
+    occ = Occupancy(0.0)
+    occ.add(0.0, 10.0, 1)
+    need, duration = np.array([1, 2], np.int64), np.array([5.0, 5.0])
+    compiled.queue_scan(occ, need, duration, 0, 2, 0.0, 1)
+    compiled.list_scan(Occupancy(0.0), duration, need, np.zeros(2, np.int64), 0, 2, 0.0)
+
+
+class RequestTable:
+    """Each queued object's request, computed once, in NumPy columns (by the object's ``id``).
+
+    A policy that places a deep queue every cycle asks for the requests of mostly the same
+    jobs: :meth:`rows` computes a request only for an object not seen before (the object is
+    kept, so that its ``id`` is not reused) and returns where each one's is. Columns:
+    ``nodes`` (int64), ``duration_s`` (float64, seconds) and ``own`` (int64, nodes already
+    reserved).
+
+    Parameters
+    ----------
+    request
+        An object's ``(nodes, duration_s, own)``.
+    """
+
+    def __init__(self, request: Callable[[Any], tuple[int, float, int]]) -> None:
+        import numpy as np
+
+        self._request = request
+        self._row: dict[int, int] = {}
+        self._kept: list[object] = []
+        self.nodes = np.zeros(256, np.int64)
+        self.duration_s = np.zeros(256)
+        self.own = np.zeros(256, np.int64)
+        self._last: tuple[Sequence[object], np.ndarray] | None = None
+        self._columns: tuple[Sequence[object], tuple[np.ndarray, ...]] | None = None
+
+    def rows(self, queue: Sequence[object]) -> np.ndarray:
+        """The rows of ``queue``'s requests (int64, shape ``(len(queue),)``).
+
+        Index the columns after the call: a new request may make them anew. Forgets the
+        objects not in ``queue`` once they are many.
+        """
+        import numpy as np
+
+        last = self._last
+        if last is not None and last[0] is queue:
+            return last[1]
+        rows = list(map(self._row.get, map(id, queue)))
+        if None in rows:
+            if len(self._kept) > 4 * len(queue) + 1024:
+                self._forget(queue)
+                rows = list(map(self._row.get, map(id, queue)))
+            for k in range(rows.index(None), len(rows)):  # new objects come last, mostly
+                if rows[k] is None:
+                    again = self._row.get(id(queue[k]))  # in the queue twice
+                    rows[k] = self._new(queue[k]) if again is None else again
+        out = np.array(rows, np.int64)
+        self._last = (queue, out)
+        return out
+
+    def columns(self, queue: Sequence[object]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``queue``'s requests: ``(nodes, duration_s, own)``, shapes ``(len(queue),)``.
+
+        The same arrays again for the same queue object (do not write to them).
+        """
+        last = self._columns
+        if last is not None and last[0] is queue:
+            return last[1]  # type: ignore[return-value]
+        rows = self.rows(queue)
+        out = (self.nodes[rows], self.duration_s[rows], self.own[rows])
+        self._columns = (queue, out)
+        return out
+
+    def _new(self, obj: object) -> int:
+        """Compute ``obj``'s request into a new row."""
+        import numpy as np
+
+        row = len(self._kept)
+        if row == len(self.nodes):
+            self.nodes = np.concatenate([self.nodes, np.zeros_like(self.nodes)])
+            self.duration_s = np.concatenate([self.duration_s, np.zeros_like(self.duration_s)])
+            self.own = np.concatenate([self.own, np.zeros_like(self.own)])
+        self.nodes[row], self.duration_s[row], self.own[row] = self._request(obj)
+        self._kept.append(obj)
+        self._row[id(obj)] = row
+        return row
+
+    def _forget(self, queue: Sequence[object]) -> None:
+        """Keep only the rows of ``queue``'s objects (renumbered)."""
+        keep = [(obj, self._row[id(obj)]) for obj in queue if id(obj) in self._row]
+        old = [row for _, row in keep]
+        self.nodes = self.nodes[old + [0] * 256]
+        self.duration_s = self.duration_s[old + [0] * 256]
+        self.own = self.own[old + [0] * 256]
+        self._kept = [obj for obj, _ in keep]
+        self._row = {id(obj): k for k, obj in enumerate(self._kept)}
+        self._last = self._columns = None
+
+
+__all__ = ["Kernel", "RequestTable", "kernel", "plain"]

@@ -1,0 +1,447 @@
+"""Conservative backfilling over a busy-nodes step function in NumPy arrays, plain Python.
+
+The kernel that :mod:`~elastic_slurm.plugins.kit.compiled_placement` compiles with Numba
+(``numba.njit``): run as it is, it gives the same results, slowly. It is the scan of
+conservative backfilling (Mu'alem and Feitelson, IEEE TPDS 12(6), 2001, section 2): requests
+``(nodes, duration_s)`` are placed in queue order, each at the earliest start where it fits,
+against a resource evolution profile (Klein and Pérez 2011, section 3.1) of nodes busy over
+time, until no request left could start now. It is written a second time, for speed, from
+the readable definition: :class:`~elastic_slurm.plugins.kit.occupancy.Occupancy` and the
+scans of ``coorm.py`` (``_Cycle._scan``) and ``klein_perez_fast.py`` (``_backfill``), whose
+results it reproduces exactly (``tests/unit/test_kit_compiled_placement.py``).
+
+A profile is three things: ``times`` (float64, seconds, ascending) and ``vals`` (int64,
+nodes), arrays with room to grow, and ``n``, how many of their entries are in use:
+``vals[i]`` nodes are busy on ``[times[i], times[i + 1])``, ``vals[n - 1]`` from
+``times[n - 1]`` on, none before ``times[0]``. Every function that adds to a profile returns
+its new ``n``; the caller leaves room for two breakpoints per request added.
+
+Nothing here imports Numba; only NumPy.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+INFINITY = np.inf
+DUE_S = 1e-6  # klein_perez_fast's horizon: a start planned this close after now is due now
+
+
+# ------------------------------------------------------------------------------- searching
+def bisect_left(a: np.ndarray, x: float, lo: int, hi: int) -> int:
+    """The first index in ``[lo, hi)`` whose entry of ``a`` (ascending) is not below ``x``."""
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if a[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+def bisect_right(a: np.ndarray, x: float, lo: int, hi: int) -> int:
+    """The first index in ``[lo, hi)`` whose entry of ``a`` (ascending) is above ``x``."""
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if x < a[mid]:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+# --------------------------------------------------------------------------------- profile
+def value_at(times: np.ndarray, vals: np.ndarray, n: int, t: float) -> int:
+    """Nodes busy at time ``t`` (seconds): :meth:`Occupancy.value_at`."""
+    j = bisect_right(times, t, 0, n) - 1
+    return 0 if j < 0 else vals[j]
+
+
+def busiest(times: np.ndarray, vals: np.ndarray, n: int, t0: float, t1: float) -> int:
+    """The most nodes busy on ``[t0, t1)`` (0 when ``t0 >= t1``).
+
+    The first value of :meth:`Occupancy.max_and_last_end`.
+    """
+    if not t1 > t0:
+        return 0
+    j = bisect_right(times, t0, 0, n) - 1
+    best = 0 if j < 0 else vals[j]
+    e = bisect_left(times, t1, j + 1, n)  # segments j + 1 .. e - 1 start in (t0, t1)
+    for m in range(j + 1, e):
+        if vals[m] > best:
+            best = vals[m]
+    return best
+
+
+def _insert(times: np.ndarray, vals: np.ndarray, n: int, i: int, t: float, v: int) -> None:
+    """Make room at ``i`` and put a breakpoint ``(t, v)`` there; the caller counts it."""
+    for m in range(n, i, -1):
+        times[m] = times[m - 1]
+        vals[m] = vals[m - 1]
+    times[i] = t
+    vals[i] = v
+
+
+def add(
+    times: np.ndarray, vals: np.ndarray, n: int, start_s: float, end_s: float, nodes: int
+) -> int:
+    """Add ``nodes`` (negative to remove) on ``[start_s, end_s)``; return the new ``n``.
+
+    :meth:`Occupancy.add`, with the same breakpoints (at most two new ones).
+    """
+    if not end_s > start_s or nodes == 0:
+        return n
+    i = bisect_left(times, start_s, 0, n)  # split the segment start_s falls in
+    if i == n or times[i] != start_s:
+        _insert(times, vals, n, i, start_s, vals[i - 1] if i else 0)
+        n += 1
+    if end_s < INFINITY:
+        k = bisect_left(times, end_s, i, n)  # and the one end_s falls in
+        if k == n or times[k] != end_s:
+            _insert(times, vals, n, k, end_s, vals[k - 1])
+            n += 1
+    else:
+        k = n
+    for j in range(i, k):
+        vals[j] += nodes
+    return n
+
+
+def earliest(
+    times: np.ndarray,
+    vals: np.ndarray,
+    n: int,
+    need: int,
+    duration_s: float,
+    cap: int,
+    t0_s: float,
+) -> float:
+    """The earliest start at or after ``t0_s`` where ``need`` more nodes fit (seconds).
+
+    :meth:`Occupancy.earliest` (Klein and Pérez's ``fit`` for a one-step request, in one
+    pass), without the memory of earlier searches, which never changes a result: for
+    ``duration_s`` seconds on a machine of ``cap`` nodes; ``inf`` when never.
+    """
+    if need > cap:
+        return INFINITY
+    if not duration_s > 0.0:
+        return t0_s  # an empty interval fits anywhere
+    limit = cap - need  # most nodes that may be busy
+    i = bisect_right(times, t0_s, 0, n) - 1
+    start = t0_s
+    if i < 0:  # t0_s before the origin: nothing busy until times[0]
+        if start + duration_s <= times[0]:
+            return start
+        i = 0
+        start = times[0] if vals[0] > limit else start
+    while i < n and vals[i] > limit:  # the segments where the request can never fit
+        i += 1
+        if i < n:
+            start = times[i]
+    while i < n:  # segment i (where start is) has at most ``limit`` busy
+        # of the segments after i that start before the request would end, the last one
+        # over the limit: no start up to its start can work
+        j = bisect_left(times, start + duration_s, i + 1, n) - 1
+        while j > i and vals[j] <= limit:
+            j -= 1
+        if j == i:
+            return start
+        i = j + 1
+        while i < n and vals[i] > limit:
+            i += 1
+        if i < n:
+            start = times[i]  # the first start after j that may work
+    return INFINITY
+
+
+# ------------------------------------------------------------------ remembered searches
+def new_memory(cap: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What :func:`remembered_earliest` rules out, by limit: none yet.
+
+    ``(durations, ends, sizes)``, shapes ``(cap + 1, MEMORY)`` twice and ``(cap + 1,)``:
+    for the limit ``L`` (the most nodes that may be busy), ``durations[L, :sizes[L]]`` and
+    ``ends[L, :sizes[L]]`` ascending both, and no request of ``durations[L, k]`` seconds or
+    more fits under ``L`` at any start in ``[now, ends[L, k])``: ``Occupancy._fits``, for
+    searches all from one time ``now``, at most ``MEMORY`` entries a limit.
+    """
+    return np.empty((cap + 1, MEMORY)), np.empty((cap + 1, MEMORY)), np.zeros(cap + 1, np.int64)
+
+
+MEMORY = 16  # entries a limit: what is not remembered is searched again
+
+
+def remembered_earliest(
+    times: np.ndarray,
+    vals: np.ndarray,
+    n: int,
+    need: int,
+    duration_s: float,
+    cap: int,
+    now_s: float,
+    durations: np.ndarray,
+    ends: np.ndarray,
+    sizes: np.ndarray,
+) -> float:
+    """:func:`earliest` from ``now_s``, resumed where earlier searches left off.
+
+    :meth:`Occupancy.earliest` with its memory (:func:`new_memory`), valid while the profile
+    only rises (the caller empties ``sizes`` when it removes nodes). Never changes a result.
+    """
+    if need > cap:
+        return INFINITY
+    if not duration_s > 0.0:
+        return now_s
+    limit = cap - need
+    m = sizes[limit]
+    t0 = now_s
+    k = bisect_right(durations[limit], duration_s, 0, m) - 1
+    if k >= 0 and ends[limit, k] > now_s:
+        # nothing this long fits on [now_s, that end): the search would reach it (or never)
+        if ends[limit, k] == INFINITY:
+            return INFINITY
+        t0 = ends[limit, k]
+    found = earliest(times, vals, n, need, duration_s, cap, t0)
+    if found != now_s:
+        _learn(durations[limit], ends[limit], sizes, limit, duration_s, found)
+    return found
+
+
+def _learn(
+    durations: np.ndarray,
+    ends: np.ndarray,
+    sizes: np.ndarray,
+    limit: int,
+    duration_s: float,
+    end_s: float,
+) -> None:
+    """Note for ``limit``: nothing ``duration_s`` long fits before ``end_s`` (``occupancy._learn``).
+
+    Keeps only what no other entry implies; learns nothing when ``MEMORY`` entries are full.
+    """
+    m = sizes[limit]
+    p = bisect_right(durations, duration_s, 0, m)
+    if p and ends[p - 1] >= end_s:
+        return  # as long or shorter, and ruled out as far: already known
+    lo = bisect_left(durations, duration_s, 0, p)
+    hi = bisect_right(ends, end_s, lo, m)  # as long or longer, ruled out less far
+    size = m - (hi - lo) + 1
+    if size > durations.shape[0]:
+        return
+    if hi == lo:  # one more entry: move the rest right
+        for j in range(m, lo, -1):
+            durations[j] = durations[j - 1]
+            ends[j] = ends[j - 1]
+    else:  # hi - lo entries become one: move the rest left
+        for j in range(hi, m):
+            durations[j - (hi - lo) + 1] = durations[j]
+            ends[j - (hi - lo) + 1] = ends[j]
+    durations[lo] = duration_s
+    ends[lo] = end_s
+    sizes[limit] = size
+
+
+# ----------------------------------------------------------------------------------- scans
+def queue_scan(
+    times: np.ndarray,
+    vals: np.ndarray,
+    n: int,
+    need: np.ndarray,
+    duration_s: np.ndarray,
+    first: int,
+    cap: int,
+    now_s: float,
+    free: int,
+    places: np.ndarray,
+    started: np.ndarray,
+) -> tuple[int, int, int]:
+    """Place ``need[first:]`` in order (conservative backfilling) while any may start now.
+
+    ``coorm.py``'s ``_Cycle._scan``: each request ``(need[k]`` nodes, ``duration_s[k]``
+    seconds) is placed at its :func:`earliest` start from ``now_s`` and added to the profile;
+    one of more than ``cap`` nodes is placed at ``inf`` and adds nothing. The scan stops
+    before the first request from which none left (of positive duration) has at most
+    ``free`` nodes and fits on ``[now_s, now_s + duration)``, and after a request that
+    starts now and leaves no node free now. ``free``: nodes free now (at least one).
+
+    Parameters
+    ----------
+    times, vals, n
+        The profile (see the module), from ``now_s`` on; added to.
+    need, duration_s
+        The whole queue's requests (nodes, int64; seconds, float64, ``inf`` for none),
+        shapes ``(q,)``; ``need[:first]`` are placed already.
+    places, started
+        Outputs, shapes ``(q,)`` at least: ``places[m]`` is the start of request ``first +
+        m`` (seconds); ``started[:s]`` the positions in the queue of those starting at
+        ``now_s``.
+
+    Returns
+    -------
+    tuple
+        ``(n, stop, s)``: the profile's new size, the position where the scan stopped
+        (``places[:stop - first]`` are set), and how many started now.
+    """
+    q = need.shape[0]
+    durations, ends, sizes = new_memory(cap)
+    s = 0
+    last = q - 1  # the last request with a duration that may still start now
+    last_ok = False  # known: request ``last`` may start now against the profile
+    for k in range(first, q):
+        nodes = need[k]
+        d = duration_s[k]
+        if nodes > cap:
+            places[k - first] = INFINITY
+            continue  # can never start here: reserves nothing
+        if d > 0.0:
+            while last >= k:
+                if need[last] <= free and (
+                    last_ok
+                    or _may_start_now(times, vals, n, need[last], duration_s[last], cap, now_s)
+                ):
+                    break
+                last -= 1
+                last_ok = False
+            if last < k:
+                return n, k, s  # nobody from here on can start now but at zero duration
+            last_ok = True
+        begin = remembered_earliest(times, vals, n, nodes, d, cap, now_s, durations, ends, sizes)
+        places[k - first] = begin
+        if begin == INFINITY:
+            continue
+        n = add(times, vals, n, begin, begin + d, nodes)
+        if last_ok:
+            last_ok = begin >= now_s + duration_s[last]
+        if begin <= now_s:
+            started[s] = k
+            s += 1
+            free = cap - value_at(times, vals, n, now_s)
+            if free <= 0:
+                return n, k + 1, s
+    return n, q, s
+
+
+def _may_start_now(
+    times: np.ndarray,
+    vals: np.ndarray,
+    n: int,
+    nodes: int,
+    d: float,
+    cap: int,
+    now_s: float,
+) -> bool:
+    """Whether ``nodes`` more may be busy on ``[now_s, now_s + d)``; false when ``d`` is 0.
+
+    ``coorm._may_start`` (:func:`~elastic_slurm.plugins.kit.holds.may_start_now`).
+    """
+    return d > 0.0 and nodes <= cap and busiest(times, vals, n, now_s, now_s + d) + nodes <= cap
+
+
+def least_busy(times: np.ndarray, vals: np.ndarray, n: int, now_s: float) -> int:
+    """The fewest nodes busy at any time in ``[now_s, now_s + DUE_S]``.
+
+    ``klein_perez_fast._least_busy``.
+    """
+    j = max(0, bisect_right(times, now_s, 0, n) - 1)
+    least = vals[j] if times[j] <= now_s else 0
+    horizon = now_s + DUE_S
+    j += 1
+    while j < n and times[j] <= horizon:
+        least = min(least, vals[j])
+        j += 1
+    return least
+
+
+def list_scan(
+    times: np.ndarray,
+    vals: np.ndarray,
+    n: int,
+    duration_s: np.ndarray,
+    need: np.ndarray,
+    own: np.ndarray,
+    first: int,
+    cap: int,
+    now_s: float,
+    starts: np.ndarray,
+) -> tuple[int, int]:
+    """Place ``need[first:]`` in list order, each at its earliest start, while any may start.
+
+    ``klein_perez_fast._backfill`` (Klein and Pérez's Algorithm 1 with a one-step ``fit``):
+    item ``k`` asks for ``need[k]`` nodes for ``duration_s[k]`` seconds and reserves
+    ``own[k]`` of them from ``now_s`` already (a running job waiting to grow); its
+    reservation is lifted while it is placed and kept until its start. The scan stops before
+    item ``k`` when fewer nodes are free through ``[now_s, now_s + DUE_S]`` than any item
+    from ``k`` on (of positive duration) needs beyond its reservation, or when none of them
+    may start by ``now_s + DUE_S``.
+
+    Parameters
+    ----------
+    times, vals, n
+        The profile (see the module), from ``now_s`` on, with the items' reservations and
+        the first ``first`` items' places; added to.
+    duration_s, need, own
+        Per item: seconds (float64), nodes and reserved nodes (int64); shapes ``(q,)``.
+    starts
+        Output, shape ``(q,)``: ``starts[k]`` for ``first <= k < stop`` (seconds; may be
+        ``inf``); the others are left as they are.
+
+    Returns
+    -------
+    tuple
+        ``(n, stop)``: the profile's new size and the position where the scan stopped.
+    """
+    q = need.shape[0]
+    gap = np.empty(q)  # nodes wanted beyond the reservation; -inf for a zero duration
+    for k in range(q):
+        gap[k] = need[k] - own[k] if duration_s[k] > 0.0 else -INFINITY
+    slack = np.empty(q)  # the least of gap[k:]
+    low = INFINITY
+    for k in range(q - 1, -1, -1):
+        low = min(low, gap[k])
+        slack[k] = low
+    durations, ends, sizes = new_memory(cap)
+    last = q - 1  # the last item that may still be given nodes now
+    fits = False  # known: item ``last`` may start now against the profile
+    for k in range(first, q):
+        free = cap - least_busy(times, vals, n, now_s)
+        if free < slack[k]:
+            return n, k
+        while last >= k and (
+            gap[last] > free
+            or not (
+                fits
+                or _may_fit_now(times, vals, n, duration_s[last], need[last], own[last], cap, now_s)
+            )
+        ):
+            last -= 1
+            fits = False
+        if last < k:
+            return n, k  # nobody from here on can be given nodes now
+        d, nodes, mine = duration_s[k], need[k], own[k]
+        if mine:
+            n = add(times, vals, n, now_s, now_s + d, -mine)
+            sizes[:] = 0  # the profile fell: what was ruled out may fit now
+        s = remembered_earliest(times, vals, n, nodes, d, cap, now_s, durations, ends, sizes)
+        if mine and s > now_s:
+            n = add(times, vals, n, now_s, s, mine)
+        n = add(times, vals, n, s, s + d, nodes)
+        starts[k] = s
+        fits = s >= now_s + duration_s[last] and not mine
+    return n, q
+
+
+def _may_fit_now(
+    times: np.ndarray,
+    vals: np.ndarray,
+    n: int,
+    d: float,
+    nodes: int,
+    mine: int,
+    cap: int,
+    now_s: float,
+) -> bool:
+    """``klein_perez_fast._may_fit_now`` for an item of ``d`` s, ``nodes``, ``mine`` reserved."""
+    if nodes > cap:
+        return False
+    if not d > 2 * DUE_S:
+        return True
+    return busiest(times, vals, n, now_s + DUE_S, now_s + d) - mine + nodes <= cap

@@ -1,0 +1,244 @@
+"""kit.compiled_placement: the compiled scans against the policies' Python scans.
+
+The Python scans (``coorm._Cycle._scan`` and ``klein_perez_fast._backfill`` without columns,
+over :class:`Occupancy`) are the definition; the kernel of :mod:`kit.placement`, compiled by
+Numba and as plain Python, must give the same places, starts, stopping position and profile
+on random profiles and queues. Without Numba (or when it cannot compile) the policies fall
+back to the Python scans.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import sys
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from elastic_slurm.plugins.kit import compiled_placement
+from elastic_slurm.plugins.kit.compiled_placement import Kernel, RequestTable, kernel, plain
+from elastic_slurm.plugins.kit.occupancy import Occupancy
+from elastic_slurm.plugins.policies import coorm, klein_perez_fast
+from elastic_slurm.simulator import Workload, run
+from elastic_slurm.simulator.generators.downey import DowneyModel
+
+INF = math.inf
+DUE = klein_perez_fast._DUE_S
+
+# small integral times collide often (equal starts and ends); halves land between them, and
+# klein_perez_fast's horizon (now + 1 us) matters for its stop
+TIMES = st.one_of(st.integers(0, 30).map(lambda k: k / 2.0), st.sampled_from([DUE, 2 * DUE]))
+ENDS = st.one_of(TIMES, st.just(INF))
+DURATIONS = st.one_of(
+    st.integers(0, 24).map(lambda k: k / 2.0),
+    st.sampled_from([0.0, DUE, 2 * DUE, 3 * DUE, INF]),
+)
+HOLDS = st.lists(st.tuples(TIMES, ENDS, st.integers(1, 6)), max_size=20)
+
+
+def kernels() -> list[Kernel]:
+    compiled = kernel()
+    assert compiled is not None, "numba is installed with the test extra"
+    return [compiled, plain()]
+
+
+def profile(holds: list[tuple[float, float, int]]) -> Occupancy:
+    occ = Occupancy(0.0)
+    for start, end, nodes in holds:
+        occ.add(start, end, nodes)
+    return occ
+
+
+def copy(occ: Occupancy) -> Occupancy:
+    return occ.after(occ.times[0])
+
+
+class _Asks:
+    """``coorm._Requests`` for a queue of positions: ``of(k)`` is ``(k, need, duration)``."""
+
+    def __init__(self, queue: list[tuple[int, float]]) -> None:
+        self.queue = queue
+
+    def of(self, k: int, config: object) -> tuple[int, int, float]:
+        return (k, *self.queue[k])
+
+
+def coorm_scan(
+    occ: Occupancy, queue: list[tuple[int, float]], first: int, cap: int, free: int
+) -> tuple[list[float], list[int], int]:
+    """``coorm._Cycle._scan`` itself, on a queue of ``(nodes, duration)``."""
+    cycle = object.__new__(coorm._Cycle)
+    cycle.now, cycle.cap, cycle.config = 0.0, cap, coorm.EquiPartition.Config()
+    places: list[float] = []
+    started: list[int] = []
+    pending: Any = list(range(len(queue)))
+    stop = cycle._scan(pending, _Asks(queue), occ, places, started, first, free)  # type: ignore[arg-type]
+    return places, started, stop
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    HOLDS,
+    st.lists(st.tuples(st.integers(1, 10), DURATIONS), max_size=25),
+    st.integers(1, 9),
+    st.data(),
+)
+def test_queue_scan_is_coorm_s_scan(
+    holds: list[tuple[float, float, int]],
+    queue: list[tuple[int, float]],
+    cap: int,
+    data: st.DataObject,
+) -> None:
+    occ = profile(holds)
+    free = cap - occ.value_at(0.0)
+    if free <= 0:
+        return  # the policy scans only when a node is free now
+    first = data.draw(st.integers(0, len(queue)))
+    ref = copy(occ)
+    expected = coorm_scan(ref, queue, first, cap, free)
+    need = np.array([n for n, _ in queue], np.int64)
+    duration = np.array([d for _, d in queue], float)
+    for k in kernels():
+        got = copy(occ)
+        assert k.queue_scan(got, need, duration, first, cap, 0.0, free) == expected
+        assert (got.times, got.vals) == (ref.times, ref.vals)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    HOLDS,
+    st.lists(st.tuples(DURATIONS, st.integers(1, 10), st.integers(0, 3)), max_size=25),
+    st.integers(1, 9),
+    st.integers(0, 25),
+    st.lists(TIMES, max_size=25),
+)
+# found by random search against mutants: a growing item placed later must not leave the
+# last item known to fit; the horizon's end is in it
+@example([], [(5.0, 1, 0), (3 * DUE, 3, 1), (0.5, 1, 1)], 2, 0, [])
+@example(
+    [(2.0, 4.0, 2), (0.0, DUE, 2)],
+    [(INF, 1, 0), (3.0, 2, 2), (0.0, 2, 0), (2.0, 1, 0), (0.0, 1, 1), (DUE, 2, 2)],
+    2,
+    0,
+    [],
+)
+def test_list_scan_is_klein_perez_fast_s_backfill(
+    holds: list[tuple[float, float, int]],
+    queue: list[tuple[float, int, int]],
+    cap: int,
+    first: int,
+    placed: list[float],
+) -> None:
+    items = []
+    for k, (d, n, own) in enumerate(queue):
+        own = min(own, n)  # a running job waiting to grow reserves its size (< its need)
+        action = "grow" if own else "start"
+        items.append((float(k), k, object(), d, n, own, action))
+        holds = [*holds, (0.0, d, own)]  # its reservation, from now
+    occ = profile(holds)
+    first = min(first, len(items), len(placed))
+    placed = placed[:first]  # the first items' places, in the profile already, say
+    ref = copy(occ)
+    expected = klein_perez_fast._backfill(items, ref, cap, 0.0, list(placed))
+    for k in kernels():
+        table = RequestTable(klein_perez_fast._item_request)
+        rows = table.rows(items)
+        got = copy(occ)
+        placed_now, stop = k.list_scan(
+            got, table.duration_s[rows], table.nodes[rows], table.own[rows], first, cap, 0.0
+        )
+        assert (placed + placed_now + [INF] * (len(items) - stop), stop) == expected
+        assert (got.times, got.vals) == (ref.times, ref.vals)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 30), max_size=40), st.lists(st.integers(0, 30), max_size=40))
+def test_a_request_table_computes_each_request_once(first: list[int], second: list[int]) -> None:
+    objects = [object() for _ in range(31)]
+    calls: list[object] = []
+
+    def request(obj: object) -> tuple[int, float, int]:
+        calls.append(obj)
+        k = objects.index(obj)
+        return k, k / 2.0, k % 3
+
+    table = RequestTable(request)
+    for queue in (first, second, first):
+        views = [objects[k] for k in queue]
+        rows = table.rows(views)
+        assert table.nodes[rows].tolist() == queue
+        assert table.duration_s[rows].tolist() == [k / 2.0 for k in queue]
+        assert table.own[rows].tolist() == [k % 3 for k in queue]
+    assert len(calls) == len(set(first) | set(second)) == len(set(map(id, calls)))
+
+
+def test_a_request_table_forgets_what_left_the_queue() -> None:
+    objects = [object() for _ in range(3000)]
+    table = RequestTable(lambda obj: (objects.index(obj), 1.0, 0))
+    for k in range(0, 3000, 100):
+        queue = objects[k : k + 100]
+        rows = table.rows(queue)
+        assert table.nodes[rows].tolist() == list(range(k, k + 100))
+    assert len(table._kept) <= 4 * 100 + 1024 + 100
+
+
+def _records(policy: str, workload: Workload) -> tuple[Any, ...]:
+    result = run(workload, policy, elastic_fraction=0.5, seed=1)
+    return result.records, result.timeline, result.metrics
+
+
+@pytest.fixture
+def no_kernel(monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
+    """:func:`kernel` as it is where Numba is not installed."""
+    monkeypatch.setitem(sys.modules, "numba", None)  # import numba raises ImportError
+    kernel.cache_clear()
+    yield
+    monkeypatch.undo()
+    kernel.cache_clear()
+
+
+@pytest.mark.parametrize("policy", ["coorm_equipartition", "klein_perez"])
+def test_without_numba_the_policies_schedule_the_same(
+    policy: str, no_kernel: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workload = DowneyModel(jobs=300, nodes=64, size_range=(1, 64), load=0.9).generate(seed=3)
+    assert kernel() is None
+    without = _records(policy, workload)
+    kernel.cache_clear()
+    sys.modules.pop("numba")
+    assert kernel() is not None
+    calls: list[str] = []
+    for name in ("queue_scan", "list_scan"):  # and the policy does use the compiled scan
+        scan = getattr(Kernel, name)
+
+        def counted(*args: Any, scan: Any = scan, name: str = name) -> Any:
+            calls.append(name)
+            return scan(*args)
+
+        monkeypatch.setattr(Kernel, name, counted)
+    assert _records(policy, workload) == without
+    assert calls and set(calls) == {
+        "queue_scan" if policy == "coorm_equipartition" else "list_scan"
+    }
+
+
+def test_when_numba_cannot_compile_the_kernel_the_python_scans_run(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def refuse(compiled: Kernel, np: Any) -> None:
+        raise RuntimeError("numba: cannot compile")
+
+    monkeypatch.setattr(compiled_placement, "_warm_up", refuse)
+    kernel.cache_clear()
+    try:
+        with caplog.at_level(logging.WARNING):
+            assert kernel() is None
+        assert "numba could not compile the placement kernel" in caplog.text
+    finally:
+        monkeypatch.undo()
+        kernel.cache_clear()
+    assert kernel() is not None
