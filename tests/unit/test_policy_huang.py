@@ -13,7 +13,7 @@ from elastic_slurm.model import (
     Start,
     Trigger,
 )
-from elastic_slurm.model.estimates import TRUE_RUNTIMES
+from elastic_slurm.model.estimates import TRUE_RUNTIMES, USER_ESTIMATES
 from elastic_slurm.model.speedup import Amdahl, DowneyHigh, DowneyLow, Linear
 from elastic_slurm.plugins.legality import check
 from elastic_slurm.plugins.policies.huang import (
@@ -232,6 +232,26 @@ def test_fair_share_limits_by_square_root_of_sequential_time() -> None:
         pending(3, 10_000.0, DowneyLow(1, 0.5), requested=1),
     ]
     assert starts(ModifiedFairShare(), snapshot(8, *jobs)) == [(1, 5), (2, 2), (3, 1)]
+
+
+def test_fair_share_reads_the_estimates_of_each_snapshot_even_for_the_same_queue() -> None:
+    # One policy object, two snapshots sharing one pending tuple (as a simulator's do until
+    # the queue changes) but not their estimates: job 1's time limit is its run time, job 2's
+    # 16 times its run time. By true run times the limits are 5 and 2 (as above); by time
+    # limits T(1) is 400 and 1,600 s, sqrt 20 and 40, so they are floor(8 * 20/60) = 2 and 5.
+    jobs = (
+        pending(1, 100.0, Linear(), walltime_s=100.0),
+        pending(2, 25.0, Linear(), walltime_s=400.0),
+    )
+    idle = tuple(f"i{k:02d}" for k in range(8))
+
+    def snap(estimates: object) -> ClusterSnapshot:
+        return ClusterSnapshot.from_parts(NOW, jobs, (), idle, idle, estimates=estimates)
+
+    policy = ModifiedFairShare()
+    assert starts(policy, snap(TRUE_RUNTIMES)) == [(1, 5), (2, 2)]
+    assert starts(policy, snap(USER_ESTIMATES)) == [(1, 2), (2, 5)]
+    assert starts(policy, snap(TRUE_RUNTIMES)) == [(1, 5), (2, 2)]
 
 
 def test_fair_share_waits_when_waiting_completes_earlier_and_backfills() -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bisect
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
@@ -139,6 +140,10 @@ class ModifiedFairShare(Policy):
         self._info: dict[int, _Info] = {}  # by id(view); each _Info holds its view
         self._sqrt_weights: dict[int, float] = {}  # the same keys
         self._estimates: RuntimeEstimates = USER_ESTIMATES  # what the cached infos used
+        # the last pending tuple, with the sum of its jobs' weights and their infos (a
+        # snapshot's tuple is immutable; the simulator hands the same one until the queue
+        # changes)
+        self._queue: tuple[tuple[JobView, ...], float, list[_Info]] | None = None
 
     def decide(self, snapshot: ClusterSnapshot, trigger: Trigger) -> list[Decision]:
         """Start the first job at its best size if that is now; backfill around its reservation."""
@@ -159,6 +164,7 @@ class ModifiedFairShare(Policy):
             self._estimates = source
             self._info.clear()
             self._sqrt_weights.clear()
+            self._queue = None
         info = self._job_info
         # weights by the identity of the view objects (the cache holds the views, so an id
         # cannot be reused while it is cached); added one by one, in order
@@ -169,15 +175,10 @@ class ModifiedFairShare(Policy):
             weight = weights.get(id(job))
             total += info(job).sqrt_weight if weight is None else weight
             machine += len(job.nodes)
-        # the hot loop of long queues, in C
-        keys = list(map(id, pending))
-        try:
-            total += sum(map(weights.__getitem__, keys))
-        except KeyError:  # new arrivals (the queue's end, usually): cache what is missing
-            for job in pending:
-                if id(job) not in weights:
-                    info(job)
-            total += sum(map(weights.__getitem__, keys))
+        queue = self._queue
+        if queue is None or queue[0] is not pending or type(pending) is not tuple:
+            queue = self._queue = (pending, *self._queue_facts(pending))
+        total += queue[1]
 
         # future releases: (time, nodes); this cycle's starts are added as they are decided. A
         # job past its estimate ends just after now, never now: its nodes are not idle yet.
@@ -191,8 +192,7 @@ class ModifiedFairShare(Policy):
         free = idle
         shadow = -1.0
         extra = 0
-        infos = list(map(self._info.__getitem__, keys))  # every pending job's is cached now
-        for job, ji in zip(pending, infos, strict=True):
+        for job, ji in zip(pending, queue[2], strict=True):
             low = ji.low
             if shadow >= 0.0:  # backfilling: cheap tests first, the queue can be long
                 if low > free or (extra < low and now + ji.shortest_s > shadow):
@@ -226,6 +226,20 @@ class ModifiedFairShare(Policy):
             if free == 0:
                 break
         return decisions
+
+    def _queue_facts(self, pending: Sequence[JobView]) -> tuple[float, list[_Info]]:
+        """The pending jobs' weights summed, and their infos in order (computed if missing)."""
+        weights = self._sqrt_weights
+        # the hot loop of long queues, in C
+        keys = list(map(id, pending))
+        try:
+            total = sum(map(weights.__getitem__, keys))
+        except KeyError:  # new arrivals (the queue's end, usually): cache what is missing
+            for job in pending:
+                if id(job) not in weights:
+                    self._job_info(job)
+            total = sum(map(weights.__getitem__, keys))
+        return total, list(map(self._info.__getitem__, keys))
 
     def _job_info(self, job: JobView) -> _Info:
         hit = self._info.get(id(job))
