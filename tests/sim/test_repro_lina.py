@@ -188,3 +188,38 @@ def test_the_table3_reading_rejudges_table3_only() -> None:
     assert [c.agrees for c in tat_checks] == [True, True]  # within 3 points of 1.79 % both
     assert tat_checks[0].ours != tat_checks[1].ours
     assert lina.READINGS["table3_of_improvements"].table3 == "of_improvements"
+
+
+# ------------------------------------------------------------------ seeds
+def test_default_against_application_is_summarised_over_the_seeds() -> None:
+    # At 10 %: means 100 and 101 (Application the higher), apart by 1 %, within twice
+    # the standard error sqrt(4/3 + 4/3) = 1.63. At 20 %: means 100 and 90 (Application the
+    # lower), apart by 11.1 %, beyond twice sqrt(0.04/3 + 0.04/3) = 0.16.
+    runs = {
+        (10, "default"): [100.0, 102.0, 98.0],
+        (10, "application"): [101.0, 103.0, 99.0],
+        (20, "default"): [100.0, 100.2, 99.8],
+        (20, "application"): [90.0, 90.2, 89.8],
+    }
+
+    def turnarounds(w: str, p: int, s: str) -> list[float]:
+        assert w == "SDSC-SP2-1998-4.2-cln.swf.gz"
+        return runs[(p, s)]
+
+    text = lina._seed_summary(["SDSC-SP2-1998-4.2-cln.swf.gz"], [10, 20], turnarounds)
+    assert "Averaged over 3 conversion seeds per point" in text
+    assert "the lower of the two at 1 of 2 on SDSC-SP2-1998-4.2" in text
+    assert "differ by at most 11.1 %, and 1 of 2 differences exceed twice" in text
+    runs[(20, "application")] = [99.0, 99.2, 98.8]  # 1.0 % apart: still beyond 2 x 0.16
+    text = lina._seed_summary(["SDSC-SP2-1998-4.2-cln.swf.gz"], [10, 20], turnarounds)
+    assert "differ by at most 1.0 %, and 1 of 2 differences exceed twice" in text
+    runs[(20, "application")] = [100.3, 100.5, 100.1]  # 0.3 % above: within 2 x 0.16
+    text = lina._seed_summary(["SDSC-SP2-1998-4.2-cln.swf.gz"], [10, 20], turnarounds)
+    assert "and 0 of 2 differences exceed twice" in text
+    assert "the lower of the two at 0 of 2 on" in text
+
+
+def test_the_quick_report_runs_default_and_application_with_a_second_seed(tmp_path) -> None:  # noqa: ANN001
+    section = lina.reproduce(tmp_path, quick=True)
+    text = section.markdown.replace("\n", " ")
+    assert "Default and Application are also run with 1 more seed," in text
