@@ -15,7 +15,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from elastic_slurm.adapter import parse
@@ -268,6 +268,7 @@ PYSLURM_JOB = dict(
 
 @settings(max_examples=300, deadline=None)
 @given(changes=st.dictionaries(st.sampled_from(sorted(PYSLURM_JOB)), json_scalars, max_size=3))
+@example(changes={"state": "\r"})  # a blank state: refused, as in squeue's JSON
 def test_pyslurm_records(changes: dict[str, Any]) -> None:
     try:
         job = job_from_pyslurm(SimpleNamespace(**{**PYSLURM_JOB, **changes}), "root")

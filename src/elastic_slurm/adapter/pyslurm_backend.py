@@ -454,6 +454,8 @@ def checked_job(job: SlurmJob) -> SlurmJob:
 
 def _job_from_pyslurm(job: Any, user: str | None) -> SlurmJob:
     state = str(job.state or "UNKNOWN")
+    if not state.strip():  # as squeue's JSON path refuses it (parse._Fields.state)
+        raise ValueError(f"state: a state name expected, got {state!r}")
     pending = parse.job_state(state) is JobState.PENDING
     nodes = () if pending else expand(job.allocated_nodes)
     return SlurmJob(
