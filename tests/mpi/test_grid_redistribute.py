@@ -63,9 +63,10 @@ def grid_cases(nprocs: int, dtypes: tuple[str, ...]) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize(
-    ("nprocs", "direct", "min_run", "rows_engine"),
-    [(1, "1", 0, "0"), (2, "1", 0, "0"), (3, "1", 0, "1"), (4, "1", 0, "0"), (6, "1", 0, "0")]
-    + [(3, "0", 0, "0"), (4, "0", 0, "1"), (5, "1", 64, "0")],
+    ("nprocs", "direct", "min_run", "rows_engine", "datatype_max"),
+    [(1, "1", 0, "0", ""), (2, "1", 0, "0", ""), (3, "1", 0, "1", "")]
+    + [(4, "1", 0, "0", ""), (6, "1", 0, "0", ""), (3, "0", 0, "0", "")]
+    + [(4, "0", 0, "1", ""), (5, "1", 64, "0", ""), (4, "0", 0, "0", "0"), (5, "0", 0, "0", "64")],
 )
 def test_grid_redistribution_matches_global_array(
     mpirun,
@@ -76,13 +77,18 @@ def test_grid_redistribution_matches_global_array(
     direct: str,
     min_run: int,
     rows_engine: str,
+    datatype_max: str,
 ) -> None:
     # direct "1": tiles copied between processes with process_vm_readv/writev (every tile when
     # min_run is 0, those of long runs only with 64), "0" (the default): all by MPI messages.
     # rows_engine "1": rows to rows through the grid engine too, not redistribute()'s Alltoallv.
+    # datatype_max: the largest tile sent with an MPI derived datatype ("": the default; "0":
+    # every tile that is not whole rows is packed into a buffer instead; "64": both ways).
     monkeypatch.setenv("ELASTIC_SLURM_DIRECT_COPY", direct)
     monkeypatch.setenv("ELASTIC_SLURM_DIRECT_MIN_RUN", str(min_run))
     monkeypatch.setenv("GRID_TEST_ROWS_ENGINE", rows_engine)
+    if datatype_max:
+        monkeypatch.setenv("ELASTIC_SLURM_DATATYPE_MAX_BYTES", datatype_max)
     cases = grid_cases(nprocs, mpi_data.dtypes)
     spec = tmp_path / "cases.json"
     spec.write_text(json.dumps(cases))

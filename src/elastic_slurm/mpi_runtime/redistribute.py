@@ -1140,7 +1140,7 @@ class _GridPlan:
             failed = f"rank {rank}: {type(exc).__name__}: {exc}"
         if own is not None:
             _copy_tile(self.send, own, self.recv)
-        self._finish(*pending)
+        self._finish(pending)
         if not agreed:
             return
         # Everyone learns whether every direct copy worked (this is also the barrier that keeps
@@ -1148,54 +1148,123 @@ class _GridPlan:
         failures = [f for f in comm.allgather(failed) if f]
         if failures:
             _warn_direct(failures[0])
-            self._finish(*self._post(private, direct_to, direct_from))
+            self._finish(self._post(private, direct_to, direct_from))
 
-    def _post(
-        self, private: MPI.Intracomm, to: set[int], frm: set[int]
-    ) -> tuple[list[MPI.Request], list[tuple[np.ndarray, Tile] | None], MPI.Datatype]:
-        """Start the messages of the given tiles (receives first, each send packed just before)."""
+    def _post(self, private: MPI.Intracomm, to: set[int], frm: set[int]) -> _Messages:
+        """Start the messages of the given tiles (receives first).
+
+        A tile that is one run of whole local rows goes straight from (into) the local array
+        as contiguous cells (Open MPI's shared-memory transport then copies it once, through
+        cross-memory attach). Any other tile up to ``_DATATYPE_MAX_BYTES`` is described by an
+        MPI derived datatype over the local array (:func:`_tile_datatype`), so that MPI packs
+        and unpacks it in C with no buffer of ours: measured 1.3-1.6x faster here than packing
+        with NumPy into new pages. A larger tile is packed into a buffer (each send just
+        before it starts, each receive unpacked by :meth:`_finish`).
+        """
         from mpi4py import MPI
 
         rank, size = private.Get_rank(), private.Get_size()
         cell = MPI.BYTE.Create_contiguous(self.cell_bytes)
         cell.Commit()
-        staged: list[tuple[np.ndarray, Tile] | None] = []
-        requests = []
+        done = _Messages([], [], [cell])
         for peer in sorted(frm, key=lambda r: (r - rank) % size):
             tile = self.recvs[peer]
-            view = _whole_rows(self.recv, tile, 1)
-            buf = view if view is not None else _tile_buffer(tile)
-            staged.append(None if view is not None else (buf, tile))
-            requests.append(private.Irecv([buf, _cells(buf, self.cell_bytes), cell], peer, 7))
+            spec, packed = self._message(self.recv, tile, 1, done.types)
+            done.unpack.append((packed, tile) if packed is not None else None)
+            done.requests.append(private.Irecv(spec, peer, 7))
         for peer in sorted(to, key=lambda r: (r - rank) % size):
-            tile = self.sends[peer]
-            buf = _whole_rows(self.send, tile, 0)
-            if buf is None:
-                buf = _gather(self.send, tile, 0)
-            requests.append(private.Isend([buf, _cells(buf, self.cell_bytes), cell], peer, 7))
-        return requests, staged, cell
+            spec, _ = self._message(self.send, self.sends[peer], 0, done.types)
+            done.requests.append(private.Isend(spec, peer, 7))
+        return done
 
-    def _finish(
-        self,
-        requests: list[MPI.Request],
-        staged: list[tuple[np.ndarray, Tile] | None],
-        cell: MPI.Datatype,
-    ) -> None:
-        """Wait for the messages; unpack each received tile as it arrives."""
+    def _message(
+        self, a: np.ndarray, tile: Tile, side: int, types: list[MPI.Datatype]
+    ) -> tuple[list[object], np.ndarray | None]:
+        """One tile of ``a`` (side 0 send, 1 receive) as an mpi4py message.
+
+        Returns ``(buffer spec, packed buffer to unpack after a receive or None)``; a new
+        datatype goes to ``types`` (whose first entry is the cell type).
+        """
+        cell = types[0]
+        view = _whole_rows(a, tile, side)
+        if view is not None:
+            return [view, _cells(view, self.cell_bytes), cell], None
+        if int(tile[0][:, 2].sum()) * int(tile[1][:, 2].sum()) <= _DATATYPE_MAX_BYTES:
+            datatype = _tile_datatype(a, tile, side)
+            types.append(datatype)
+            return [a, 1, datatype], None
+        buf = _gather(a, tile, 0) if side == 0 else _tile_buffer(tile)
+        return [buf, _cells(buf, self.cell_bytes), cell], (buf if side == 1 else None)
+
+    def _finish(self, messages: _Messages) -> None:
+        """Wait for the messages, unpack each packed tile as it arrives, free the datatypes."""
         from mpi4py import MPI
 
+        requests, unpack = messages.requests, messages.unpack
         try:
-            n_recv = len(staged)
+            n_recv = len(unpack)
             for _ in range(n_recv):
                 index = MPI.Request.Waitany(requests[:n_recv])
-                done = staged[index]
-                if done is not None:
-                    _scatter(self.recv, done[1], done[0], 1)
-                    staged[index] = None
+                staged = unpack[index]
+                if staged is not None:
+                    _scatter(self.recv, staged[1], staged[0], 1)
+                    unpack[index] = None
             MPI.Request.Waitall(requests[n_recv:])
         finally:
-            cell.Free()
+            for datatype in messages.types:
+                datatype.Free()
 
+
+@dataclasses.dataclass
+class _Messages:
+    """The messages :meth:`_GridPlan._post` started.
+
+    Requests (receives first), the packed receive buffers to unpack (one per receive, None for
+    those received in place), and the datatypes to free at the end (the cell type first).
+    """
+
+    requests: list[MPI.Request]
+    unpack: list[tuple[np.ndarray, Tile] | None]
+    types: list[MPI.Datatype]
+
+
+def _tile_datatype(a: np.ndarray, tile: Tile, side: int) -> MPI.Datatype:
+    """A committed MPI datatype selecting the tile in ``a`` (``uint8``, 2-D, C-contiguous).
+
+    The column runs (bytes) of one row are an ``hindexed`` type of ``MPI_BYTE`` resized to the
+    row's extent; the row runs repeat it (``hindexed`` over rows, in bytes). The caller frees
+    it, and keeps tiles of at most ``MPI_INT_MAX`` bytes here (the size of one element of a
+    message is counted in ``int``). Both sides of a message list the same bytes in the same
+    order (rows, then columns), so their type signatures match whatever the shapes of the two
+    local arrays.
+    """
+    from mpi4py import MPI
+
+    rows, cols = _side(tile, side)
+    rows, cols = strided.merged(rows), strided.merged(cols)
+    row_bytes = a.shape[1]
+    if len(cols) == 1:
+        one_row = MPI.BYTE.Create_hindexed([int(cols[0, 1])], [int(cols[0, 0])])
+    else:
+        one_row = MPI.BYTE.Create_hindexed(cols[:, 1].tolist(), cols[:, 0].tolist())
+    row = one_row.Create_resized(0, row_bytes)
+    one_row.Free()
+    try:
+        lengths = rows[:, 1].tolist()
+        starts = (rows[:, 0] * row_bytes).tolist()
+        datatype = row.Create_hindexed(lengths, starts)
+    finally:
+        row.Free()
+    datatype.Commit()
+    return datatype
+
+
+_DATATYPE_MAX_BYTES = min(
+    int(os.environ.get("ELASTIC_SLURM_DATATYPE_MAX_BYTES", MPI_INT_MAX)), MPI_INT_MAX
+)
+"""The largest tile sent with an MPI derived datatype (bytes); a larger one that is not whole
+rows is packed into a buffer. At most ``MPI_INT_MAX``; ``ELASTIC_SLURM_DATATYPE_MAX_BYTES``
+lowers it (the tests set 0 and 64 to check the packing path)."""
 
 _KEYVAL: list[int] = []
 
