@@ -856,8 +856,9 @@ def redistribute_grid(
     pieces ``s -> d``. The tile that stays on a rank is copied with NumPy slice assignments;
     every other tile travels as one MPI message on a duplicate of ``comm`` (made at the first
     call, cached on ``comm`` and freed with it): straight from (into) the local array when the
-    tile is one run of whole local rows, else packed (unpacked) with NumPy, each received tile
-    unpacked as soon as it arrives.
+    tile is one run of whole local rows, else described by an MPI derived datatype over the
+    local array (MPI packs and unpacks it); a tile of more than ``MPI_INT_MAX`` bytes that is
+    not whole rows is packed (unpacked) with NumPy instead.
 
     With ``ELASTIC_SLURM_DIRECT_COPY=1``, the verdict exchange also tells every rank where its
     peers run (boot id, PID and mount namespaces, process id, buffer addresses), and a tile
@@ -872,10 +873,11 @@ def redistribute_grid(
     default: on the shared 2-core test machine it measured no faster than the messages.
 
     Cost on a rank: ``O(r log r)`` for the plan (``r`` owner runs of both axes), then each
-    byte that changes rank is copied three times at most (pack, transfer, unpack; once when both
-    sides are whole rows, or with a direct copy); one small collective (two with direct
-    copies; plus a ``Comm.Dup`` at the first call on a communicator). Extra memory: the
-    packed tiles of the messages.
+    byte that changes rank is copied once when both sides are whole rows or with a direct
+    copy, else by MPI's own packing (twice on one machine) or three times for a packed tile
+    (pack, transfer, unpack); one small collective (two with direct copies; plus a
+    ``Comm.Dup`` at the first call on a communicator). Extra memory: MPI's buffers, and the
+    packed tiles of more than ``MPI_INT_MAX`` bytes.
     """
     if comm.Is_inter():
         raise TypeError("redistribute_grid needs an intracommunicator, got an intercommunicator")
