@@ -71,6 +71,12 @@ if blocked=$(closed_to_others .venv/bin/python 1); then
 fi
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e ".[$extras]"
+# An editable install leaves the bytecode to the first import, which writes none where
+# PYTHONDONTWRITEBYTECODE is set or the user cannot write the checkout: every rank of every job
+# generation would compile the package again at its start (measured: four ranks starting on two
+# cores, 0.88 s with the bytecode, 1.01 s without). Compile it once here; a changed module is
+# compiled again as usual.
+.venv/bin/python -m compileall -q src
 if blocked=$(closed_to_others "$PWD/src/elastic_slurm" 5); then
     echo "bootstrap: note: $blocked is closed to other users, so their jobs cannot import" \
         "elastic-slurm from this checkout; install it where they can read it" \
