@@ -180,6 +180,24 @@ def test_no_shrink_when_the_malleable_jobs_cannot_cover_the_shortfall() -> None:
     assert decide(snapshot(2, *jobs)) == [("expand", 1, 2)]
 
 
+def test_a_later_job_starts_when_the_shrinks_just_cover_it_and_the_queue_is_reread() -> None:
+    # No idle node; jobs 1 and 2 can give 4 each, 8 in all. Job 10 (12) and job 11 (10) are
+    # passed over (shortfall above 8). One policy object sees two queues: without job 12,
+    # nothing starts; with job 12 (8 = what the shrinks give), it starts on 4 + 4 released.
+    policy = LinaElastic()
+    held = [running(1, 6, 2, 8, gain=3, ends=NOW + 1000.0), running(2, 5, 1, 8, ends=NOW + 500.0)]
+    first = snapshot(0, *held, pending(10, 12), pending(11, 10))
+    assert policy.decide(first, Trigger.periodic()) == []
+    second = snapshot(0, *held, pending(10, 12), pending(11, 10), pending(12, 8))
+    decisions = policy.decide(second, Trigger.periodic())
+    assert [(type(d).__name__, d.job_id) for d in decisions] == [
+        ("Shrink", 1),
+        ("Shrink", 2),
+        ("Start", 12),
+    ]
+    assert [d.count for d in decisions[:2]] == [4, 4] and decisions[2].nodes == 8
+
+
 # --- Application (Algorithm 6) -------------------------------------------------------------
 
 

@@ -8,17 +8,19 @@ SatisfyEvolvingRequest (Algorithm 2), InitialAllocation (Algorithm 3) and Schedu
 AllocateResource (Algorithm 8); and the six candidate (victim) priorities of section 4.
 Parameters are those of section 5.2 (``t`` = 5 s, ``u`` = 80 %).
 
-The policy keeps no state between cycles and ignores the trigger: each cycle is computed from
-the snapshot alone, so the live controller and the simulator get the same decisions from the
-same snapshot. It degrades without the simulator's knowledge: live, where a job's real run
-time is unknown, remaining times come from the time limits (``JobView.estimated_end_s``) and a
-job without one never counts as ending soon.
+The policy keeps no state between cycles (only a cache of the last pending queue's smallest
+sizes) and ignores the trigger: each cycle is computed from the snapshot alone, so the live
+controller and the simulator get the same decisions from the same snapshot. It degrades without
+the simulator's knowledge: live, where a job's real run time is unknown, remaining times come
+from the time limits (``JobView.estimated_end_s``) and a job without one never counts as ending
+soon.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import operator
 import random
 from collections.abc import Sequence
 from typing import ClassVar
@@ -216,6 +218,10 @@ class LinaElastic(Policy):
             if type(self.seed) is not int:
                 raise ValueError(f"seed must be an integer, got {self.seed!r}")
 
+    def __init__(self, config: LinaElastic.Config | None = None) -> None:
+        super().__init__(config)
+        self._minimum = _QueueMinimum()
+
     def decide(self, snapshot: ClusterSnapshot, trigger: Trigger) -> list[Decision]:
         """Return this cycle's shrinks, starts and expansions (see the class docstring).
 
@@ -233,15 +239,18 @@ class LinaElastic(Policy):
             expansions of malleable jobs; possibly empty. The nodes started and expanded never
             exceed the idle nodes plus those the shrinks give back; no job leaves its range.
         """
-        return _Cycle(self.config, snapshot).run()
+        return _Cycle(self.config, snapshot, self._minimum).run()
 
 
 class _Cycle:
     """The working system state of one cycle (internal)."""
 
-    def __init__(self, config: LinaElastic.Config, snapshot: ClusterSnapshot) -> None:
+    def __init__(
+        self, config: LinaElastic.Config, snapshot: ClusterSnapshot, minimum: _QueueMinimum
+    ) -> None:
         self.config = config
         self.snapshot = snapshot
+        self.minimum = minimum
         self.now = snapshot.time_s
         self.estimates = snapshot.estimates if config.estimates == "runtime" else USER_ESTIMATES
         self.free = len(snapshot.idle_nodes())
@@ -256,7 +265,7 @@ class _Cycle:
         self.expands: list[Decision] = []
         # this cycle's starts, (job, nodes): their predicted ends are read only by shadow()
         self.started: list[tuple[JobView, int]] = []
-        self.victims = [j for j in running if j.kind is JobKind.MALLEABLE and not j.resizing]
+        self.victims = [j for j in running if j.kind is _MALLEABLE and not j.resizing]
         self._random: dict[int, float] | None = None
         self._ending: bool | None = None
         self._capacity: int | None = None  # nodes the victims could give, while unchanged
@@ -298,7 +307,7 @@ class _Cycle:
 
     # ------------------------------------------------------------------ Algorithm 2
     def satisfy_evolving_requests(self) -> None:
-        asking = [j for j in self.running if j.evolving_request and j.kind is JobKind.EVOLVING]
+        asking = [j for j in self.running if j.evolving_request and j.kind is _EVOLVING]
         for job in sorted(asking, key=_start_order):
             request = job.evolving_request
             if job.resizing:
@@ -339,6 +348,10 @@ class _Cycle:
         head: JobView | None = None
         reservation: tuple[float, int] | None = None  # (shadow time, extra nodes)
         free = self.free  # a local copy (the queue can be long), read again after each start
+        if 0 < free < self.minimum.of(pending)[0]:
+            # no job's minimum fits: the loop below would pass every job on to Algorithm 4
+            # (its first test); return them at once, as it would
+            return list(pending)
         for i, job in enumerate(pending):
             if free == 0:
                 if self.victims:  # only Algorithm 4 reads the jobs left
@@ -408,6 +421,7 @@ class _Cycle:
         # every call that may change them
         free = self.free
         capacity = self._capacity
+        checked = -1  # the last reach compared with the queue's minimum
         for job in pending:
             if free == 0:
                 if refused is None:
@@ -428,7 +442,15 @@ class _Cycle:
                     capacity = self._capacity
                 continue
             if capacity is not None and capacity < shortfall:
-                continue  # what select_shrinkable would say: the victims cannot cover it
+                # what select_shrinkable would say: the victims cannot cover it. The reach
+                # (idle plus shrinkable nodes) never grows within a cycle: once it is below
+                # every pending job's minimum, no later job can start
+                reach = free + capacity
+                if reach != checked:
+                    checked = reach
+                    if reach < min(self.minimum.of(self.snapshot.pending())):
+                        break
+                continue
             chosen = self.select_shrinkable(shortfall)
             capacity = self._capacity
             if chosen is None:
@@ -587,6 +609,36 @@ class _Cycle:
 
 
 _SIZEABLE = (JobKind.MALLEABLE, JobKind.MOLDABLE)
+_MALLEABLE = JobKind.MALLEABLE  # module constants: an enum's class attribute costs 40 ns
+_EVOLVING = JobKind.EVOLVING
+_NODES_MIN = operator.attrgetter("nodes_min")
+_NODES_REQUESTED = operator.attrgetter("nodes_requested")
+
+
+class _QueueMinimum:
+    """The smallest ``nodes_min`` and ``nodes_requested`` of a pending queue (internal).
+
+    Kept for the last queue seen, and read again only when the snapshot's pending tuple is
+    another object: a cache of a function of the snapshot, not state of the policy (the queue
+    is unchanged in about half the cycles of a simulation). Every job's ``_start_range`` low
+    end is at least the smaller of the two.
+    """
+
+    __slots__ = ("_queue", "_minimum")
+
+    def __init__(self) -> None:
+        self._queue: Sequence[JobView] | None = None
+        self._minimum = (INFINITY, INFINITY)
+
+    def of(self, queue: Sequence[JobView]) -> tuple[float, float]:
+        """``(smallest nodes_min, smallest nodes_requested)`` of ``queue``; ``inf`` if empty."""
+        if queue is not self._queue:
+            self._queue = queue  # held, so that its identity cannot be reused
+            if queue:
+                self._minimum = (min(map(_NODES_MIN, queue)), min(map(_NODES_REQUESTED, queue)))
+            else:
+                self._minimum = (INFINITY, INFINITY)
+        return self._minimum
 
 
 def _start_order(job: JobView) -> tuple[float, float, int]:
