@@ -192,8 +192,13 @@ def micro(calls: int, ranks: int) -> int:
     import subprocess
 
     from elastic_slurm.protocol.gateway import Gateway, JobRecord
-    from elastic_slurm.protocol.identity import IdentityError
+    from elastic_slurm.protocol.identity import IdentityError, make_credential
     from elastic_slurm.protocol.server import ProtocolServer
+
+    try:  # rank 0 signs its messages with MUNGE: without it, the ranks would go on offline
+        make_credential(None, payload="bench")
+    except IdentityError as exc:
+        raise SystemExit(f"--micro needs munged running (elastic-slurm cluster up): {exc}") from exc
 
     def refuse(credential: str, socket: str | None):  # noqa: ANN202 - registration refused
         raise IdentityError("the benchmark registers no job")

@@ -6,6 +6,8 @@ Like ``test_checkpoint.py``, this file is also the MPI worker:
 * ``vote``: ranks run at different speeds (rank r sleeps r ms per point, plus jitter); rank 0
   raises its flag from a chosen point on; every rank must see it at the same point.
 * ``missing``: rank 1 never calls ``resize_point()``; the others must fail, naming rank 1.
+* ``register``: rank 0's registration with the controller fails in a way the channel does not
+  expect; every rank must raise the same error from ``init()`` (none waits for rank 0).
 * ``order``: the real runtime (``init()``, a job directory, rank 0's watcher thread) with an
   order written while the ranks run; the order names the nodes the job already has, so every
   rank takes the "already running there" branch, which is collective (a rank acting at another
@@ -99,6 +101,26 @@ def worker_missing(directory: str) -> None:
     time.sleep(5)  # rank 1 is still "elsewhere" while the others time out
 
 
+def worker_register(directory: str) -> None:
+    """Rank 0's registration raises what the channel does not catch; each rank writes what
+    ``init()`` raised into ``directory/rank-R.json``."""
+    from mpi4py import MPI
+
+    from elastic_slurm.mpi_runtime import channel, init
+
+    def broken(self: object, ranks: int, hosts: list[str]) -> None:
+        raise ValueError("a bug in the registration")
+
+    channel.HttpChannel.register = broken  # type: ignore[method-assign]
+    rank = MPI.COMM_WORLD.rank
+    outcome: dict[str, object] = {"rank": rank, "raised": None}
+    try:
+        init()
+    except Exception as exc:  # noqa: BLE001 - written for the test
+        outcome.update(raised=type(exc).__name__, text=str(exc))
+    Path(directory, f"rank-{rank}.json").write_text(json.dumps(outcome))
+
+
 def _last_json(stdout: str) -> dict:
     return json.loads([ln for ln in stdout.splitlines() if ln.startswith("{")][-1])
 
@@ -145,6 +167,32 @@ def test_a_resize_point_some_ranks_skip_fails_naming_them(mpirun, tmp_path: Path
     assert "rank(s) [1] of 3 did not reach it within 2 s (ranks [0, 2] wait there)" in res.stderr
 
 
+def test_a_failed_registration_raises_on_every_rank(mpirun, tmp_path: Path) -> None:
+    from elastic_slurm.protocol.jobdir import JobDir
+
+    jobdir = JobDir(tmp_path / "job")
+    jobdir.create()
+    env = {
+        "ELASTIC_SLURM_JOB_DIR": str(jobdir.path),
+        "ELASTIC_SLURM_CONTROLLER": "http://127.0.0.1:9",
+        "ELASTIC_SLURM_JOB_SECRET": "s",
+        "ELASTIC_SLURM_JOB_ID": "77",
+    }
+    os.environ.update(env)
+    try:
+        res = mpirun(3, [WORKER, "register", str(tmp_path)])
+    finally:
+        for name in env:
+            del os.environ[name]
+    assert res.returncode == 0, res.describe()
+    outcomes = [json.loads(p.read_text()) for p in sorted(tmp_path.glob("rank-*.json"))]
+    assert sorted(o["rank"] for o in outcomes) == [0, 1, 2], res.describe()
+    for o in outcomes:
+        assert o["raised"] == "RuntimeError", o
+        assert o["text"].startswith("registering with the controller: 1 of 3 ranks failed;"), o
+        assert "rank 0: ValueError: a bug in the registration" in o["text"], o
+
+
 if __name__ == "__main__":
     mode = sys.argv[1]
     if mode == "vote":
@@ -153,5 +201,7 @@ if __name__ == "__main__":
         worker_order(sys.argv[2])
     elif mode == "missing":
         worker_missing(sys.argv[2])
+    elif mode == "register":
+        worker_register(sys.argv[2])
     else:
         raise SystemExit(f"unknown mode {mode!r}")

@@ -242,6 +242,37 @@ def test_http_channel_falls_back_to_files_when_controller_is_gone(tmp_path: Path
     assert isinstance(channel.next(1), ResizeOrder)
 
 
+def test_no_munge_credential_is_an_unreachable_controller_and_is_tried_again(
+    server: tuple[ProtocolServer, JobDir],
+) -> None:
+    srv, jobdir = server
+    calls = []
+
+    def munge_down(payload: str) -> str:
+        calls.append(payload)
+        raise IdentityError("munge failed: Failed to access the socket (Did you start munged?)")
+
+    down = ControllerClient(srv.url, 12, SECRET, retry_s=0, credential=munge_down)
+    with pytest.raises(ConnectionError, match="no MUNGE credential.*start munged"):
+        down.register(2, ["n1"], retry_s=0)
+    assert len(calls) == 1
+    channel = HttpChannel(jobdir, down)
+    channel.register(2, ["n1"])  # tried for 3 s, then the job goes on through its directory
+    assert channel.offline is True and channel.negotiates is False
+    assert len(calls) > 2
+    # a daemon that restarts: its first refusal is retried, within retry_s
+    flaky = iter([IdentityError("munge failed: connection refused")])
+
+    def restarting(payload: str) -> str:
+        failure = next(flaky, None)
+        if failure is not None:
+            raise failure
+        return f"cred-alice:{payload}"
+
+    again = ControllerClient(srv.url, 12, SECRET, retry_s=5, credential=restarting)
+    assert again.register(2, ["n1"])["registered"] is True
+
+
 def test_channel_for_reads_the_environment(tmp_path: Path) -> None:
     jobdir = JobDir(tmp_path)
     env = {

@@ -62,6 +62,7 @@ from elastic_slurm import envvars
 from elastic_slurm.model.offer import Answer, AnswerKind, Offer
 from elastic_slurm.model.resize_order import AckStatus, ResizeAck, ResizeOrder
 from elastic_slurm.mpi_runtime.channel import FileChannel, channel_for
+from elastic_slurm.mpi_runtime.collective import raise_together
 from elastic_slurm.mpi_runtime.data import (
     Block,
     DistArray,
@@ -843,8 +844,13 @@ def init() -> ElasticComm:
     if ec.channel is not None:
         # each generation registers again (a restart is a new set of processes)
         hosts = list(dict.fromkeys(ec.hosts()))
+        problem, cause = None, None
         if ec.rank == 0:
-            ec.channel.register(ec.size, hosts)
+            try:
+                ec.channel.register(ec.size, hosts)  # an unreachable controller is logged
+            except Exception as exc:  # anything else must not leave the other ranks waiting
+                problem, cause = (RuntimeError, f"{type(exc).__name__}: {exc}"), exc
+        raise_together(ec.comm, problem, "registering with the controller", cause=cause)
     ec._restart.arrive()  # a generation after the first: the data of the one before
     if ec._vote is None:
         ec._begin_voting()  # collective: every rank, before any resize point

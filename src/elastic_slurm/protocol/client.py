@@ -27,7 +27,7 @@ from elastic_slurm.errors import ElasticSlurmError
 from elastic_slurm.model.offer import Answer, Offer
 from elastic_slurm.model.resize_order import ResizeAck, ResizeOrder
 from elastic_slurm.protocol.gateway import MAX_TEXT
-from elastic_slurm.protocol.identity import make_credential, request_digest
+from elastic_slurm.protocol.identity import IdentityError, make_credential, request_digest
 
 PREFIX = "/v1"
 #: The CA file (PEM) that signed the controller's certificate, for ``https`` URLs.
@@ -65,7 +65,8 @@ class ControllerClient:
     timeout_s
         Seconds per HTTP request.
     retry_s
-        For how long (seconds) an unreachable controller is retried before giving up.
+        For how long (seconds) an unreachable controller, or a MUNGE daemon that gives no
+        credential, is retried before giving up (``ConnectionError``).
     munge_socket
         The MUNGE socket for credentials (``None``: found from slurm.conf).
     credential
@@ -134,7 +135,10 @@ class ControllerClient:
                 headers["Content-Type"] = "application/json"
             if changes:  # a fresh credential each try, for this message: MUNGE refuses replays
                 digest = request_digest(method, urlsplit(url).path, self.job_id, data)
-                headers["X-Munge-Credential"] = self.credential(digest)
+                try:
+                    headers["X-Munge-Credential"] = self.credential(digest)
+                except IdentityError as exc:  # munged down or restarting: tried again
+                    raise _Unavailable(f"no MUNGE credential for the controller: {exc}") from exc
             try:
                 r = self._session.request(
                     method,
