@@ -135,12 +135,17 @@ def test_every_rank_sees_the_vote_at_the_same_point(mpirun) -> None:
         assert points.pop() >= 150
 
 
-def test_an_order_is_taken_at_one_point_by_every_rank(mpirun, tmp_path: Path) -> None:
+@pytest.mark.parametrize("events_unwritable", [False, True])
+def test_an_order_is_taken_at_one_point_by_every_rank(
+    mpirun, tmp_path: Path, events_unwritable: bool
+) -> None:
     from elastic_slurm.model.resize_order import AckStatus
     from elastic_slurm.protocol.jobdir import JobDir
 
     jobdir = JobDir(tmp_path / "job")
     jobdir.create()
+    if events_unwritable:  # rank 0 cannot log the order: a warning, not a hang
+        (jobdir.path / "events.jsonl").mkdir()
     os.environ["ELASTIC_SLURM_JOB_DIR"] = str(jobdir.path)
     try:
         res = mpirun(3, [WORKER, "order", str(jobdir.path)])
@@ -150,6 +155,7 @@ def test_an_order_is_taken_at_one_point_by_every_rank(mpirun, tmp_path: Path) ->
     assert _last_json(res.stdout)["next_seq"] == 2
     ack = jobdir.read_ack(1, AckStatus.DONE)
     assert ack is not None and ack.strategy == "none"
+    assert ("not logged in the job directory: events.jsonl" in res.stderr) is events_unwritable
 
 
 def test_a_resize_point_some_ranks_skip_fails_naming_them(mpirun, tmp_path: Path) -> None:

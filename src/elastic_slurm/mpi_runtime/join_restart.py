@@ -222,9 +222,7 @@ class RestartJoin:
             )
             took, waited_s = handover.linger(ec.comm, directory, order.seq, nbytes)
             if ec.rank == 0:
-                ec.jobdir.log_event(
-                    "handed_over", seq=order.seq, took=took, waited_s=round(waited_s, 3)
-                )
+                ec._log_event("handed_over", seq=order.seq, took=took, waited_s=round(waited_s, 3))
                 if took and directory != ec.jobdir.checkpoint:
                     handover.drop(directory)
         ec._spawn.disconnect()  # from ranks an earlier spawn added, if any

@@ -59,6 +59,7 @@ import numpy as np
 from mpi4py import MPI
 
 from elastic_slurm import envvars
+from elastic_slurm.errors import JobInputError
 from elastic_slurm.model.offer import Answer, AnswerKind, Offer
 from elastic_slurm.model.resize_order import AckStatus, ResizeAck, ResizeOrder
 from elastic_slurm.mpi_runtime.channel import FileChannel, channel_for
@@ -375,7 +376,7 @@ class ElasticComm:
         elapsed_ms = round((time.monotonic() - t0) * 1000, 3)
         text = client.error_string(status)
         record = {"directive": name, "nodes": abs(delta), "status": status, "error": text}
-        self.jobdir.log_event("pmix", call="PMIx_Allocation_request", ms=elapsed_ms, **record)
+        self._log_event("pmix", call="PMIx_Allocation_request", ms=elapsed_ms, **record)
         if status == pmix.PMIX_SUCCESS:
             say(self.comm, f"PMIx granted {name} of {abs(delta)} node(s): {results}")
             return True
@@ -420,7 +421,7 @@ class ElasticComm:
 
         self._send(send)
         if self.jobdir is not None:
-            self.jobdir.log_event(
+            self._log_event(
                 "offer",
                 number=offer.number,
                 action=offer.action,
@@ -483,7 +484,7 @@ class ElasticComm:
             f"{','.join(order.nodes)}; join strategy {choice.strategy}: {choice.reason}",
         )
         if self.rank == 0:
-            self.jobdir.log_event(
+            self._log_event(
                 "order",
                 seq=order.seq,
                 action=order.action.value,
@@ -549,7 +550,7 @@ class ElasticComm:
         if voted == YIELD:
             nice = yield_cpu()
             if self.rank == 0 and self.jobdir is not None:
-                self.jobdir.log_event("yielded", seq=self._yielded, nice=nice)
+                self._log_event("yielded", seq=self._yielded, nice=nice)
             return None
         # rank 0 alone may get here (its broadcasts complete without the others): check that
         # every rank came before the collectives of the resize
@@ -605,6 +606,18 @@ class ElasticComm:
         self.next_seq = seq + 1
         if self._watcher is not None:
             self._watcher.done_with(seq)
+
+    def _log_event(self, event: str, **fields: Any) -> None:
+        """Rank 0: append an event to the job's ``events.jsonl``, or warn (the log only).
+
+        A full disk or a damaged file in the job directory must not make rank 0 raise alone
+        between two collectives (the other ranks would wait for it until the time limit).
+        """
+        assert self.jobdir is not None
+        try:
+            self.jobdir.log_event(event, **fields)
+        except (OSError, JobInputError) as exc:
+            log.warning("event %r not logged in the job directory: %s", event, exc)
 
     def _send(self, message: Callable[[], None]) -> None:
         """Send a message to the controller: through rank 0's watcher thread if there is one.
@@ -730,7 +743,7 @@ class ElasticComm:
             self._send(lambda: self._give_back_unused(order, kept))
         if not launcher_failed:  # (the launcher logged its own event with its reason)
             self._send(lambda: channel.ack(ack))
-            self.jobdir.log_event("failed", seq=order.seq, reason=why)
+            self._log_event("failed", seq=order.seq, reason=why)
         self.next_seq = order.seq + 1
 
     def _give_back_unused(self, order: ResizeOrder, kept: tuple[str, ...]) -> None:
@@ -748,7 +761,7 @@ class ElasticComm:
             log.warning("order %d: could not give back the unused nodes: %s", order.seq, exc)
             return
         if self.jobdir is not None:
-            self.jobdir.log_event("released", seq=order.seq, nodes=list(kept))
+            self._log_event("released", seq=order.seq, nodes=list(kept))
 
     def _pack(self) -> list[Any] | None:
         """What every rank's ``pack`` returned, on rank 0 (``None`` elsewhere or no hooks)."""
@@ -792,7 +805,7 @@ class ElasticComm:
                 phases_s=phases,
             )
             self._send(lambda: channel.ack(ack))
-            self.jobdir.log_event(
+            self._log_event(
                 "resized",
                 seq=seq,
                 nodes=list(nodes),
