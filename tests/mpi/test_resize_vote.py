@@ -6,6 +6,8 @@ Like ``test_checkpoint.py``, this file is also the MPI worker:
 * ``vote``: ranks run at different speeds (rank r sleeps r ms per point, plus jitter); rank 0
   raises its flag from a chosen point on; every rank must see it at the same point.
 * ``missing``: rank 1 never calls ``resize_point()``; the others must fail, naming rank 1.
+* ``badorder``: the sequential path (rank 0 looks for orders itself) meets an order file that
+  is not an order; rank 0 warns and every rank goes on.
 * ``register``: rank 0's registration with the controller fails in a way the channel does not
   expect; every rank must raise the same error from ``init()`` (none waits for rank 0).
 * ``order``: the real runtime (``init()``, a job directory, rank 0's watcher thread) with an
@@ -121,6 +123,20 @@ def worker_register(directory: str) -> None:
     Path(directory, f"rank-{rank}.json").write_text(json.dumps(outcome))
 
 
+def worker_badorder() -> None:
+    from mpi4py import MPI
+
+    from elastic_slurm.mpi_runtime import init
+
+    ec = init()
+    for _ in range(50):
+        time.sleep(0.002)
+        ec.resize_point()
+    ec.comm.Barrier()
+    if MPI.COMM_WORLD.rank == 0:
+        print(json.dumps({"next_seq": ec.next_seq}), flush=True)
+
+
 def _last_json(stdout: str) -> dict:
     return json.loads([ln for ln in stdout.splitlines() if ln.startswith("{")][-1])
 
@@ -173,6 +189,27 @@ def test_a_resize_point_some_ranks_skip_fails_naming_them(mpirun, tmp_path: Path
     assert "rank(s) [1] of 3 did not reach it within 2 s (ranks [0, 2] wait there)" in res.stderr
 
 
+def test_the_sequential_path_goes_on_past_an_order_file_that_is_not_one(
+    mpirun, tmp_path: Path
+) -> None:
+    from elastic_slurm.protocol.jobdir import JobDir
+
+    jobdir = JobDir(tmp_path / "job")
+    jobdir.create()
+    jobdir.order_path(1).parent.mkdir(parents=True, exist_ok=True)
+    jobdir.order_path(1).write_text("{not an order")
+    env = {"ELASTIC_SLURM_JOB_DIR": str(jobdir.path), "ELASTIC_SLURM_RESIZE_PATH": "sequential"}
+    os.environ.update(env)
+    try:
+        res = mpirun(3, [WORKER, "badorder"])
+    finally:
+        for name in env:
+            del os.environ[name]
+    assert res.returncode == 0, res.describe()
+    assert _last_json(res.stdout)["next_seq"] == 1  # not followed, not skipped
+    assert res.stderr.count("looking for order 1 failed") == 1, res.describe()  # not per point
+
+
 def test_a_failed_registration_raises_on_every_rank(mpirun, tmp_path: Path) -> None:
     from elastic_slurm.protocol.jobdir import JobDir
 
@@ -207,6 +244,8 @@ if __name__ == "__main__":
         worker_order(sys.argv[2])
     elif mode == "missing":
         worker_missing(sys.argv[2])
+    elif mode == "badorder":
+        worker_badorder()
     elif mode == "register":
         worker_register(sys.argv[2])
     else:

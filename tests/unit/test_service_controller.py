@@ -303,6 +303,27 @@ def test_an_order_whose_nodes_slurm_did_not_grant_is_refused_with_the_reason() -
         watcher.close()
 
 
+def test_the_order_watcher_warns_once_of_an_order_it_cannot_read(caplog) -> None:
+    class Damaged:
+        reason = "order 1: not JSON"
+
+        def next(self, seq: int) -> None:
+            raise JobInputError(7, self.reason)
+
+    channel = Damaged()
+    watcher = OrderWatcher(channel, 1, interval_s=0.005)
+    try:
+        time.sleep(0.2)  # about 40 looks
+        channel.reason = "order 1: too large"
+        time.sleep(0.1)
+    finally:
+        watcher.close()
+    said = [r.getMessage() for r in caplog.records if "looking for order" in r.getMessage()]
+    assert len(said) == 2, said  # once per reason, not once per look
+    assert "not JSON" in said[0] and "too large" in said[1]
+    assert watcher.ready() is None
+
+
 def test_a_by_job_order_round_trips_and_an_ordinary_one_keeps_its_old_json() -> None:
     order = ResizeOrder(
         3, ResizeAction.EXPAND, ("n1",), 1.0, by_job=True, count=2, grow_path="sibling"

@@ -214,6 +214,18 @@ def wait_for_all(
         )
 
 
+def warn_look_failed(last: tuple[int, str] | None, seq: int, exc: Exception) -> tuple[int, str]:
+    """Warn that looking for order ``seq`` failed, unless ``last`` said the same already.
+
+    Returns what to pass as ``last`` next time: a look repeated every 0.1 s (or at every
+    resize point) warns once per order and reason, not once per look.
+    """
+    now = (seq, str(exc))
+    if now != last:
+        log.warning("looking for order %d failed: %s (said once until it changes)", seq, exc)
+    return now
+
+
 class OrderWatcher:
     """Rank 0's background thread: the next order, checked, ready for the ranks to take.
 
@@ -253,6 +265,7 @@ class OrderWatcher:
         self._refused: list[tuple[ResizeOrder, str]] = []
         self._offers: list[Offer] = []
         self._seen_offers: set[int] = set()
+        self._failed_look: tuple[int, str] | None = None  # (seq, why) last warned of
         self._outbox: queue.Queue[Callable[[], None] | None] = queue.Queue()
         self._wake = threading.Event()
         self._stop = False
@@ -322,7 +335,7 @@ class OrderWatcher:
         try:
             got = self.channel.next(seq)
         except Exception as exc:  # noqa: BLE001 - the job never stops for the controller
-            log.warning("looking for order %d failed: %s", seq, exc)
+            self._failed_look = warn_look_failed(self._failed_look, seq, exc)
             return
         if isinstance(got, Offer):
             if got.number not in self._seen_offers:

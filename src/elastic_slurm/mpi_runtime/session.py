@@ -85,6 +85,7 @@ from elastic_slurm.mpi_runtime.orders import (
     Vote,
     resize_path,
     wait_for_all,
+    warn_look_failed,
 )
 from elastic_slurm.mpi_runtime.probe import RESTART, SPAWN, choose_join
 from elastic_slurm.mpi_runtime.say import say
@@ -183,6 +184,7 @@ class ElasticComm:
         self._vote: Vote | None = None
         self._watcher: OrderWatcher | None = None
         self._starting: int | None = None  # rank 0: the order whose successor is starting
+        self._failed_look: tuple[int, str] | None = None  # the sequential path's last warning
         self._yielded: int | None = None  # rank 0: the order for which YIELD was voted
         self._known_hosts: list[str] = []
         self._paused_at = 0.0
@@ -506,7 +508,11 @@ class ElasticComm:
         assert self.channel is not None
         order_json = None
         if self.rank == 0:
-            got = self.channel.next(self.next_seq)
+            try:
+                got = self.channel.next(self.next_seq)
+            except Exception as exc:  # noqa: BLE001 - as the watcher: the job goes on
+                self._failed_look = warn_look_failed(self._failed_look, self.next_seq, exc)
+                got = None
             if isinstance(got, Offer):
                 self._answer(got)
             elif got is not None and got.needs_grant:
@@ -622,12 +628,16 @@ class ElasticComm:
     def _send(self, message: Callable[[], None]) -> None:
         """Send a message to the controller: through rank 0's watcher thread if there is one.
 
-        Then the ranks do not wait for the network; without a watcher it goes now.
+        Then the ranks do not wait for the network; without a watcher it goes now. Either
+        way a message that fails is logged, not raised (rank 0 would raise alone).
         """
         if self._watcher is not None:
             self._watcher.send(message)
-        else:
+            return
+        try:
             message()
+        except Exception:  # noqa: BLE001 - as the watcher: logged, rank 0 does not raise alone
+            log.exception("a message to the controller failed")
 
     def _take_nodes(self, order: ResizeOrder) -> ResizeOrder:
         """Rank 0: ask Slurm as the job's user for an expansion's nodes; the granted order.
