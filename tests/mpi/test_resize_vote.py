@@ -8,6 +8,8 @@ Like ``test_checkpoint.py``, this file is also the MPI worker:
 * ``missing``: rank 1 never calls ``resize_point()``; the others must fail, naming rank 1.
 * ``badorder``: the sequential path (rank 0 looks for orders itself) meets an order file that
   is not an order; rank 0 warns and every rank goes on.
+* ``outcome``: ``init()`` in a restarted generation whose manifest is damaged; every rank must
+  raise the same error (rank 0 reads it alone).
 * ``register``: rank 0's registration with the controller fails in a way the channel does not
   expect; every rank must raise the same error from ``init()`` (none waits for rank 0).
 * ``order``: the real runtime (``init()``, a job directory, rank 0's watcher thread) with an
@@ -24,6 +26,7 @@ import random
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -103,6 +106,28 @@ def worker_missing(directory: str) -> None:
     time.sleep(5)  # rank 1 is still "elsewhere" while the others time out
 
 
+def _write_outcome(directory: str, rank: int, call: Callable[[], object]) -> None:
+    """Run ``call``; write what it raised (or None) into ``directory/rank-R.json``."""
+    outcome: dict[str, object] = {"rank": rank, "raised": None}
+    try:
+        call()
+    except Exception as exc:  # noqa: BLE001 - written for the test
+        outcome.update(raised=type(exc).__name__, text=str(exc))
+    Path(directory, f"rank-{rank}.json").write_text(json.dumps(outcome))
+
+
+def worker_outcome(directory: str) -> None:
+    from mpi4py import MPI
+
+    from elastic_slurm.mpi_runtime import init
+
+    _write_outcome(directory, MPI.COMM_WORLD.rank, init)
+
+
+def _outcomes(directory: Path) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted(directory.glob("rank-*.json"))]
+
+
 def worker_register(directory: str) -> None:
     """Rank 0's registration raises what the channel does not catch; each rank writes what
     ``init()`` raised into ``directory/rank-R.json``."""
@@ -114,13 +139,7 @@ def worker_register(directory: str) -> None:
         raise ValueError("a bug in the registration")
 
     channel.HttpChannel.register = broken  # type: ignore[method-assign]
-    rank = MPI.COMM_WORLD.rank
-    outcome: dict[str, object] = {"rank": rank, "raised": None}
-    try:
-        init()
-    except Exception as exc:  # noqa: BLE001 - written for the test
-        outcome.update(raised=type(exc).__name__, text=str(exc))
-    Path(directory, f"rank-{rank}.json").write_text(json.dumps(outcome))
+    _write_outcome(directory, MPI.COMM_WORLD.rank, init)
 
 
 def worker_badorder() -> None:
@@ -228,12 +247,35 @@ def test_a_failed_registration_raises_on_every_rank(mpirun, tmp_path: Path) -> N
         for name in env:
             del os.environ[name]
     assert res.returncode == 0, res.describe()
-    outcomes = [json.loads(p.read_text()) for p in sorted(tmp_path.glob("rank-*.json"))]
+    outcomes = _outcomes(tmp_path)
     assert sorted(o["rank"] for o in outcomes) == [0, 1, 2], res.describe()
     for o in outcomes:
         assert o["raised"] == "RuntimeError", o
         assert o["text"].startswith("registering with the controller: 1 of 3 ranks failed;"), o
         assert "rank 0: ValueError: a bug in the registration" in o["text"], o
+
+
+def test_a_damaged_restart_manifest_raises_on_every_rank(mpirun, tmp_path: Path) -> None:
+    from elastic_slurm.protocol.jobdir import JobDir
+
+    jobdir = JobDir(tmp_path / "job")
+    jobdir.create()
+    jobdir.checkpoint.mkdir(parents=True, exist_ok=True)
+    (jobdir.checkpoint / "manifest.json").write_text('{"launch": 0, "seq"')  # cut short
+    env = {"ELASTIC_SLURM_JOB_DIR": str(jobdir.path), "ELASTIC_SLURM_LAUNCH": "1"}
+    os.environ.update(env)
+    try:
+        res = mpirun(3, [WORKER, "outcome", str(tmp_path)])
+    finally:
+        for name in env:
+            del os.environ[name]
+    assert res.returncode == 0, res.describe()
+    outcomes = _outcomes(tmp_path)
+    assert sorted(o["rank"] for o in outcomes) == [0, 1, 2], res.describe()
+    for o in outcomes:
+        assert o["raised"] == "CheckpointError", o
+        assert o["text"].startswith("the restart manifest: 1 of 3 ranks failed;"), o
+        assert "manifest.json: not a manifest" in o["text"], o
 
 
 if __name__ == "__main__":
@@ -246,6 +288,8 @@ if __name__ == "__main__":
         worker_missing(sys.argv[2])
     elif mode == "badorder":
         worker_badorder()
+    elif mode == "outcome":
+        worker_outcome(sys.argv[2])
     elif mode == "register":
         worker_register(sys.argv[2])
     else:

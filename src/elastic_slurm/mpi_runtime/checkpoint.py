@@ -42,10 +42,10 @@ import json
 import math
 import os
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 from numpy.lib import format as npy_format
@@ -65,6 +65,8 @@ from elastic_slurm.mpi_runtime.redistribute import (
 if TYPE_CHECKING:
     from mpi4py import MPI
 
+_T = TypeVar("_T")
+
 __all__ = [
     "MIN_DIRECT_RUN_BYTES",
     "STATE_FORMAT",
@@ -73,6 +75,7 @@ __all__ = [
     "load_array",
     "load_rows",
     "load_state",
+    "on_rank0",
     "save_array",
     "save_rows",
     "save_state",
@@ -177,6 +180,26 @@ def _bcast_outcome(
     if problem is not None:
         raise_culprits(what, comm.Get_size(), [(0, problem)], cause=cause)
     return outcome
+
+
+def on_rank0(comm: MPI.Intracomm, what: str, work: Callable[[], _T]) -> _T:
+    """Run ``work()`` on rank 0 only; its result on every rank (collective: one broadcast).
+
+    For a step only rank 0 does between collectives (a manifest to write or read): if it
+    raises, every rank raises the same error, as the checkpoint functions do (a
+    :class:`CheckpointError`, ``FileNotFoundError``, ``OSError``, ``ValueError``,
+    ``MemoryError``, else ``RuntimeError``), its message starting with ``what`` and naming
+    rank 0; the other ranks never wait for a rank 0 that is gone. The result is pickled.
+    """
+    outcome: Any = None
+    failure: _Failure | None = None
+    cause: Exception | None = None
+    if comm.Get_rank() == 0:
+        try:
+            outcome = work()
+        except Exception as exc:
+            failure, cause = _failure_of(exc), exc
+    return _bcast_outcome(comm, what, outcome, failure, cause)  # type: ignore[return-value]
 
 
 def _check_name(name: str) -> str:

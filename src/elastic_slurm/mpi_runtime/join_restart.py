@@ -27,7 +27,14 @@ from mpi4py import MPI
 from elastic_slurm import envvars
 from elastic_slurm.model.resize_order import AckStatus, ResizeOrder
 from elastic_slurm.mpi_runtime import handover
-from elastic_slurm.mpi_runtime.checkpoint import load_rows, load_state, save_rows, save_state
+from elastic_slurm.mpi_runtime.checkpoint import (
+    CheckpointError,
+    load_rows,
+    load_state,
+    on_rank0,
+    save_rows,
+    save_state,
+)
 from elastic_slurm.mpi_runtime.data import Block, distribution_from_json
 from elastic_slurm.mpi_runtime.orders import SEQUENTIAL
 from elastic_slurm.mpi_runtime.probe import RESTART
@@ -174,13 +181,15 @@ class RestartJoin:
             metas.append(meta)
         save_state(directory, "state", ec.comm, ec.state if ec.rank == 0 else None, fsync=durable)
         checkpoint_s = time.monotonic() - t0
-        if ec.rank == 0:
+        jobdir = ec.jobdir
+
+        def publish() -> None:  # rank 0: what the next generation and the launcher read
             if packed is not None:
                 write_bytes_atomic(directory / HOOKS_FILE, pickle.dumps(packed))
             else:
                 (directory / HOOKS_FILE).unlink(missing_ok=True)
             write_json_atomic(
-                ec.jobdir.checkpoint / handover.MANIFEST,
+                jobdir.checkpoint / handover.MANIFEST,
                 {
                     "seq": order.seq,
                     "launch": ec.launch,
@@ -196,7 +205,7 @@ class RestartJoin:
                     "successor_launch_s": self._launch_s,
                 },
             )
-            ec.jobdir.request_restart(
+            jobdir.request_restart(
                 {
                     "seq": order.seq,
                     "action": order.action.value,
@@ -206,6 +215,8 @@ class RestartJoin:
                     "by_job": order.by_job,  # the launcher gives a shrink's nodes back
                 }
             )
+
+        on_rank0(ec.comm, f"order {order.seq}: the restart manifest", publish)
         where = "" if directory == ec.jobdir.checkpoint else f" to {directory}"
         say(
             ec.comm,
@@ -279,12 +290,20 @@ class RestartJoin:
                 timeout_s=envvars.get_float("HANDOVER_TIMEOUT_S", 3600.0),
             )
         else:
-            manifest = None
-            if ec.rank == 0 and manifest_path.exists():
-                manifest = json.loads(manifest_path.read_text())
-                if int(manifest.get("launch", -1)) != ec.launch - 1:
-                    manifest = None
-            manifest = ec.comm.bcast(manifest, root=0)
+            launch = ec.launch
+
+            def read() -> dict[str, Any] | None:  # rank 0: the generation before's manifest
+                if not manifest_path.exists():
+                    return None
+                try:
+                    found = json.loads(manifest_path.read_text())
+                    if int(found.get("launch", -1)) != launch - 1:
+                        return None
+                except (ValueError, TypeError, AttributeError) as exc:
+                    raise CheckpointError(f"{manifest_path}: not a manifest: {exc}") from exc
+                return found  # type: ignore[no-any-return]
+
+            manifest = on_rank0(ec.comm, "the restart manifest", read)
             if manifest is None:
                 return False
         self._restore(manifest)
@@ -305,10 +324,12 @@ class RestartJoin:
         if ec._local is not None:
             ec._local.restored(ec.comm, ec._restored, int(manifest["seq"]))
         ec.state = ResizeState(load_state(directory, "state", ec.comm))
-        packed = None
-        if ec.rank == 0 and (directory / HOOKS_FILE).exists():
-            packed = pickle.loads((directory / HOOKS_FILE).read_bytes())
-        packed = ec.comm.bcast(packed, root=0)
+
+        def hooks() -> Any:  # rank 0: what on_resize hooks packed, if any
+            path = directory / HOOKS_FILE
+            return pickle.loads(path.read_bytes()) if path.exists() else None
+
+        packed = on_rank0(ec.comm, "the on_resize hooks' state", hooks)
         restore_s = time.monotonic() - t0
         if ec.rank == 0 and envvars.get_int("SUCCESSOR", 0):
             # every rank has read it (the broadcast above): the old ranks end, and the old
