@@ -206,7 +206,6 @@ class _Job:
         "waste_node_s",
         "acct_s",
         "nodes_start",
-        "view_fixed",
     )
 
     def __init__(self, spec: SimJob, order: int) -> None:
@@ -236,8 +235,6 @@ class _Job:
         self.waste_node_s = 0.0
         self.acct_s = 0.0
         self.nodes_start = 0
-        # the running view's fields that do not change once started (with the defaults)
-        self.view_fixed: dict[str, Any] | None = None
 
 
 _ARRIVAL_KEY = operator.attrgetter("submit_s", "job_id")
@@ -511,54 +508,39 @@ class VirtualCluster:
         )
 
     def _running_view(self, job: _Job, now_s: float) -> JobView:
-        """The view of a running job (built again at each change: the fixed part is kept).
-
-        As :func:`_from_fields`, with the fields that cannot change after the start (and
-        the defaults) merged once per job: a view costs about 0.4 us instead of 0.95 us.
-        """
-        fixed = job.view_fixed
-        if fixed is None:
-            s = job.spec
-            fixed = job.view_fixed = _VIEW_DEFAULTS | {
-                "job_id": s.job_id,
-                "kind": s.kind,
-                "state": JobState.RUNNING,
-                "nodes_requested": s.nodes_requested,
-                "nodes_min": s.nodes_min,
-                "nodes_max": s.nodes_max,
-                "submit_time_s": s.submit_s,
-                "start_time_s": job.start_s,
-                "walltime_s": s.walltime_s,
-                "runtime_s": s.runtime_s,
-                "speedup": s.speedup,
-                "resize_cost": s.resize_cost,
-                "evolution_profile": s.evolution_profile,
-            }
+        s = job.spec
         base = job.anchor_s if job.computing else now_s
         end = base + (1.0 - job.done) * job.full_s
         est = None
         if job.est_full_s is not None:
             est = base + (1.0 - job.est_done) * job.est_full_s
-        nodes = job.nodes
-        view = object.__new__(JobView)
-        object.__setattr__(
-            view,
-            "__dict__",
-            fixed
-            | {
-                "nodes": tuple(nodes),
+        return _from_fields(
+            {
+                "job_id": s.job_id,
+                "kind": s.kind,
+                "state": JobState.RUNNING,
+                "nodes": tuple(job.nodes),
+                "nodes_requested": s.nodes_requested,
+                "nodes_min": s.nodes_min,
+                "nodes_max": s.nodes_max,
+                "submit_time_s": s.submit_s,
+                "start_time_s": job.start_s,
                 "resizing": job.resize != 0 or job.claim != 0,
-                "batch_host": nodes[0] if nodes else None,
+                "batch_host": job.nodes[0] if job.nodes else None,
+                "walltime_s": s.walltime_s,
+                "runtime_s": s.runtime_s,
                 "estimated_end_s": est,
                 "end_time_s": end,
+                "speedup": s.speedup,
+                "resize_cost": s.resize_cost,
                 "evolving_request": job.request,
                 "evolving_blocking": job.request_blocking,
                 "expansions": job.expansions,
                 "shrinks": job.shrinks,
                 "gain_nodes": job.gain,
-            },
+                "evolution_profile": s.evolution_profile,
+            }
         )
-        return view
 
     # ------------------------------------------------------------------ events
     def submit(self, job: _Job) -> None:
