@@ -149,7 +149,6 @@ def worker_badorder() -> None:
 
     ec = init()
     for _ in range(50):
-        time.sleep(0.002)
         ec.resize_point()
     ec.comm.Barrier()
     if MPI.COMM_WORLD.rank == 0:
@@ -209,7 +208,7 @@ def test_a_resize_point_some_ranks_skip_fails_naming_them(mpirun, tmp_path: Path
 
 
 def test_the_sequential_path_goes_on_past_an_order_file_that_is_not_one(
-    mpirun, tmp_path: Path
+    mpirun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from elastic_slurm.protocol.jobdir import JobDir
 
@@ -217,61 +216,51 @@ def test_the_sequential_path_goes_on_past_an_order_file_that_is_not_one(
     jobdir.create()
     jobdir.order_path(1).parent.mkdir(parents=True, exist_ok=True)
     jobdir.order_path(1).write_text("{not an order")
-    env = {"ELASTIC_SLURM_JOB_DIR": str(jobdir.path), "ELASTIC_SLURM_RESIZE_PATH": "sequential"}
-    os.environ.update(env)
-    try:
-        res = mpirun(3, [WORKER, "badorder"])
-    finally:
-        for name in env:
-            del os.environ[name]
+    monkeypatch.setenv("ELASTIC_SLURM_JOB_DIR", str(jobdir.path))
+    monkeypatch.setenv("ELASTIC_SLURM_RESIZE_PATH", "sequential")
+    res = mpirun(3, [WORKER, "badorder"])
     assert res.returncode == 0, res.describe()
     assert _last_json(res.stdout)["next_seq"] == 1  # not followed, not skipped
     assert res.stderr.count("looking for order 1 failed") == 1, res.describe()  # not per point
 
 
-def test_a_failed_registration_raises_on_every_rank(mpirun, tmp_path: Path) -> None:
+def _outcomes_of(mpirun, tmp_path: Path, mode: str, env: dict[str, str], monkeypatch) -> list:
+    """Run worker ``mode`` on 3 ranks in a job directory, with ``env``; each rank's outcome."""
     from elastic_slurm.protocol.jobdir import JobDir
 
     jobdir = JobDir(tmp_path / "job")
     jobdir.create()
+    monkeypatch.setenv("ELASTIC_SLURM_JOB_DIR", str(jobdir.path))
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    res = mpirun(3, [WORKER, mode, str(tmp_path)])
+    assert res.returncode == 0, res.describe()
+    outcomes = _outcomes(tmp_path)
+    assert sorted(o["rank"] for o in outcomes) == [0, 1, 2], res.describe()
+    return outcomes
+
+
+def test_a_failed_registration_raises_on_every_rank(
+    mpirun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     env = {
-        "ELASTIC_SLURM_JOB_DIR": str(jobdir.path),
         "ELASTIC_SLURM_CONTROLLER": "http://127.0.0.1:9",
         "ELASTIC_SLURM_JOB_SECRET": "s",
         "ELASTIC_SLURM_JOB_ID": "77",
     }
-    os.environ.update(env)
-    try:
-        res = mpirun(3, [WORKER, "register", str(tmp_path)])
-    finally:
-        for name in env:
-            del os.environ[name]
-    assert res.returncode == 0, res.describe()
-    outcomes = _outcomes(tmp_path)
-    assert sorted(o["rank"] for o in outcomes) == [0, 1, 2], res.describe()
-    for o in outcomes:
+    for o in _outcomes_of(mpirun, tmp_path, "register", env, monkeypatch):
         assert o["raised"] == "RuntimeError", o
         assert o["text"].startswith("registering with the controller: 1 of 3 ranks failed;"), o
         assert "rank 0: ValueError: a bug in the registration" in o["text"], o
 
 
-def test_a_damaged_restart_manifest_raises_on_every_rank(mpirun, tmp_path: Path) -> None:
-    from elastic_slurm.protocol.jobdir import JobDir
-
-    jobdir = JobDir(tmp_path / "job")
-    jobdir.create()
-    jobdir.checkpoint.mkdir(parents=True, exist_ok=True)
-    (jobdir.checkpoint / "manifest.json").write_text('{"launch": 0, "seq"')  # cut short
-    env = {"ELASTIC_SLURM_JOB_DIR": str(jobdir.path), "ELASTIC_SLURM_LAUNCH": "1"}
-    os.environ.update(env)
-    try:
-        res = mpirun(3, [WORKER, "outcome", str(tmp_path)])
-    finally:
-        for name in env:
-            del os.environ[name]
-    assert res.returncode == 0, res.describe()
-    outcomes = _outcomes(tmp_path)
-    assert sorted(o["rank"] for o in outcomes) == [0, 1, 2], res.describe()
+def test_a_damaged_restart_manifest_raises_on_every_rank(
+    mpirun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    checkpoint = tmp_path / "job" / "checkpoint"
+    checkpoint.mkdir(parents=True)
+    (checkpoint / "manifest.json").write_text('{"launch": 0, "seq"')  # cut short
+    outcomes = _outcomes_of(mpirun, tmp_path, "outcome", {"ELASTIC_SLURM_LAUNCH": "1"}, monkeypatch)
     for o in outcomes:
         assert o["raised"] == "CheckpointError", o
         assert o["text"].startswith("the restart manifest: 1 of 3 ranks failed;"), o

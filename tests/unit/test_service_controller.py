@@ -36,6 +36,7 @@ from elastic_slurm.mpi_runtime.local_launcher import LocalLauncher
 from elastic_slurm.mpi_runtime.orders import OrderWatcher
 from elastic_slurm.plugins.policy import Policy
 from elastic_slurm.protocol.jobdir import JobDir, JobDirs
+from elastic_slurm.waiting import wait_for
 
 pytestmark = pytest.mark.usefixtures("fictional_users")
 
@@ -306,16 +307,18 @@ def test_an_order_whose_nodes_slurm_did_not_grant_is_refused_with_the_reason() -
 def test_the_order_watcher_warns_once_of_an_order_it_cannot_read(caplog) -> None:
     class Damaged:
         reason = "order 1: not JSON"
+        looks = 0
 
         def next(self, seq: int) -> None:
+            self.looks += 1
             raise JobInputError(7, self.reason)
 
     channel = Damaged()
     watcher = OrderWatcher(channel, 1, interval_s=0.005)
     try:
-        time.sleep(0.2)  # about 40 looks
+        wait_for(lambda: channel.looks >= 20, timeout_s=10, what="20 looks", interval_s=0.01)
         channel.reason = "order 1: too large"
-        time.sleep(0.1)
+        wait_for(lambda: channel.looks >= 40, timeout_s=10, what="40 looks", interval_s=0.01)
     finally:
         watcher.close()
     said = [r.getMessage() for r in caplog.records if "looking for order" in r.getMessage()]

@@ -290,14 +290,13 @@ class RestartJoin:
                 timeout_s=envvars.get_float("HANDOVER_TIMEOUT_S", 3600.0),
             )
         else:
-            launch = ec.launch
 
             def read() -> dict[str, Any] | None:  # rank 0: the generation before's manifest
                 if not manifest_path.exists():
                     return None
                 try:
                     found = json.loads(manifest_path.read_text())
-                    if int(found.get("launch", -1)) != launch - 1:
+                    if int(found.get("launch", -1)) != ec.launch - 1:
                         return None
                 except (ValueError, TypeError, AttributeError) as exc:
                     raise CheckpointError(f"{manifest_path}: not a manifest: {exc}") from exc
