@@ -124,6 +124,28 @@ def worker_outcome(directory: str) -> None:
     _write_outcome(directory, MPI.COMM_WORLD.rank, init)
 
 
+def worker_damaged_ack(directory: str) -> None:
+    """A restart checkpoint of order 1 with no arrays, and a damaged ``failed`` acknowledgement
+    of that order; then each rank writes what ``init()`` raised."""
+    from mpi4py import MPI
+
+    from elastic_slurm.mpi_runtime import init
+    from elastic_slurm.mpi_runtime.checkpoint import save_state
+
+    comm = MPI.COMM_WORLD
+    checkpoint = Path(directory, "job", "checkpoint")
+    save_state(checkpoint, "state", comm, {"step": 3})
+    if comm.rank == 0:
+        manifest = {"seq": 1, "launch": 0, "generation": 0, "arrays": [], "checkpoint_s": 0.0}
+        manifest["requested_at"] = time.time()
+        (checkpoint / "manifest.json").write_text(json.dumps(manifest))
+        acks = Path(directory, "job", "acks")
+        acks.mkdir(exist_ok=True)
+        (acks / "000001.failed.json").write_text("{not an acknowledgement")
+    comm.Barrier()
+    _write_outcome(directory, comm.rank, init)
+
+
 def _outcomes(directory: Path) -> list[dict]:
     return [json.loads(p.read_text()) for p in sorted(directory.glob("rank-*.json"))]
 
@@ -267,6 +289,31 @@ def test_a_damaged_restart_manifest_raises_on_every_rank(
         assert "manifest.json: not a manifest" in o["text"], o
 
 
+def test_a_damaged_acknowledgement_read_at_a_restart_raises_on_every_rank(
+    mpirun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env = {"ELASTIC_SLURM_LAUNCH": "1"}
+    for o in _outcomes_of(mpirun, tmp_path, "damaged_ack", env, monkeypatch):
+        assert o["raised"] == "RuntimeError", o  # rank 0 alone read it: all raise the same
+        assert o["text"].startswith("order 1's acknowledgement: 1 of 3 ranks failed;"), o
+        assert "JobInputError" in o["text"] and "000001.failed.json" in o["text"], o
+
+
+def test_a_successor_that_cannot_say_it_is_ready_raises_on_every_rank(
+    mpirun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from elastic_slurm.mpi_runtime import handover
+    from elastic_slurm.protocol.jobdir import JobDir
+
+    ready = handover.ready_path(JobDir(tmp_path / "job"), 4)
+    ready.mkdir(parents=True)  # a directory where the file goes: rank 0's write fails
+    env = {"ELASTIC_SLURM_LAUNCH": "1", "ELASTIC_SLURM_SUCCESSOR": "4"}
+    for o in _outcomes_of(mpirun, tmp_path, "outcome", env, monkeypatch):
+        assert o["raised"] == "RuntimeError", o
+        assert o["text"].startswith("the successor's ready signal: 1 of 3 ranks failed;"), o
+        assert "successor-ready-4.json" in o["text"], o
+
+
 if __name__ == "__main__":
     mode = sys.argv[1]
     if mode == "vote":
@@ -279,6 +326,8 @@ if __name__ == "__main__":
         worker_badorder()
     elif mode == "outcome":
         worker_outcome(sys.argv[2])
+    elif mode == "damaged_ack":
+        worker_damaged_ack(sys.argv[2])
     elif mode == "register":
         worker_register(sys.argv[2])
     else:

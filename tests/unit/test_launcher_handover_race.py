@@ -37,6 +37,9 @@ def test_handed_over_reads_the_manifest_of_that_order_and_generation(tmp_path: P
     assert not handover.handed_over(jobdir, 2, 0)
     (jobdir.checkpoint / "manifest.json").write_text("{half")
     assert not handover.handed_over(jobdir, 2, 1)
+    for bad in ([2], "two", None, {"n": 2}, 1e400):  # well-formed JSON, malformed values
+        (jobdir.checkpoint / "manifest.json").write_text(json.dumps({"seq": bad, "launch": 1}))
+        assert not handover.handed_over(jobdir, 2, 1)
 
 
 def test_a_successor_that_ended_after_the_handover_is_kept(tmp_path: Path) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import logging
 import threading
 import time
 from pathlib import Path
@@ -86,11 +88,13 @@ def test_drop_all_removes_only_this_job_s_memory_directories(tmp_path: Path) -> 
 
 
 class _Solo:
-    """A one-rank communicator: what :func:`handover.linger` uses of mpi4py's."""
+    """A one-rank communicator: what :func:`handover.linger` and ``await_manifest`` use."""
 
     class _Done:
         def Test(self) -> bool:  # noqa: N802 (mpi4py's name)
             return True
+
+    rank = 0  # await_manifest reads the attribute
 
     def Get_rank(self) -> int:  # noqa: N802
         return 0
@@ -125,3 +129,30 @@ def test_linger_gives_up_after_its_deadline_which_grows_with_the_checkpoint(
     assert took is False and waited_s >= 0.35  # 0.1 s + 300 B at 1000 B/s
     handover.signal_took(tmp_path, 5)
     assert handover.linger(_Solo(), tmp_path, 4, nbytes=0)[0] is False  # another order's
+
+
+def test_await_manifest_passes_over_a_malformed_manifest_until_the_right_one(
+    tmp_path: Path,
+) -> None:
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(json.dumps({"seq": [7], "launch": "one"}))  # int() would raise
+
+    def written() -> None:
+        manifest.write_text(json.dumps({"seq": 7, "launch": 1, "arrays": []}))
+
+    threading.Timer(0.2, written).start()
+    found = handover.await_manifest(_Solo(), manifest, 1, 7, timeout_s=30.0, poll_s=0.01)
+    assert found == {"seq": 7, "launch": 1, "arrays": []}
+    manifest.write_text(json.dumps({"seq": 7, "launch": {"a": 1}}))
+    with pytest.raises(handover.HandoverError, match="did not hand over order 7"):
+        handover.await_manifest(_Solo(), manifest, 1, 7, timeout_s=0.1, poll_s=0.01)
+
+
+def test_a_took_marker_that_cannot_be_made_is_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    gone = tmp_path / "gone"  # the memory directory was removed meanwhile
+    with caplog.at_level(logging.WARNING, logger=handover.__name__):
+        handover.signal_took(gone, 3)
+    assert "could not tell the old generation it may end" in caplog.text
+    assert not handover.took_path(gone, 3).exists()

@@ -226,13 +226,18 @@ def signal_took(directory: Path | str, seq: int) -> None:
     An empty file beside the checkpoint, created exclusively and not synced: only its
     existence counts, it is written on the application's critical path, and a crash makes it
     moot.
+
+    Best-effort: if the file cannot be made (the directory is gone, the disk full), this
+    generation goes on with a warning and the old ranks end when :func:`linger` gives up;
+    raising here would fail the restored generation on rank 0 alone.
     """
+    path = took_path(directory, seq)
     try:
-        os.close(
-            os.open(took_path(directory, seq), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW)
-        )
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW))
     except FileExistsError:
         pass
+    except OSError as exc:
+        log.warning("could not tell the old generation it may end (%s): %s", path, exc)
 
 
 def linger(
@@ -259,7 +264,7 @@ def linger(
     if comm.Get_rank() == 0:
         path = took_path(directory, seq)
         deadline = t0 + LINGER_S + nbytes / LINGER_BYTES_PER_S
-        while not (found := path.exists()) and time.monotonic() < deadline:
+        while not (found := _exists(path)) and time.monotonic() < deadline:
             time.sleep(poll_s)
     barrier = comm.Ibarrier()
     while not barrier.Test():
@@ -372,11 +377,7 @@ def await_manifest(
                 data = json.loads(manifest.read_text())
             except (FileNotFoundError, ValueError):
                 data = None
-            if (
-                isinstance(data, dict)
-                and int(data.get("launch", -1)) == launch
-                and int(data.get("seq", -1)) == seq
-            ):
+            if _manifest_of(data, launch, seq):
                 found = data
             else:
                 time.sleep(poll_s)
@@ -403,8 +404,26 @@ def handed_over(jobdir: JobDir, seq: int, launch: int) -> bool:
         data = json.loads((jobdir.checkpoint / MANIFEST).read_text())
     except (OSError, ValueError):
         return False
-    return (
-        isinstance(data, dict)
-        and int(data.get("launch", -1)) == launch
-        and int(data.get("seq", -1)) == seq
-    )
+    return _manifest_of(data, launch, seq)
+
+
+def _manifest_of(data: object, launch: int, seq: int) -> bool:
+    """Whether ``data`` (a parsed manifest) is generation ``launch``'s of order ``seq``.
+
+    False for anything else, malformed values included (a manifest in the job directory is
+    read as untrusted input, by rank 0 alone and by the launcher: it must not raise).
+    """
+    if not isinstance(data, dict):
+        return False
+    try:
+        return int(data.get("launch", -1)) == launch and int(data.get("seq", -1)) == seq
+    except (TypeError, ValueError, OverflowError):
+        return False
+
+
+def _exists(path: Path) -> bool:
+    """``path.exists()``, False where it cannot be told (no permission): rank 0 alone asks."""
+    try:
+        return path.exists()
+    except OSError:
+        return False

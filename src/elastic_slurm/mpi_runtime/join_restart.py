@@ -280,8 +280,12 @@ class RestartJoin:
                 envvars.get_str("HANDOVER_DIR"), envvars.get_str("HANDOVER_TOKEN")
             )
             memory = ec.comm.allreduce(memory, op=MPI.LAND)
-            if ec.rank == 0:
-                handover.signal_ready(ec.jobdir, successor, ec.launch, memory)
+            jobdir = ec.jobdir
+            on_rank0(
+                ec.comm,
+                "the successor's ready signal",
+                lambda: handover.signal_ready(jobdir, successor, ec.launch, memory),
+            )
             manifest = handover.await_manifest(
                 ec.comm,
                 manifest_path,
@@ -354,6 +358,11 @@ class RestartJoin:
         ec._begin_voting()  # before the acknowledgement: it then goes through the watcher
         if manifest.get("paused_at"):  # the new generation computes from here on
             ec.last_resize_s["pause"] = max(0.0, time.time() - float(manifest["paused_at"]))
-        failed = ec.rank == 0 and ec.jobdir.read_ack(seq, AckStatus.FAILED) is not None
-        if not ec.comm.bcast(failed, root=0):
+        jobdir = ec.jobdir
+        failed = on_rank0(
+            ec.comm,
+            f"order {seq}'s acknowledgement",
+            lambda: jobdir.read_ack(seq, AckStatus.FAILED) is not None,
+        )
+        if not failed:
             ec._acknowledge(seq, "restart", str(manifest.get("reason", "")), ec.last_resize_s)
