@@ -9,6 +9,7 @@ users with the controller as a service user in ``tests/integration/test_unprivil
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import time
@@ -525,7 +526,7 @@ def test_a_service_controller_orders_only_what_a_merge_can_add(
 
 
 def test_nodes_taken_for_an_order_the_job_then_refuses_are_given_back_by_the_job(
-    tmp_path, monkeypatch
+    tmp_path, monkeypatch, caplog
 ) -> None:
     # the grant came, then an added node failed its check: the job refuses the order and,
     # since a service controller cannot shrink it, gives the unused nodes back itself
@@ -563,6 +564,12 @@ def test_nodes_taken_for_an_order_the_job_then_refuses_are_given_back_by_the_job
     assert again is not None and again.reason == "by the launcher"
     events = (ec.jobdir.path / "events.jsonl").read_text()
     assert events.count('"failed"') == 2  # orders 1 and 2: the launcher logs order 3's
+    # a damaged acknowledgement: rank 0 (alone here) warns and refuses, it does not raise
+    (ec.jobdir.path / "acks" / "000004.failed.json").write_text("{not an ack")
+    with caplog.at_level(logging.WARNING, logger="elastic_slurm.mpi_runtime"):
+        ec._refuse(replace(granted, seq=4), ["n1", "n2"], "the spawn failed")
+    assert "order 4: the launcher's acknowledgement is unreadable" in caplog.text
+    assert ec.next_seq == 5
 
 
 # ---------------------------------------------------------------------------- sizes by hand

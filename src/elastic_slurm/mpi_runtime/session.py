@@ -742,7 +742,13 @@ class ElasticComm:
         kept = tuple(dict.fromkeys(hosts))
         # the launcher failed it already (a restart's waiting successor): it also gave the
         # taken nodes back, once the successor's steps had left them; otherwise rank 0 does
-        launcher_failed = self.jobdir.read_ack(order.seq, AckStatus.FAILED) is not None
+        try:
+            launcher_failed = self.jobdir.read_ack(order.seq, AckStatus.FAILED) is not None
+        except (OSError, JobInputError) as exc:  # rank 0 alone: refuse all the same
+            log.warning(
+                "order %d: the launcher's acknowledgement is unreadable: %s", order.seq, exc
+            )
+            launcher_failed = False
         if (
             not launcher_failed
             and order.by_job
