@@ -99,12 +99,36 @@ def test_final_ack_prefers_done(jobdir: JobDir) -> None:
 
 def test_restart_request_is_taken_once(jobdir: JobDir) -> None:
     assert jobdir.take_restart() is None
-    request = {"seq": 1, "action": "shrink", "nodes": ["n1"]}
+    request = {"seq": 1, "action": "shrink", "nodes": ["n1"], "launch": 0, "handover": False}
     jobdir.request_restart(request)
     assert jobdir.restart_path.exists()
     assert jobdir.take_restart() == request
     assert not jobdir.restart_path.exists()
     assert jobdir.take_restart() is None
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        ({"seq": "1"}, "seq must be an integer"),
+        ({"seq": 0}, "seq must be an integer"),
+        ({"action": "grow"}, "action must be expand or shrink"),
+        ({"nodes": []}, "nodes must name at least one node"),
+        ({"nodes": "n1"}, "nodes must be a list"),
+        ({"nodes": [1]}, "nodes must hold non-empty strings"),
+        ({"launch": None}, "launch must be an integer"),
+        ({"handover": "yes"}, "handover must be true or false"),
+        ({"token": 7}, "token must be a text"),
+    ],
+)
+def test_an_unusable_restart_request_is_refused_by_name_and_removed(
+    jobdir: JobDir, change: dict, named: str
+) -> None:
+    request = {"seq": 1, "action": "shrink", "nodes": ["n1"], "launch": 0, **change}
+    jobdir.request_restart(request)
+    with pytest.raises(JobInputError, match=f"restart.json: {named}"):
+        jobdir.take_restart()
+    assert not jobdir.restart_path.exists()  # read once: the launcher is not asked again
 
 
 def test_events(jobdir: JobDir) -> None:

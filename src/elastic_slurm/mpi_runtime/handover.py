@@ -180,15 +180,23 @@ def request_successor(
 
 
 def take_request(jobdir: JobDir) -> dict[str, Any] | None:
-    """The launcher's side: read and remove the successor request, if there is one."""
-    data = _read_object(jobdir, REQUEST)
-    if data is not None:
-        try:
-            jobdir.files.unlink((), REQUEST)
-        except JobInputError as exc:  # read once only: a request left behind is not taken
-            log.warning("could not remove the successor request: %s", exc)
-            return None
-    return data
+    """The launcher's side: read and remove the successor request, if there is one.
+
+    Checked as a restart request (:func:`~elastic_slurm.protocol.jobdir.restart_request`).
+    An unusable one, or one that cannot be removed (read once only: a request left behind is
+    not taken), is ignored with a warning, said once per reason: no successor starts, and the
+    application fails the order when its wait for one times out (:func:`wait_ready`).
+    """
+    try:
+        return jobdir.take_restart(REQUEST)
+    except JobInputError as exc:
+        if str(exc) not in _ignored:
+            _ignored.add(str(exc))
+            log.warning("ignored the successor request: %s", exc)
+        return None
+
+
+_ignored: set[str] = set()  # the reasons take_request warned of
 
 
 def ready_path(jobdir: JobDir, seq: int) -> Path:

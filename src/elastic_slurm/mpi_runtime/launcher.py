@@ -31,7 +31,7 @@ from pathlib import Path
 
 from elastic_slurm import envvars, mca
 from elastic_slurm.adapter.backend import SlurmBackend
-from elastic_slurm.errors import ElasticSlurmError, ResizeError, SlurmCommandError
+from elastic_slurm.errors import ElasticSlurmError, JobInputError, ResizeError, SlurmCommandError
 from elastic_slurm.model.resize_order import AckStatus, ResizeAck
 from elastic_slurm.mpi_runtime import handover
 from elastic_slurm.mpi_runtime.channel import channel_for
@@ -373,7 +373,16 @@ class Launcher:
                     returncode=rc,
                     seconds=round(elapsed, 3),
                 )
-                request = self.jobdir.take_restart()
+                try:
+                    request = self.jobdir.take_restart()
+                except JobInputError as exc:  # the application's own file, damaged
+                    print(
+                        f"{self.command}: the application's restart request is unusable "
+                        f"({exc}); stopping (its checkpoint stays in {self.jobdir.checkpoint})",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                    return rc or 1
                 if request is None or rc != 0:
                     if request is None and rc != 0:
                         print(

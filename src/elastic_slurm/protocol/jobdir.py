@@ -31,6 +31,7 @@ one without talks through the files directly.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import pwd
 import re
@@ -263,6 +264,34 @@ def _object(data: Any) -> dict[str, Any]:
     _bounded(data, "value")
     if not isinstance(data, dict):
         raise ValueError("not a JSON object")
+    return data
+
+
+def restart_request(data: Any) -> dict[str, Any]:
+    """Check a restart request the application leaves for the launcher; return it.
+
+    ``seq`` (the order, 1 to ``MAX_SEQ``), ``action`` (``expand`` or ``shrink``), ``nodes`` (the
+    next generation's, at least one), ``launch`` (the generation that asks, from 0); optional
+    ``handover`` and ``by_job`` (booleans), ``memory_dir`` and ``token`` (texts).
+
+    Raises
+    ------
+    ValueError
+        Naming the first field that is missing or malformed.
+    """
+    data = _object(data)
+    _int(data, "seq", 1, MAX_SEQ)
+    if data.get("action") not in ("expand", "shrink"):
+        raise ValueError(f"action must be expand or shrink, got {data.get('action')!r}")
+    if not _strings(data.get("nodes"), "nodes"):
+        raise ValueError("nodes must name at least one node")
+    _int(data, "launch", 0, MAX_SEQ)
+    for key in ("handover", "by_job"):
+        if not isinstance(data.get(key, False), bool):
+            raise ValueError(f"{key} must be true or false")
+    for key in ("memory_dir", "token"):
+        if not isinstance(data.get(key, ""), str):
+            raise ValueError(f"{key} must be a text")
     return data
 
 
@@ -659,11 +688,27 @@ class JobDir:
         """Record the application's restart request (rank 0, before the ranks exit)."""
         self.files.write_json((), "restart.json", request)
 
-    def take_restart(self) -> dict[str, Any] | None:
-        """Read and remove the restart request, if any (the launcher, after mpirun exits)."""
-        data = self._read((), "restart.json", _object)
+    def take_restart(self, name: str = "restart.json") -> dict[str, Any] | None:
+        """Read and remove the restart request, if any (the launcher, after mpirun exits).
+
+        ``name``: another request of the same form (a waiting successor's). The request is
+        checked (:func:`restart_request`); an unusable one is removed all the same, so that it
+        is read once.
+
+        Raises
+        ------
+        JobInputError
+            The request is unusable (the message names the file and the field), or cannot be
+            removed.
+        """
+        try:
+            data = self._read((), name, restart_request)
+        except JobInputError:
+            with contextlib.suppress(OSError, JobInputError):  # a directory, a foreign owner
+                self.files.unlink((), name)
+            raise
         if data is not None:
-            self.files.unlink((), "restart.json")
+            self.files.unlink((), name)
         return data
 
     # ------------------------------------------------------------------ events
