@@ -156,3 +156,24 @@ def test_a_took_marker_that_cannot_be_made_is_a_warning(
         handover.signal_took(gone, 3)
     assert "could not tell the old generation it may end" in caplog.text
     assert not handover.took_path(gone, 3).exists()
+
+
+def test_a_successor_request_that_cannot_be_written_refuses_the_order_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from types import SimpleNamespace
+
+    from elastic_slurm.model.resize_order import ResizeAction, ResizeOrder
+    from elastic_slurm.mpi_runtime.join_restart import RestartJoin
+
+    jobdir = _jobdir(tmp_path)
+    (jobdir.path / handover.REQUEST).mkdir()  # where the request goes: the write fails
+    monkeypatch.setenv("ELASTIC_SLURM_HANDOVER_MEMORY", "0")
+    join = RestartJoin(SimpleNamespace(jobdir=jobdir, launch=0))  # type: ignore[arg-type]
+    order = ResizeOrder(2, ResizeAction.EXPAND, ("n1", "n2"), time.time())
+    t0 = time.monotonic()
+    why = join.prepare(order)
+    assert why is not None and why.startswith("the next generation could not be asked for")
+    assert "successor.json" in why
+    assert time.monotonic() - t0 < 5.0  # no successor to stop: no wait for the launcher
+    assert not handover.cancel_path(jobdir, 2).exists()

@@ -305,6 +305,31 @@ def test_an_order_whose_nodes_slurm_did_not_grant_is_refused_with_the_reason() -
         watcher.close()
 
 
+def test_an_order_the_watcher_cannot_get_ready_for_is_refused_and_the_watcher_goes_on() -> None:
+    orders = {s: ResizeOrder(s, ResizeAction.SHRINK, ("n1",), time.time()) for s in (1, 2)}
+
+    class Two:
+        def next(self, seq: int) -> ResizeOrder | None:
+            return orders.get(seq)
+
+    def check(order: ResizeOrder) -> str | None:
+        if order.seq == 1:  # a full disk while asking the launcher for a successor, say
+            raise JobInputError(7, "successor.json: No space left on device")
+        return None
+
+    watcher = OrderWatcher(Two(), 1, interval_s=0.005, check=check)
+    try:
+        wait_for(lambda: watcher._refused, timeout_s=10, what="the refusal", interval_s=0.01)
+        ((refused, why),) = watcher.take_refused()
+        assert refused.seq == 1
+        assert why.startswith("could not get ready: JobInputError:"), why
+        assert "No space left on device" in why
+        ready = wait_for(watcher.ready, timeout_s=10, what="order 2", interval_s=0.01)
+        assert ready.seq == 2  # the watcher's thread lived on
+    finally:
+        watcher.close()
+
+
 def test_the_order_watcher_warns_once_of_an_order_it_cannot_read(caplog) -> None:
     class Damaged:
         reason = "order 1: not JSON"

@@ -190,13 +190,13 @@ def take_request(jobdir: JobDir) -> dict[str, Any] | None:
     try:
         return jobdir.take_restart(REQUEST)
     except JobInputError as exc:
-        if str(exc) not in _ignored:
+        if str(exc) not in _ignored and len(_ignored) < 64:
             _ignored.add(str(exc))
             log.warning("ignored the successor request: %s", exc)
         return None
 
 
-_ignored: set[str] = set()  # the reasons take_request warned of
+_ignored: set[str] = set()  # the reasons take_request warned of (at most 64 kept)
 
 
 def ready_path(jobdir: JobDir, seq: int) -> Path:

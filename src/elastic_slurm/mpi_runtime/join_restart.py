@@ -25,6 +25,7 @@ import numpy as np
 from mpi4py import MPI
 
 from elastic_slurm import envvars
+from elastic_slurm.errors import JobInputError
 from elastic_slurm.model.resize_order import AckStatus, ResizeOrder
 from elastic_slurm.mpi_runtime import handover
 from elastic_slurm.mpi_runtime.checkpoint import (
@@ -84,22 +85,29 @@ class RestartJoin:
                 memory = (where, handover.make_token(where))
             except OSError as exc:
                 log.info("no memory checkpoint (%s): the shared filesystem is used", exc)
-        handover.request_successor(
-            jobdir,
-            order.seq,
-            order.action.value,
-            list(order.nodes),
-            ec.launch,
-            memory,
-            by_job=order.by_job,
-        )
+
+        def launcher_failed() -> bool:  # a damaged acknowledgement: not the launcher's word
+            try:
+                return jobdir.read_ack(order.seq, AckStatus.FAILED) is not None
+            except JobInputError:
+                return False
+
         timeout = envvars.get_float("SUCCESSOR_TIMEOUT_S", 120.0)
-        why, shared = handover.wait_ready(
-            jobdir,
-            order.seq,
-            timeout,
-            failed=lambda: jobdir.read_ack(order.seq, AckStatus.FAILED) is not None,
-        )
+        asked = False  # the launcher may have started a successor: stop it if not followed
+        try:
+            handover.request_successor(
+                jobdir,
+                order.seq,
+                order.action.value,
+                list(order.nodes),
+                ec.launch,
+                memory,
+                by_job=order.by_job,
+            )
+            asked = True
+            why, shared = handover.wait_ready(jobdir, order.seq, timeout, failed=launcher_failed)
+        except (OSError, JobInputError) as exc:  # the request not written (a full disk)
+            why, shared = f"the next generation could not be asked for: {exc}", False
         self._successor_s = time.monotonic() - t0
         started = handover.ready_info(jobdir, order.seq).get("process_started")
         self._launch_s = (
@@ -107,22 +115,22 @@ class RestartJoin:
             if isinstance(started, (int, float)) and why is None
             else None
         )
-        if why is not None and jobdir.read_ack(order.seq, AckStatus.FAILED) is None:
+        if why is not None and asked and not launcher_failed():
             # the launcher stops the successor, then fails the order: the added nodes are
             # vacated before the controller (or, by_job, the launcher) gives them back. Its
             # wait for the steps to leave takes up to 30 s: wait longer, or rank 0 would give
             # them back too
-            handover.cancel(jobdir, order.seq, why)
             try:
+                handover.cancel(jobdir, order.seq, why)
                 wait_for(
-                    lambda: jobdir.read_ack(order.seq, AckStatus.FAILED),
+                    launcher_failed,
                     timeout_s=60.0,
                     what=f"the launcher to fail order {order.seq}",
                     interval_s=0.05,
                     max_interval_s=0.05,
                 )
-            except DeadlineExceeded:
-                pass  # no launcher answering: the order is refused from here
+            except (DeadlineExceeded, JobInputError):
+                pass  # no launcher answering (or no cancel written): refused from here
         self._memory = memory if shared and why is None else None
         if self._memory is None and memory is not None:
             handover.drop(memory[0])

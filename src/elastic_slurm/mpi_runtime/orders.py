@@ -354,7 +354,11 @@ class OrderWatcher:
             except Exception as exc:  # noqa: BLE001 - refused with the reason, the job goes on
                 why = f"no nodes granted: {exc}"
         if why is None and self.check is not None:
-            why = self.check(got)
+            try:
+                why = self.check(got)
+            except Exception as exc:  # noqa: BLE001 - refused with the reason, the watcher lives
+                log.warning("order %d: could not get ready to follow it: %s", seq, exc)
+                why = f"could not get ready: {type(exc).__name__}: {exc}"
         with self._lock:
             if self._seq != seq:
                 return
