@@ -86,11 +86,8 @@ class RestartJoin:
             except OSError as exc:
                 log.info("no memory checkpoint (%s): the shared filesystem is used", exc)
 
-        def launcher_failed() -> bool:  # a damaged acknowledgement: not the launcher's word
-            try:
-                return jobdir.read_ack(order.seq, AckStatus.FAILED) is not None
-            except JobInputError:
-                return False
+        def launcher_failed() -> bool:
+            return ec._launcher_failed(order.seq)
 
         timeout = envvars.get_float("SUCCESSOR_TIMEOUT_S", 120.0)
         asked = False  # the launcher may have started a successor: stop it if not followed

@@ -151,6 +151,8 @@ class ElasticComm:
         ``restore``; ``release`` for shrinks, measured by the controller).
     """
 
+    _unreadable_ack: int | None = None  # rank 0: the order whose damaged ack was warned of
+
     def __init__(
         self,
         comm: MPI.Intracomm,
@@ -722,6 +724,21 @@ class ElasticComm:
         self.next_seq = order.seq + 1
         return False
 
+    def _launcher_failed(self, seq: int) -> bool:
+        """Rank 0: whether the launcher acknowledged order ``seq`` as failed.
+
+        A damaged acknowledgement is not the launcher's word: ``False``, with a warning once
+        per order (a successor's preparation polls this), never an error rank 0 raises alone.
+        """
+        assert self.jobdir is not None
+        try:
+            return self.jobdir.read_ack(seq, AckStatus.FAILED) is not None
+        except (OSError, JobInputError) as exc:
+            if self._unreadable_ack != seq:
+                self._unreadable_ack = seq
+                log.warning("order %d: the launcher's acknowledgement is unreadable: %s", seq, exc)
+            return False
+
     def _refuse(self, order: ResizeOrder, hosts: list[str], why: str) -> None:
         """Rank 0: acknowledge ``order`` as failed, with ``why``, unless the launcher did.
 
@@ -742,13 +759,7 @@ class ElasticComm:
         kept = tuple(dict.fromkeys(hosts))
         # the launcher failed it already (a restart's waiting successor): it also gave the
         # taken nodes back, once the successor's steps had left them; otherwise rank 0 does
-        try:
-            launcher_failed = self.jobdir.read_ack(order.seq, AckStatus.FAILED) is not None
-        except (OSError, JobInputError) as exc:  # rank 0 alone: refuse all the same
-            log.warning(
-                "order %d: the launcher's acknowledgement is unreadable: %s", order.seq, exc
-            )
-            launcher_failed = False
+        launcher_failed = self._launcher_failed(order.seq)
         if (
             not launcher_failed
             and order.by_job
