@@ -262,6 +262,15 @@ def _outcomes_of(mpirun, tmp_path: Path, mode: str, env: dict[str, str], monkeyp
     return outcomes
 
 
+def _every_rank_raised(outcomes: list, raised: str, what: str, *parts: str) -> None:
+    """Each rank raised ``raised``, its message starting with ``what``'s verdict, naming
+    ``parts``: rank 0 alone failed, and no other rank waited for it."""
+    for o in outcomes:
+        assert o["raised"] == raised, o
+        assert o["text"].startswith(f"{what}: 1 of 3 ranks failed;"), o
+        assert all(part in o["text"] for part in parts), o
+
+
 def test_a_failed_registration_raises_on_every_rank(
     mpirun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -270,10 +279,13 @@ def test_a_failed_registration_raises_on_every_rank(
         "ELASTIC_SLURM_JOB_SECRET": "s",
         "ELASTIC_SLURM_JOB_ID": "77",
     }
-    for o in _outcomes_of(mpirun, tmp_path, "register", env, monkeypatch):
-        assert o["raised"] == "RuntimeError", o
-        assert o["text"].startswith("registering with the controller: 1 of 3 ranks failed;"), o
-        assert "rank 0: ValueError: a bug in the registration" in o["text"], o
+    outcomes = _outcomes_of(mpirun, tmp_path, "register", env, monkeypatch)
+    _every_rank_raised(
+        outcomes,
+        "RuntimeError",
+        "registering with the controller",
+        "rank 0: ValueError: a bug in the registration",
+    )
 
 
 def test_a_damaged_restart_manifest_raises_on_every_rank(
@@ -283,20 +295,19 @@ def test_a_damaged_restart_manifest_raises_on_every_rank(
     checkpoint.mkdir(parents=True)
     (checkpoint / "manifest.json").write_text('{"launch": 0, "seq"')  # cut short
     outcomes = _outcomes_of(mpirun, tmp_path, "outcome", {"ELASTIC_SLURM_LAUNCH": "1"}, monkeypatch)
-    for o in outcomes:
-        assert o["raised"] == "CheckpointError", o
-        assert o["text"].startswith("the restart manifest: 1 of 3 ranks failed;"), o
-        assert "manifest.json: not a manifest" in o["text"], o
+    _every_rank_raised(
+        outcomes, "CheckpointError", "the restart manifest", "manifest.json: not a manifest"
+    )
 
 
 def test_a_damaged_acknowledgement_read_at_a_restart_raises_on_every_rank(
     mpirun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     env = {"ELASTIC_SLURM_LAUNCH": "1"}
-    for o in _outcomes_of(mpirun, tmp_path, "damaged_ack", env, monkeypatch):
-        assert o["raised"] == "RuntimeError", o  # rank 0 alone read it: all raise the same
-        assert o["text"].startswith("order 1's acknowledgement: 1 of 3 ranks failed;"), o
-        assert "JobInputError" in o["text"] and "000001.failed.json" in o["text"], o
+    outcomes = _outcomes_of(mpirun, tmp_path, "damaged_ack", env, monkeypatch)
+    _every_rank_raised(
+        outcomes, "RuntimeError", "order 1's acknowledgement", "JobInputError", "000001.failed.json"
+    )
 
 
 def test_a_successor_that_cannot_say_it_is_ready_raises_on_every_rank(
@@ -308,10 +319,10 @@ def test_a_successor_that_cannot_say_it_is_ready_raises_on_every_rank(
     ready = handover.ready_path(JobDir(tmp_path / "job"), 4)
     ready.mkdir(parents=True)  # a directory where the file goes: rank 0's write fails
     env = {"ELASTIC_SLURM_LAUNCH": "1", "ELASTIC_SLURM_SUCCESSOR": "4"}
-    for o in _outcomes_of(mpirun, tmp_path, "outcome", env, monkeypatch):
-        assert o["raised"] == "RuntimeError", o
-        assert o["text"].startswith("the successor's ready signal: 1 of 3 ranks failed;"), o
-        assert "successor-ready-4.json" in o["text"], o
+    outcomes = _outcomes_of(mpirun, tmp_path, "outcome", env, monkeypatch)
+    _every_rank_raised(
+        outcomes, "RuntimeError", "the successor's ready signal", "successor-ready-4.json"
+    )
 
 
 if __name__ == "__main__":
