@@ -193,17 +193,18 @@ def worker(spec: dict[str, Any]) -> int:
     import numpy as np
     from mpi4py import MPI
 
+    from elastic_slurm.mpi_runtime import cma
     from elastic_slurm.mpi_runtime import redistribute as engine
     from elastic_slurm.mpi_runtime.redistribute import redistribute_grid
 
     def _direct(*args: Any, **kwargs: Any) -> Any:
         """The grid engine with direct copies between processes, for rows too."""
-        saved = engine._DIRECT, engine._ROWS_BY_ALLTOALLV
-        engine._DIRECT, engine._ROWS_BY_ALLTOALLV = True, False
+        saved = cma.ENABLED, engine._ROWS_BY_ALLTOALLV
+        cma.ENABLED, engine._ROWS_BY_ALLTOALLV = True, False
         try:
             return redistribute_grid(*args, **kwargs)
         finally:
-            engine._DIRECT, engine._ROWS_BY_ALLTOALLV = saved
+            cma.ENABLED, engine._ROWS_BY_ALLTOALLV = saved
 
     comm = MPI.COMM_WORLD
     rank = comm.Get_rank()

@@ -197,7 +197,7 @@ def _check_case(comm: Any, case: dict[str, Any], use_out: bool) -> list[str]:
 def _worker_cases(spec: str) -> int:
     from mpi4py import MPI
 
-    from elastic_slurm.mpi_runtime import redistribute
+    from elastic_slurm.mpi_runtime import cma, redistribute
 
     comm = MPI.COMM_WORLD
     cases = json.loads(Path(spec).read_text())
@@ -205,8 +205,8 @@ def _worker_cases(spec: str) -> int:
     redistribute._ROWS_BY_ALLTOALLV = os.environ.get("GRID_TEST_ROWS_ENGINE") != "1"
     for i, case in enumerate(cases):
         errors += _check_case(comm, case, use_out=bool(i % 2))
-    if redistribute._warned and os.environ.get("ELASTIC_SLURM_DIRECT_COPY") == "1":
-        errors.append(f"rank {comm.Get_rank()}: direct copies fell back: {redistribute._warned}")
+    if cma.warned and os.environ.get("ELASTIC_SLURM_DIRECT_COPY") == "1":
+        errors.append(f"rank {comm.Get_rank()}: direct copies fell back: {cma.warned}")
     for line in errors[:10]:
         print("MISMATCH", line, flush=True)
     total = comm.allreduce(len(errors))

@@ -14,7 +14,11 @@ gather, send them with one ``MPI_Alltoallv``, and place the received rows with o
 Arrays on 2-D process grids (:class:`~elastic_slurm.mpi_runtime.distribution.Grid2D`, the
 ScaLAPACK block and block-cyclic layouts) move with :func:`redistribute_grid`, between grids
 of any shape and between a grid and rows; :func:`move_array` is the runtime's entry point for
-a registered array (:mod:`~elastic_slurm.mpi_runtime.data`), whatever its distribution.
+a registered array (:mod:`~elastic_slurm.mpi_runtime.data`), whatever its distribution. The
+grid engine plans here which tile of each rank goes to which peer and moves the tiles by MPI
+messages; :mod:`~elastic_slurm.mpi_runtime.tiles` packs, unpacks and copies a tile within one
+process, and :mod:`~elastic_slurm.mpi_runtime.cma` copies one straight between two processes
+of one machine (when enabled).
 
 How it degrades:
 
@@ -38,13 +42,12 @@ import math
 import operator
 import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import DTypeLike
 
-from elastic_slurm.mpi_runtime import strided
+from elastic_slurm.mpi_runtime import cma, tiles
 from elastic_slurm.mpi_runtime.collective import raise_together
 from elastic_slurm.mpi_runtime.distribution import (
     BlockRows,
@@ -1073,11 +1076,6 @@ def _check_grid_out(
     return out
 
 
-_MAX_SLICES = 1024
-"""A tile made of up to this many (row run x column run) rectangles is packed, unpacked or
-copied with one NumPy slice assignment per rectangle; more use one fancy-indexed copy."""
-
-
 @dataclasses.dataclass
 class _GridPlan:
     """One rank's side of a grid redistribution: what it sends to and receives from each peer.
@@ -1087,7 +1085,7 @@ class _GridPlan:
     pieces, column pieces, the peer's row bytes)``, pieces ``[src start, dst start, length]``
     in local rows and in bytes. The tile that stays on the rank is copied by NumPy; with a
     peer on the same machine the tile is copied straight between the two processes' arrays
-    (:func:`_direct_copy`); every other tile travels as one contiguous MPI message: a view of
+    (:func:`.cma.copy`); every other tile travels as one contiguous MPI message: a view of
     the local array when it is whole local rows, else a packed buffer (unpacked likewise).
     """
 
@@ -1102,12 +1100,12 @@ class _GridPlan:
     def whoami(self) -> tuple[object, ...]:
         """What the peers need to copy directly: machine, pid, addresses, busy, direct on."""
         return (
-            _machine(),
+            cma.machine(),
             os.getpid(),
             self.send.ctypes.data if self.send.size else 0,
             self.recv.ctypes.data if self.recv.size else 0,
             bool(set(self.sends) - {self.rank}) or bool(set(self.recvs) - {self.rank}),
-            _DIRECT,
+            cma.ENABLED,
         )
 
     def run(self, comm: MPI.Intracomm, peers: list[tuple[object, ...]]) -> None:
@@ -1117,7 +1115,7 @@ class _GridPlan:
         self.recvs.pop(rank, None)  # the same tile, seen from the receiving side
         if not any(p[4] for p in peers):
             if own is not None:
-                _copy_tile(self.send, own, self.recv)
+                tiles.copy_local(self.send, own, self.recv)
             return  # nothing crosses ranks: no collective needed
         mine = peers[rank]
         agreed = all(p[5] for p in peers)  # the same on every rank, whatever each one's setting
@@ -1126,8 +1124,12 @@ class _GridPlan:
         # Both sides of a pair decide alike (same tile, same machine): direct only for tiles
         # made of long runs, where one system call per 1024 runs is faster than packing.
         row_bytes = (self.send.shape[1], self.recv.shape[1])
-        direct_to = {r for r in near & set(self.sends) if _long_runs(self.sends[r], row_bytes[0])}
-        direct_from = {r for r in near & set(self.recvs) if _long_runs(self.recvs[r], row_bytes[1])}
+        direct_to = {
+            r for r in near & set(self.sends) if cma.long_runs(self.sends[r], row_bytes[0])
+        }
+        direct_from = {
+            r for r in near & set(self.recvs) if cma.long_runs(self.recvs[r], row_bytes[1])
+        }
         to, frm = set(self.sends) - direct_to, set(self.recvs) - direct_from
         private = _private(comm)  # no message of ours can match the caller's
         # The messages go first, so that they travel while this rank copies directly.
@@ -1137,11 +1139,13 @@ class _GridPlan:
             # Pull: this rank reads its tiles from the senders; push: writes to the receivers.
             jobs = (self.recvs, direct_from) if self.pull else (self.sends, direct_to)
             for peer in sorted(jobs[1], key=lambda r: (r - rank) % len(peers)):
-                _direct_copy(self, peer, peers[peer], jobs[0][peer], read=self.pull)
+                info = peers[peer]
+                here, there = (self.recv, info[2]) if self.pull else (self.send, info[3])
+                cma.copy(here, int(info[1]), int(there), jobs[0][peer], read=self.pull)
         except Exception as exc:  # noqa: BLE001 (any failure: fall back to messages)
             failed = f"rank {rank}: {type(exc).__name__}: {exc}"
         if own is not None:
-            _copy_tile(self.send, own, self.recv)
+            tiles.copy_local(self.send, own, self.recv)
         self._finish(pending)
         if not agreed:
             return
@@ -1149,7 +1153,7 @@ class _GridPlan:
         # every array alive until the copies are done); if one failed, all go by messages.
         failures = [f for f in comm.allgather(failed) if f]
         if failures:
-            _warn_direct(failures[0])
+            cma.warn_failed(failures[0])
             self._finish(self._post(private, direct_to, direct_from))
 
     def _post(self, private: MPI.Intracomm, to: set[int], frm: set[int]) -> _Messages:
@@ -1158,7 +1162,7 @@ class _GridPlan:
         A tile that is one run of whole local rows goes straight from (into) the local array
         as contiguous cells (Open MPI's shared-memory transport then copies it once, through
         cross-memory attach). Any other tile up to ``_DATATYPE_MAX_BYTES`` is described by an
-        MPI derived datatype over the local array (:func:`_tile_datatype`), so that MPI packs
+        MPI derived datatype over the local array (:func:`.tiles.datatype`), so that MPI packs
         and unpacks it in C with no buffer of ours: measured 1.4-1.8x faster here than packing
         with NumPy into new pages. A larger tile is packed into a buffer (each send just
         before it starts, each receive unpacked by :meth:`_finish`).
@@ -1180,7 +1184,7 @@ class _GridPlan:
         return done
 
     def _message(
-        self, a: np.ndarray, tile: Tile, side: int, types: list[MPI.Datatype]
+        self, a: np.ndarray, tile: tiles.Tile, side: int, types: list[MPI.Datatype]
     ) -> tuple[list[object], np.ndarray | None]:
         """One tile of ``a`` (side 0 send, 1 receive) as an mpi4py message.
 
@@ -1188,14 +1192,14 @@ class _GridPlan:
         datatype goes to ``types`` (whose first entry is the cell type).
         """
         cell = types[0]
-        view = _whole_rows(a, tile, side)
+        view = tiles.whole_rows(a, tile, side)
         if view is not None:
             return [view, _cells(view, self.cell_bytes), cell], None
-        if math.prod(_tile_shape(tile)) <= _DATATYPE_MAX_BYTES:
-            datatype = _tile_datatype(a, tile, side)
+        if math.prod(tiles.packed_shape(tile)) <= _DATATYPE_MAX_BYTES:
+            datatype = tiles.datatype(a, tile, side)
             types.append(datatype)
             return [a, 1, datatype], None
-        buf = _gather(a, tile, 0) if side == 0 else _tile_buffer(tile)
+        buf = tiles.gather(a, tile, 0) if side == 0 else tiles.new_buffer(tile)
         return [buf, _cells(buf, self.cell_bytes), cell], (buf if side == 1 else None)
 
     def _finish(self, messages: _Messages) -> None:
@@ -1209,7 +1213,7 @@ class _GridPlan:
                 index = MPI.Request.Waitany(requests[:n_recv])
                 staged = unpack[index]
                 if staged is not None:
-                    _scatter(self.recv, staged[1], staged[0], 1)
+                    tiles.scatter(self.recv, staged[1], staged[0], 1)
                     unpack[index] = None
             MPI.Request.Waitall(requests[n_recv:])
         finally:
@@ -1226,36 +1230,8 @@ class _Messages:
     """
 
     requests: list[MPI.Request]
-    unpack: list[tuple[np.ndarray, Tile] | None]
+    unpack: list[tuple[np.ndarray, tiles.Tile] | None]
     types: list[MPI.Datatype]
-
-
-def _tile_datatype(a: np.ndarray, tile: Tile, side: int) -> MPI.Datatype:
-    """A committed MPI datatype selecting the tile in ``a`` (``uint8``, 2-D, C-contiguous).
-
-    The column runs (bytes) of one row are an ``hindexed`` type of ``MPI_BYTE`` resized to the
-    row's extent; the row runs repeat it (``hindexed`` over rows, in bytes). The caller frees
-    it, and keeps tiles of at most ``MPI_INT_MAX`` bytes here (the size of one element of a
-    message is counted in ``int``). Both sides of a message list the same bytes in the same
-    order (rows, then columns), so their type signatures match whatever the shapes of the two
-    local arrays.
-    """
-    from mpi4py import MPI
-
-    rows, cols = _side(tile, side)
-    rows, cols = strided.merged(rows), strided.merged(cols)
-    row_bytes = a.shape[1]
-    one_row = MPI.BYTE.Create_hindexed(cols[:, 1].tolist(), cols[:, 0].tolist())
-    row = one_row.Create_resized(0, row_bytes)
-    one_row.Free()
-    try:
-        lengths = rows[:, 1].tolist()
-        starts = (rows[:, 0] * row_bytes).tolist()
-        datatype = row.Create_hindexed(lengths, starts)
-    finally:
-        row.Free()
-    datatype.Commit()
-    return datatype
 
 
 _DATATYPE_MAX_BYTES = min(
@@ -1295,296 +1271,11 @@ def _private(comm: MPI.Intracomm) -> MPI.Intracomm:
     return dup
 
 
-_DIRECT = os.environ.get("ELASTIC_SLURM_DIRECT_COPY", "0") == "1"
-"""Copy between processes of one machine with ``process_vm_readv``/``process_vm_writev``
-(Linux cross-memory attach, the mechanism Open MPI's shared-memory transport uses for large
-messages) when ``ELASTIC_SLURM_DIRECT_COPY=1``. Off by default: on the 2-core test machine
-under load it was not faster than the messages (``bench/redistribute.py --compare-direct``)."""
-
-_IOV_MAX = 1024  # Linux's limit on iovecs per process_vm_* call
-_IOVEC = np.dtype([("base", np.uint64), ("len", np.uint64)])
-_warned: list[str] = []
-
-
-def _machine() -> tuple[str, int, int] | None:
-    """Return the machine and namespaces: equal exactly for processes that can share CMA.
-
-    ``(boot id, pid namespace, mount namespace)``; None where there is no ``/proc`` (no
-    direct copies then).
-    """
-    try:
-        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-        return boot, os.stat("/proc/self/ns/pid").st_ino, os.stat("/proc/self/ns/mnt").st_ino
-    except OSError:
-        return None
-
-
-def _warn_direct(reason: str) -> None:
-    import logging
-
-    if not _warned:
-        _warned.append(reason)
-        logging.getLogger(__name__).warning(
-            "direct copies between processes failed (%s); moving data by MPI messages", reason
-        )
-
-
-def _libc() -> object:
-    import ctypes
-
-    lib = ctypes.CDLL(None, use_errno=True)
-    for name in ("process_vm_readv", "process_vm_writev"):
-        fn = getattr(lib, name)
-        fn.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_void_p]
-        fn.argtypes += [ctypes.c_ulong, ctypes.c_ulong]
-        fn.restype = ctypes.c_ssize_t
-    return lib
-
-
-def _segments(
-    tile: tuple[np.ndarray, np.ndarray, int], here: int, there: int, row_here: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Byte offsets (here, there) and lengths of the contiguous runs of a tile, merged.
-
-    ``here``/``there`` pick the piece column (0 source, 1 destination) of this process and of
-    the peer; ``row_here`` is this process's row bytes, ``tile[2]`` the peer's.
-    """
-    rows, cols, row_there = tile
-    r_here = _flat_index(rows[:, [here, 2]])
-    r_there = _flat_index(rows[:, [there, 2]])
-    c_here, c_there, c_len = cols[:, here], cols[:, there], cols[:, 2]
-    off_here = (r_here[:, None] * row_here + c_here[None, :]).reshape(-1)
-    off_there = (r_there[:, None] * row_there + c_there[None, :]).reshape(-1)
-    lengths = np.broadcast_to(c_len, (len(r_here), len(c_len))).reshape(-1)
-    if len(lengths) > 1:
-        joins = (off_here[1:] == off_here[:-1] + lengths[:-1]) & (
-            off_there[1:] == off_there[:-1] + lengths[:-1]
-        )
-        first = np.flatnonzero(np.concatenate([[True], ~joins]))
-        return off_here[first], off_there[first], np.add.reduceat(lengths, first)
-    return off_here, off_there, lengths
-
-
-def _direct_copy(
-    plan: _GridPlan,
-    peer: int,
-    info: tuple[object, ...],
-    tile: tuple[np.ndarray, np.ndarray, int],
-    *,
-    read: bool,
-) -> None:
-    """Copy one tile between this process and ``peer`` with one system call per 1024 runs.
-
-    ``read``: this rank receives and reads the peer's source array (``process_vm_readv``);
-    else it sends and writes into the peer's result (``process_vm_writev``).
-
-    Raises
-    ------
-    OSError
-        If the kernel refuses (no permission, no such process) or copies less than asked.
-    """
-    import ctypes
-
-    global _LIBC
-    if _LIBC is None:
-        _LIBC = _libc()
-    pid = int(info[1])  # type: ignore[call-overload]
-    if read:
-        mine, base_here, base_there = 1, plan.recv, int(info[2])  # type: ignore[call-overload]
-        row_here = plan.recv.shape[1]
-        call = _LIBC.process_vm_readv  # type: ignore[attr-defined]
-    else:
-        mine, base_here, base_there = 0, plan.send, int(info[3])  # type: ignore[call-overload]
-        row_here = plan.send.shape[1]
-        call = _LIBC.process_vm_writev  # type: ignore[attr-defined]
-    off_here, off_there, lengths = _segments(tile, mine, 1 - mine, row_here)
-    local = np.empty(len(lengths), dtype=_IOVEC)
-    remote = np.empty(len(lengths), dtype=_IOVEC)
-    local["base"] = base_here.ctypes.data + off_here
-    remote["base"] = base_there + off_there
-    local["len"] = remote["len"] = lengths
-    for start in range(0, len(lengths), _IOV_MAX):
-        n = min(_IOV_MAX, len(lengths) - start)
-        want = int(lengths[start : start + n].sum())
-        done = call(
-            pid,
-            local.ctypes.data + start * _IOVEC.itemsize,
-            n,
-            remote.ctypes.data + start * _IOVEC.itemsize,
-            n,
-            0,
-        )
-        if done != want:
-            err = ctypes.get_errno()
-            raise OSError(
-                err,
-                f"process_vm_{'readv' if read else 'writev'} with pid {pid} "
-                f"moved {done} of {want} bytes: {os.strerror(err)}",
-            )
-
-
-_LIBC: object = None
-
-
-_MIN_DIRECT_RUN = int(os.environ.get("ELASTIC_SLURM_DIRECT_MIN_RUN", 2048))
-"""A tile is copied directly between processes only if its contiguous runs average at least
-this many bytes; otherwise it is packed and sent as one message. ``process_vm_readv`` pays
-about a page pin per run: measured here, 32 MiB in 512-byte runs went at 1.5 GB/s, in 4 KiB
-runs at 8 GB/s, in 32 KiB runs at 16 GB/s, while packing costs two more copies.
-``ELASTIC_SLURM_DIRECT_MIN_RUN`` overrides it (the tests set 0 to copy every tile directly)."""
-
-
-def _long_runs(tile: Tile, row_here: int) -> bool:
-    """Whether the tile's runs average ``_MIN_DIRECT_RUN`` bytes (the same on both sides)."""
-    rows, cols, row_there = tile
-    n_rows, row_bytes = _tile_shape(tile)
-    nbytes = n_rows * row_bytes
-    whole = len(cols) == 1 and cols[0, 0] == cols[0, 1] == 0 and cols[0, 2] == row_here
-    runs = len(rows) if whole and row_here == row_there else n_rows * len(cols)
-    return nbytes >= _MIN_DIRECT_RUN * max(runs, 1)
-
-
 def _cells(buf: np.ndarray, cell_bytes: int) -> int:
     cells = buf.nbytes // cell_bytes
     if cells > MPI_INT_MAX:  # pragma: no cover (above 2**31 cells in one message)
         raise ValueError(f"a message of {cells} elements exceeds the MPI count limit")
     return cells
-
-
-def _slices(runs: np.ndarray) -> list[tuple[int, int]]:
-    return [(int(a), int(b)) for a, b in runs.tolist()]
-
-
-def _flat_index(runs: np.ndarray) -> np.ndarray:
-    """The positions covered by ``[start, length]`` runs, in order (int64)."""
-    if len(runs) == 1:
-        return np.arange(runs[0, 0], runs[0, 0] + runs[0, 1], dtype=np.int64)
-    lengths = runs[:, 1]
-    offsets = np.repeat(runs[:, 0] - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths)
-    return np.arange(int(lengths.sum()), dtype=np.int64) + offsets
-
-
-Tile = tuple[np.ndarray, np.ndarray, int]
-
-
-def _side(tile: Tile, side: int) -> tuple[np.ndarray, np.ndarray]:
-    """The ``[start, length]`` row and column runs of a tile on one side (0 src, 1 dst)."""
-    return tile[0][:, [side, 2]], tile[1][:, [side, 2]]
-
-
-def _whole_rows(a: np.ndarray, tile: Tile, side: int) -> np.ndarray | None:
-    """A flat view of ``a`` holding exactly the tile, if the tile is one run of whole rows."""
-    rows, cols = _side(tile, side)
-    if len(rows) == 1 and len(cols) == 1 and cols[0, 0] == 0 and cols[0, 1] == a.shape[1]:
-        start, n = int(rows[0, 0]), int(rows[0, 1])
-        return a[start : start + n].reshape(-1)
-    return None
-
-
-def _tile_shape(tile: Tile) -> tuple[int, int]:
-    """The tile packed: ``(rows, bytes per row)``."""
-    return int(tile[0][:, 2].sum()), int(tile[1][:, 2].sum())
-
-
-def _tile_buffer(tile: Tile) -> np.ndarray:
-    return np.empty(_tile_shape(tile), dtype=np.uint8)
-
-
-def _rectangles(tile: Tile, side: int) -> list[tuple[slice, slice, slice, slice]]:
-    """``(rows in a, cols in a, rows in packed, cols in packed)`` for each rectangle."""
-    return _rects(*_side(tile, side))
-
-
-def _rects(rows: np.ndarray, cols: np.ndarray) -> list[tuple[slice, slice, slice, slice]]:
-    """:func:`_rectangles` of ``[start, length]`` row and column runs."""
-    out = []
-    r_off = 0
-    col_runs = _slices(cols)
-    for r0, n in _slices(rows):
-        c_off = 0
-        for c0, m in col_runs:
-            out.append(
-                (
-                    slice(r0, r0 + n),
-                    slice(c0, c0 + m),
-                    slice(r_off, r_off + n),
-                    slice(c_off, c_off + m),
-                )
-            )
-            c_off += m
-        r_off += n
-    return out
-
-
-def _gather(a: np.ndarray, tile: Tile, side: int) -> np.ndarray:
-    """Pack the tile of ``a`` (``uint8``, 2-D) into a new contiguous array."""
-    buf = _tile_buffer(tile)
-    rows, cols = _side(tile, side)
-    rows, cols = strided.merged(rows), strided.merged(cols)  # packing joins adjacent runs
-    if _by_views(a, rows, cols, buf, gather=True):
-        return buf
-    if len(rows) * len(cols) > _MAX_SLICES:
-        return a[np.ix_(_flat_index(rows), _flat_index(cols))]
-    for ra, ca, rb, cb in _rects(rows, cols):
-        buf[rb, cb] = a[ra, ca]
-    return buf
-
-
-def _scatter(a: np.ndarray, tile: Tile, buf: np.ndarray, side: int) -> None:
-    """Unpack ``buf`` (a packed tile) into the tile of ``a``."""
-    rows, cols = _side(tile, side)
-    rows, cols = strided.merged(rows), strided.merged(cols)
-    if _by_views(a, rows, cols, buf, gather=False):
-        return
-    if len(rows) * len(cols) > _MAX_SLICES:
-        a[np.ix_(_flat_index(rows), _flat_index(cols))] = buf
-        return
-    for ra, ca, rb, cb in _rects(rows, cols):
-        a[ra, ca] = buf[rb, cb]
-
-
-def _by_views(
-    a: np.ndarray, rows: np.ndarray, cols: np.ndarray, buf: np.ndarray, *, gather: bool
-) -> bool:
-    """Copy between the tile of ``a`` and its packed ``buf`` by strided views, if worth it.
-
-    That is when they take fewer NumPy calls than rectangles (:mod:`.strided`); returns False
-    (nothing copied) otherwise.
-    """
-    p_rows, p_cols = strided.packed(rows), strided.packed(cols)
-    mode = strided.choose([rows, p_rows], [cols, p_cols])
-    if mode is None:
-        return False
-    pairs = zip(
-        strided.views(a, rows, cols, mode), strided.views(buf, p_rows, p_cols, mode), strict=True
-    )
-    for in_a, in_buf in pairs:
-        if gather:
-            in_buf[...] = in_a
-        else:
-            in_a[...] = in_buf
-    return True
-
-
-def _copy_tile(src: np.ndarray, tile: Tile, dst: np.ndarray) -> None:
-    """Copy the tile that stays on the rank from its place in ``src`` to its place in ``dst``."""
-    (r_src, c_src), (r_dst, c_dst) = _side(tile, 0), _side(tile, 1)
-    mode = strided.choose([r_src, r_dst], [c_src, c_dst])
-    if mode is not None:
-        pairs = zip(
-            strided.views(src, r_src, c_src, mode),
-            strided.views(dst, r_dst, c_dst, mode),
-            strict=True,
-        )
-        for a, b in pairs:
-            b[...] = a
-        return
-    if len(tile[0]) * len(tile[1]) > _MAX_SLICES:
-        _scatter(dst, tile, _gather(src, tile, 0), 1)
-        return
-    pairs2 = zip(_rectangles(tile, 0), _rectangles(tile, 1), strict=True)
-    for (ra, ca, _, _), (rb, cb, _, _) in pairs2:
-        dst[rb, cb] = src[ra, ca]
 
 
 def _grid_plan(
