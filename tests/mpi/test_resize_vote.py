@@ -146,6 +146,30 @@ def worker_damaged_ack(directory: str) -> None:
     _write_outcome(directory, comm.rank, init)
 
 
+def worker_local_checks(directory: str) -> None:
+    """``elastic-slurm try``'s checks, where rank 0 alone reads or writes: ``local-try-1.json``
+    is a directory (so the checksums before order 1 cannot be written) and
+    ``local-try-2.json`` is damaged (those before order 2 cannot be read). Each rank writes
+    what ``before`` and ``after`` raised into ``directory/before`` and ``directory/after``."""
+    from mpi4py import MPI
+
+    from elastic_slurm.mpi_runtime.local import LocalTry
+    from elastic_slurm.protocol.jobdir import JobDir
+
+    comm = MPI.COMM_WORLD
+    checks = LocalTry([4, 2], 1, JobDir(Path(directory, "job")))
+    if comm.rank == 0:
+        Path(directory, "job", "local-try-1.json").mkdir()
+        Path(directory, "job", "local-try-2.json").write_text("{not checksums")
+        for name in ("before", "after"):
+            Path(directory, name).mkdir()
+    comm.Barrier()
+    _write_outcome(str(Path(directory, "before")), comm.rank, lambda: checks.before(comm, [], 1))
+    _write_outcome(
+        str(Path(directory, "after")), comm.rank, lambda: checks.after(comm, [], 2, "restart")
+    )
+
+
 def _outcomes(directory: Path) -> list[dict]:
     return [json.loads(p.read_text()) for p in sorted(directory.glob("rank-*.json"))]
 
@@ -325,6 +349,20 @@ def test_a_successor_that_cannot_say_it_is_ready_raises_on_every_rank(
     )
 
 
+def test_the_local_checks_fail_on_every_rank_when_rank_0_cannot_record(
+    mpirun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from elastic_slurm.protocol.jobdir import JobDir
+
+    JobDir(tmp_path / "job").create()
+    res = mpirun(3, [WORKER, "local_checks", str(tmp_path)])
+    assert res.returncode == 0, res.describe()
+    before, after = _outcomes(tmp_path / "before"), _outcomes(tmp_path / "after")
+    assert len(before) == len(after) == 3, res.describe()
+    _every_rank_raised(before, "OSError", "recording order 1's checksums", "Is a directory")
+    _every_rank_raised(after, "ValueError", "reading order 2's checksums", "rank 0")
+
+
 if __name__ == "__main__":
     mode = sys.argv[1]
     if mode == "vote":
@@ -341,5 +379,7 @@ if __name__ == "__main__":
         worker_damaged_ack(sys.argv[2])
     elif mode == "register":
         worker_register(sys.argv[2])
+    elif mode == "local_checks":
+        worker_local_checks(sys.argv[2])
     else:
         raise SystemExit(f"unknown mode {mode!r}")

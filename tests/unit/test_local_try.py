@@ -135,3 +135,32 @@ def test_notes_name_unchanged_arrays_and_a_spawn_run_that_never_spawned() -> Non
     stale = [{"event": "checked", "seq": 2, "strategy": "spawn", "unchanged": ["u"]}]
     (note,) = unchanged_notes(run("spawn", stale))
     assert "array(s) u held the same data at order 2" in note
+
+
+def test_an_order_rank_0_cannot_write_ends_the_run_at_once(tmp_path, capsys) -> None:
+    """Rank 0 writes ``try``'s orders alone; if it cannot, the others would wait for it at
+    the next vote until their timeout: it says why and aborts the run instead."""
+    from types import SimpleNamespace
+
+    from elastic_slurm.mpi_runtime.local import RECORD, LocalTry
+    from elastic_slurm.protocol.jobdir import JobDir
+
+    jobdir = JobDir(tmp_path / "job")
+    jobdir.create()
+    (jobdir.path / "orders").write_text("not a directory")
+    aborted: list[int] = []
+    ec = SimpleNamespace(
+        _arrays={},
+        rank=0,
+        size=2,
+        generation=0,
+        next_seq=1,
+        _spawn=SimpleNamespace(pending=None),
+        _watcher=None,
+        comm=SimpleNamespace(Abort=aborted.append),
+    )
+    with pytest.raises(LocalCheckFailed, match="could not write order 1 into .*job"):
+        LocalTry([4], 1, jobdir).tick(ec)
+    assert aborted == [3]
+    assert "could not write order 1" in capsys.readouterr().err
+    assert "could not write order 1" in (jobdir.path / RECORD).read_text()

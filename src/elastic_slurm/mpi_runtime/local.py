@@ -38,6 +38,8 @@ from typing import Any
 import numpy as np
 
 from elastic_slurm import envvars
+from elastic_slurm.errors import JobInputError
+from elastic_slurm.mpi_runtime.checkpoint import on_rank0
 from elastic_slurm.waiting import DeadlineExceeded, wait_for
 
 #: The job directory file the checks are recorded in (one JSON object a line).
@@ -213,7 +215,15 @@ class LocalTry:
 
     # ---------------------------------------------------------------- resize points
     def tick(self, ec: Any) -> None:
-        """At every resize point: check the arrays' shapes; rank 0 writes the due order."""
+        """At every resize point: check the arrays' shapes; rank 0 writes the due order.
+
+        Raises
+        ------
+        LocalCheckFailed
+            After ``MPI_Abort`` of the whole run: an array's local part has the wrong shape
+            on this rank, or rank 0 could not write the order (the other ranks would wait for
+            it at the vote until their timeout).
+        """
         for arr in ec._arrays.values():
             want = arr.local_shape()
             if tuple(arr.local.shape) != tuple(want) or arr.local.dtype != arr.dtype:
@@ -243,8 +253,12 @@ class LocalTry:
         target = self.plan[seq - 1]
         action = ResizeAction.EXPAND if target > ec.size else ResizeAction.SHRINK
         self._written.add(seq)
-        self.jobdir.write_order(ResizeOrder(seq, action, tuple(virtual_nodes(target)), time.time()))
-        self.record("order", seq=seq, action=action.value, ranks=ec.size, to=target)
+        try:
+            order = ResizeOrder(seq, action, tuple(virtual_nodes(target)), time.time())
+            self.jobdir.write_order(order)
+            self.record("order", seq=seq, action=action.value, ranks=ec.size, to=target)
+        except (OSError, JobInputError) as exc:  # rank 0 alone: the others would wait at the vote
+            self._fail(ec, f"could not write order {seq} into {self.jobdir.path}: {exc}", True)
         if ec._watcher is not None:
             ec._watcher._wake.set()  # look now rather than at the next poll
             self._holding = seq
@@ -290,9 +304,9 @@ class LocalTry:
         items = [(a.meta(), a.local) for a in arrays]
         sums = checksums(comm, items, comm.rank, comm.size)
         unchanged = sorted(n for n, s in sums.items() if self._after.get(n) == s)
-        self._pending = {"seq": seq, "before": sums, "unchanged": unchanged}
-        if comm.rank == 0:
-            self.jobdir.path.joinpath(f"local-try-{seq}.json").write_text(json.dumps(self._pending))
+        pending = self._pending = {"seq": seq, "before": sums, "unchanged": unchanged}
+        path = self.jobdir.path / f"local-try-{seq}.json"  # for a restarted generation
+        on_rank0(comm, f"recording order {seq}'s checksums", lambda: _write(path, pending))
 
     def after(
         self,
@@ -308,13 +322,16 @@ class LocalTry:
         LocalCheckFailed
             On every rank, when an array's checksum changed (the record names the arrays).
         """
-        pending = None
-        if comm.rank == 0:  # the old ranks' own record, else (a restart) the file they left
+
+        def recorded() -> dict[str, Any] | None:
+            """The old ranks' own record, else (a restart) the file they left."""
             pending = self._pending
             path = self.jobdir.path / f"local-try-{seq}.json"
             if (pending is None or pending.get("seq") != seq) and path.exists():
                 pending = json.loads(path.read_text())
-        pending = comm.bcast(pending, root=0)
+            return pending
+
+        pending = on_rank0(comm, f"reading order {seq}'s checksums", recorded)
         self._pending = None
         try:
             sums = checksums(comm, items, comm.rank, comm.size)
@@ -326,17 +343,16 @@ class LocalTry:
         before = {str(k): int(v) for k, v in pending["before"].items()}
         changed = sorted(n for n in set(before) | set(sums) if before.get(n) != sums.get(n))
         self._after = sums
-        if comm.rank == 0:
-            self.record(
-                "checked",
-                seq=seq,
-                strategy=strategy,
-                ranks=comm.size,
-                arrays=sorted(sums),
-                changed=changed,
-                unchanged=list(pending.get("unchanged", [])),
-                digest=_digest(sums),
-            )
+        fields = {
+            "seq": seq,
+            "strategy": strategy,
+            "ranks": comm.size,
+            "arrays": sorted(sums),
+            "changed": changed,
+            "unchanged": list(pending.get("unchanged", [])),
+            "digest": _digest(sums),
+        }
+        on_rank0(comm, f"recording order {seq}'s check", lambda: self.record("checked", **fields))
         if changed:
             raise LocalCheckFailed(
                 f"order {seq} ({strategy}): array(s) {', '.join(changed)} differ after the "
@@ -355,7 +371,10 @@ class LocalTry:
 
     def _fail(self, ec: Any, why: str, abort: bool) -> None:
         """A check failed on this rank only: record it, say it, end the whole run."""
-        self.record("failed", rank=ec.rank, reason=why)
+        try:
+            self.record("failed", rank=ec.rank, reason=why)
+        except OSError:
+            pass  # said below all the same
         print(f"elastic-slurm try: check failed: {why}", file=sys.stderr, flush=True)
         if abort:
             ec.comm.Abort(3)
@@ -366,6 +385,11 @@ class LocalTry:
         line = json.dumps({"event": event, "at": time.time(), **fields}) + "\n"
         with open(Path(self.jobdir.path) / RECORD, "a", encoding="utf-8") as fh:
             fh.write(line)
+
+
+def _write(path: Path, data: Mapping[str, Any]) -> None:
+    """Write ``data`` as JSON to ``path``."""
+    path.write_text(json.dumps(data))
 
 
 def from_env(jobdir: Any, env: Mapping[str, str] | None = None) -> LocalTry | None:
