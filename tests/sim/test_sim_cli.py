@@ -141,3 +141,37 @@ def test_records_counts_lines_and_zero_runtime_jobs_can_be_dropped(
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["jobs"] == 3
     with pytest.raises(InvalidRequest, match="--records must be at least 1"):
         call(str(path), "--records", "0")
+
+
+def test_procs_per_node_sets_how_many_nodes_a_job_takes(
+    trace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # jobs of 2 and 4 processors on 4 nodes; with 2 processors a node they take 1 and 2 nodes
+    call(str(trace), "--json", "--procs-per-node", "2")
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["jobs"] == 4
+    assert summary["avg_wait_s"] == 0  # the widest takes 2 of the 4 nodes: none waits
+    with pytest.raises(InvalidRequest, match="--procs-per-node must be at least 1"):
+        call(str(trace), "--procs-per-node", "0")
+
+
+def test_a_trace_with_no_job_to_simulate_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "empty.swf"
+    write_swf(path, [], SWFHeader.from_directives([("MaxNodes", 4), ("MaxProcs", 4)]))
+    with pytest.raises(TraceError, match=r"empty.swf: no job to simulate \(0 of 0 jobs"):
+        call(str(path))
+
+
+@pytest.mark.parametrize("suffix", [".swf", ".swf.gz"])
+def test_a_byte_order_mark_and_latin1_comments_do_not_stop_the_reading(
+    trace: Path, tmp_path: Path, suffix: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import gzip
+
+    text = trace.read_bytes()
+    damaged = b"\xef\xbb\xbf; Note: Universit\xe4t (Latin-1)\n" + text  # BOM, then Latin-1
+    path = tmp_path / f"odd{suffix}"
+    path.write_bytes(gzip.compress(damaged) if suffix.endswith(".gz") else damaged)
+    call(str(path), "--json")
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert (summary["jobs"], summary["avg_wait_s"]) == (4, pytest.approx(52.5))

@@ -86,6 +86,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         "--nodes", type=int, default=None, help="machine size (default: the trace's MaxNodes)"
     )
     p.add_argument(
+        "--procs-per-node",
+        type=int,
+        default=None,
+        metavar="N",
+        help="processors per node: a job of P processors takes ceil(P / N) nodes (default: "
+        "from the header, MaxProcs / MaxNodes rounded up, else 1)",
+    )
+    p.add_argument(
         "--elastic-fraction",
         type=float,
         default=0.0,
@@ -412,6 +420,8 @@ def _describe_baseline(policy: str) -> str:
 def _check(args: argparse.Namespace) -> None:
     if args.nodes is not None and args.nodes < 1:
         raise InvalidRequest(f"--nodes must be at least 1, got {args.nodes}")
+    if args.procs_per_node is not None and args.procs_per_node < 1:
+        raise InvalidRequest(f"--procs-per-node must be at least 1, got {args.procs_per_node}")
     if args.jobs is not None and args.jobs < 1:
         raise InvalidRequest(f"--jobs must be at least 1, got {args.jobs}")
     if args.records is not None and args.records < 1:
@@ -437,6 +447,7 @@ def run(args: argparse.Namespace) -> int:
         matplotlib (the message names the extra), before any run.
     """
     from elastic_slurm.simulator.replay import SimConfig, load_workload
+    from elastic_slurm.simulator.swf import TraceError
 
     _check(args)
     seeds = _seeds(args.seeds, args.seed)
@@ -451,7 +462,11 @@ def run(args: argparse.Namespace) -> int:
         on_error="skip" if args.skip_bad_lines else "raise",
         max_records=args.records,
         drop_zero_runtime=args.drop_zero_runtime,
+        swf_options={"procs_per_node": args.procs_per_node},
     )
+    if not workload.jobs:
+        why = f" ({workload.report.describe()})" if workload.report is not None else ""
+        raise TraceError(f"{args.trace}: no job to simulate{why}")
     config = SimConfig(periodic_s=args.periodic, engine=args.engine)
     results, baseline, sweep = _simulate_all(args, workload, config, options, seeds, fractions)
     summary = _aggregate([r.summary() for r in results])

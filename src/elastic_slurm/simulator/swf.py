@@ -262,9 +262,19 @@ def _int_or_float(token: str) -> Number:
 
 
 def _open_text(path: Path, mode: Literal["rt", "wt"]) -> IO[str]:
+    """``path`` as text (``.gz``: compressed).
+
+    Read: a leading UTF-8 byte-order mark is dropped, and bytes that are not UTF-8 (a Latin-1
+    comment in an old header) become U+FFFD rather than making the trace unreadable (the
+    fields are ASCII numbers: a line damaged so is malformed, and said to be). Written: UTF-8.
+    """
+    if mode == "rt":
+        encoding, errors = "utf-8-sig", "replace"
+    else:
+        encoding, errors = "utf-8", "strict"
     if path.suffix == ".gz":
-        return gzip.open(path, mode, encoding="utf-8")  # type: ignore[return-value]
-    return open(path, mode[0], encoding="utf-8")
+        return gzip.open(path, mode, encoding=encoding, errors=errors)  # type: ignore[return-value]
+    return open(path, mode[0], encoding=encoding, errors=errors)
 
 
 def _parse_line(line: str) -> SWFJob:

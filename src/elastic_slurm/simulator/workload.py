@@ -250,8 +250,8 @@ def _procs_per_node(trace: SWFTrace, given: int | None) -> int:
     if procs % nodes:
         log.warning(
             "%s: MaxProcs %d is not a multiple of MaxNodes %d (nodes of several sizes): "
-            "assuming %d nodes of %d processors (%d processors); give procs_per_node to "
-            "choose otherwise",
+            "assuming %d nodes of %d processors (%d processors); give procs_per_node "
+            "(simulate --procs-per-node) to choose otherwise",
             trace.source,
             procs,
             nodes,
