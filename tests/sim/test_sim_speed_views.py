@@ -29,6 +29,7 @@ class _Watching(LinaElastic):
         self.views: list[JobView] = []
 
     def decide(self, snapshot: ClusterSnapshot, trigger: Trigger) -> list[Decision]:
+        assert snapshot.starts_known()  # the guarantee test_starts_are_as_guaranteed checks
         self.views.extend(snapshot.pending())
         self.views.extend(snapshot.running())
         return super().decide(snapshot, trigger)
@@ -52,6 +53,14 @@ def test_every_view_names_every_field_and_equals_the_checked_one(views: list[Job
         assert set(state) == FIELDS, view.job_id
         checked = JobView(**state)
         assert checked == view and hash(checked) == hash(view)
+
+
+def test_starts_are_as_guaranteed(views: list[JobView]) -> None:
+    # The simulator's snapshots say starts_known (split_by_start then skips its check): no
+    # pending view has a start time, and every running one has one.
+    assert {v.state for v in views} == {JobState.PENDING, JobState.RUNNING}
+    for view in views:
+        assert (view.start_time_s is None) == (view.state is JobState.PENDING), view
 
 
 def test_view_fills_defaults_as_from_fields_does() -> None:

@@ -249,6 +249,8 @@ class ClusterSnapshot:
         node_names: tuple[str, ...],
         lookup: JobLookup | None = None,
         estimates: RuntimeEstimates = USER_ESTIMATES,
+        *,
+        starts_known: bool = False,
     ) -> ClusterSnapshot:
         """A snapshot of pending and running jobs only (as the controller's are), built in O(1).
 
@@ -268,6 +270,10 @@ class ClusterSnapshot:
             (then the snapshot builds its own index). ``None``: the snapshot builds its own.
         estimates
             The run-time estimates policies read (the simulator's: the true run times).
+        starts_known
+            The caller guarantees that no pending view has a start time and every running
+            one has one (:meth:`starts_known`): the simulator builds its views so. Otherwise
+            a reader that relies on it checks the views first.
 
         Returns
         -------
@@ -285,6 +291,7 @@ class ClusterSnapshot:
             "_lookup": lookup,
             "estimates": estimates,
             "_parts": True,
+            "_starts_known": starts_known,
         }
         object.__setattr__(snap, "__dict__", state)
         return snap
@@ -326,6 +333,14 @@ class ClusterSnapshot:
         read without building :attr:`jobs`.
         """
         return bool(self.__dict__.get("_parts"))
+
+    def starts_known(self) -> bool:
+        """Whether the maker of this :meth:`from_parts` snapshot guarantees the start times.
+
+        That is: no view of :meth:`pending` has a ``start_time_s`` and every view of
+        :meth:`running` has one (``from_parts(..., starts_known=True)``).
+        """
+        return bool(self.__dict__.get("_starts_known"))
 
     def pending(self) -> tuple[JobView, ...]:
         """Pending jobs in submission order (first come, first served)."""

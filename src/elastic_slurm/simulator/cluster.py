@@ -466,7 +466,14 @@ class VirtualCluster:
             idle = self._idle = tuple(self.free)
         lookup = _Lookup(live, live.epoch).__call__
         snap = ClusterSnapshot.from_parts(
-            now_s, pending, running, idle, self._names, lookup, estimates=TRUE_RUNTIMES
+            now_s,
+            pending,
+            running,
+            idle,
+            self._names,
+            lookup,
+            estimates=TRUE_RUNTIMES,
+            starts_known=True,  # pending views are made without a start, running ones with
         )
         self._last_snapshot = (live.epoch, snap)
         return snap
