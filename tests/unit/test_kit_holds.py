@@ -43,27 +43,26 @@ def test_split_by_start_is_the_sorted_split_for_both_kinds_of_snapshot() -> None
     )
     started, queued = split_by_start(whole)
     assert (list(started), list(queued)) == expected
-    parts = ClusterSnapshot.from_parts(
-        whole.time_s,
-        tuple(expected[1]),
-        tuple(expected[0]),
-        whole.idle_nodes(),
-        tuple(n.name for n in whole.nodes),
-    )
+
+    def parts_of(pending: list, running: list, known: bool = False) -> ClusterSnapshot:
+        names = tuple(n.name for n in whole.nodes)
+        return ClusterSnapshot.from_parts(
+            whole.time_s,
+            tuple(pending),
+            tuple(running),
+            whole.idle_nodes(),
+            names,
+            starts_known=known,
+        )
+
+    parts = parts_of(expected[1], expected[0])
     started, queued = split_by_start(parts)
     assert (list(started), list(queued)) == expected
     assert "jobs" not in vars(parts)  # not built: no sort
     # pending and running swapped: the views are checked, found wrong, and sorted instead,
     # unless the snapshot's maker guarantees their start times (then they are trusted)
     for known in (False, True):
-        swapped = ClusterSnapshot.from_parts(
-            whole.time_s,
-            tuple(expected[0]),
-            tuple(expected[1]),
-            whole.idle_nodes(),
-            tuple(n.name for n in whole.nodes),
-            starts_known=known,
-        )
+        swapped = parts_of(expected[0], expected[1], known)
         started, queued = split_by_start(swapped)
         if known:
             assert (list(started), list(queued)) == (expected[1], expected[0])

@@ -253,8 +253,8 @@ class LocalTry:
         target = self.plan[seq - 1]
         action = ResizeAction.EXPAND if target > ec.size else ResizeAction.SHRINK
         self._written.add(seq)
+        order = ResizeOrder(seq, action, tuple(virtual_nodes(target)), time.time())
         try:
-            order = ResizeOrder(seq, action, tuple(virtual_nodes(target)), time.time())
             self.jobdir.write_order(order)
             self.record("order", seq=seq, action=action.value, ranks=ec.size, to=target)
         except (OSError, JobInputError) as exc:  # rank 0 alone: the others would wait at the vote
@@ -306,7 +306,9 @@ class LocalTry:
         unchanged = sorted(n for n, s in sums.items() if self._after.get(n) == s)
         pending = self._pending = {"seq": seq, "before": sums, "unchanged": unchanged}
         path = self.jobdir.path / f"local-try-{seq}.json"  # for a restarted generation
-        on_rank0(comm, f"recording order {seq}'s checksums", lambda: _write(path, pending))
+        on_rank0(
+            comm, f"recording order {seq}'s checksums", lambda: path.write_text(json.dumps(pending))
+        )
 
     def after(
         self,
@@ -385,11 +387,6 @@ class LocalTry:
         line = json.dumps({"event": event, "at": time.time(), **fields}) + "\n"
         with open(Path(self.jobdir.path) / RECORD, "a", encoding="utf-8") as fh:
             fh.write(line)
-
-
-def _write(path: Path, data: Mapping[str, Any]) -> None:
-    """Write ``data`` as JSON to ``path``."""
-    path.write_text(json.dumps(data))
 
 
 def from_env(jobdir: Any, env: Mapping[str, str] | None = None) -> LocalTry | None:
