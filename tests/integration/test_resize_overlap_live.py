@@ -10,6 +10,8 @@ job goes on at its size with its data, and the controller gives the grant back.
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from elastic_slurm.adapter.capabilities import cached_probe
@@ -57,26 +59,36 @@ def test_a_successor_not_ready_in_time_is_discarded_and_the_grant_given_back(slu
     from elastic_slurm.controller.journal import Journal
     from elastic_slurm.model.decisions import Expand
 
+    # 3,000 paced iterations: at least 30 s, so that the job still runs when the grant is
+    # given back. Stopping a successor caught while its daemons start takes 3 s here (mpirun's
+    # orderly shutdown; up to 5 s before SIGKILL), and with a slow grant 12 s were too few once.
     job, jobdir = _heat2d(
         slurm,
         shared_tmp,
         start=2,
-        iterations=1200,
+        iterations=3000,
         env={"ELASTIC_SLURM_SUCCESSOR_TIMEOUT_S": "0.3"},  # no generation starts that fast
     )
     before = slurm_held(job)
+    t0 = time.monotonic()
     try:
         path = cached_probe(slurm.transport, "local", refresh=True).grow_path
         actuator = Actuator(slurm, Journal(), grow_path=path, grant_timeout_s=20)
         listed = {j.job_id: j for j in slurm.jobs()}
         actuator.apply([Expand(job, 2, "test")], listed, {job: tuple(before)})
+        granted_s = time.monotonic() - t0
         assert job in actuator.in_flight and len(slurm_held(job)) == 4  # granted
         added = slurm_held(job) - before
         outcome = wait(
             lambda: actuator.poll({j.job_id: j for j in slurm.jobs()}), 90, "the order to fail"
         )[0]
+        failed_s = time.monotonic() - t0
         assert outcome.ok is False and "not ready" in outcome.message, outcome
-        assert slurm_held(job) == before  # the grant was given back
+        # the grant was given back
+        assert slurm_held(job) == before, (
+            f"job {job} is {job_state(job)}; granted after {granted_s:.1f} s, the order failed "
+            f"after {failed_s:.1f} s; events: {jobdir.events()}"
+        )
         assert job_state(job) == "RUNNING"
         # the discarded successor had left the nodes before they were given back
         for node in added:
