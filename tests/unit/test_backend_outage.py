@@ -1,5 +1,7 @@
 """An outage during a shrink or a moldable start is an outage, not a refused resize.
 
+A job that ends during its shrink is reported as ended, not as a shrink Slurm got wrong.
+
 The command-line backend over a scripted transport whose ``scontrol update`` answers with what
 Slurm 22.05 prints when slurmctld is stopped (``tests/golden/22.05``).
 """
@@ -76,6 +78,26 @@ def test_shrink(code, stderr, raised):
         backend.shrink(7, ["n1"])
     assert type(err.value) is raised
     assert t.argvs[0][:2] == ("scontrol", "update")
+
+
+class EndsDuringShrink(Known):
+    """The job runs when the shrink starts, and has ended once Slurm applied it."""
+
+    def __init__(self, transport: Transport, job: SlurmJob) -> None:
+        super().__init__(transport, job)
+        self.asked = 0
+
+    def elastic_nodes(self, job_id: int) -> dict[str, int]:
+        self.asked += 1
+        return super().elastic_nodes(job_id) if self.asked == 1 else {}
+
+
+def test_a_job_that_ends_during_its_shrink_is_reported_as_ended_at_once():
+    backend = EndsDuringShrink(Answers(0, ""), _job("RUNNING", ("n1", "n2", "n3")))
+    backend._shrink_needs_reconfigure = False
+    with pytest.raises(ResizeError, match=r"job 7 ended while it was being shrunk to \['n1'\]"):
+        backend.shrink(7, ["n1"])
+    assert backend.asked == 2  # not asked again for the 10 s a resize may take to show
 
 
 @pytest.mark.parametrize(

@@ -442,7 +442,8 @@ class SlurmBackend(abc.ABC):
         ------
         ResizeError
             ``keep`` is empty, holds nodes the job does not have, or leaves out its batch host;
-            Slurm refused; or Slurm reports something else afterwards.
+            Slurm refused; the job ended meanwhile; or Slurm reports something else
+            afterwards.
         SlurmUnavailableError
             slurmctld did not answer (an outage, not a refusal): what Slurm did is unknown, and
             the caller asks again once it answers.
@@ -483,6 +484,8 @@ class SlurmBackend(abc.ABC):
         if updated:
             self._after_nodelist_shrink()
         after = self._wait_nodes(job_id, set(keep))
+        if not after:
+            raise ResizeError(f"job {job_id} ended while it was being shrunk to {list(keep)}")
         if set(after) != set(keep):
             raise ResizeError(
                 f"after shrinking job {job_id} to {list(keep)} Slurm reports {list(after)}"
@@ -536,10 +539,14 @@ class SlurmBackend(abc.ABC):
                 )
 
     def _wait_nodes(self, job_id: int, want: set[str], timeout_s: float = 10.0) -> tuple[str, ...]:
-        """The job's nodes once they equal ``want`` (a cancelled sibling takes a moment)."""
+        """The job's nodes once they equal ``want`` (a cancelled sibling takes a moment).
+
+        Empty at once if the job no longer runs; what it holds after ``timeout_s`` seconds
+        otherwise.
+        """
         deadline = time.monotonic() + timeout_s
         while True:
             got = tuple(self.elastic_nodes(job_id))
-            if set(got) == want or time.monotonic() >= deadline:
+            if not got or set(got) == want or time.monotonic() >= deadline:
                 return got
             time.sleep(0.1)
