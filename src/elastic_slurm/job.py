@@ -395,12 +395,14 @@ class Job:
         Returns
         -------
         list of int
-            The job ids cancelled (the job's first).
+            The job ids cancelled (the job's first; of a job that has already ended, only its
+            helper allocations still pending or running).
 
         Raises
         ------
         InvalidRequest
-            slurmctld does not know the job, or it is another user's.
+            slurmctld does not know the job, it is another user's, or it has already ended
+            with no helper allocation left.
         """
         return jobs.cancel(self.slurm, self.job_id)
 

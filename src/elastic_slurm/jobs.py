@@ -387,11 +387,21 @@ def resize_through(
 def cancel(slurm: SlurmBackend, job_id: int, *, user: str | None = None) -> list[int]:
     """Cancel a job and its expander and sibling allocations; return what was cancelled.
 
+    A job that has already ended is not cancelled again, but its allocations still pending or
+    running are: then ``job_id`` is not among the ids returned.
+
     Raises
     ------
     InvalidRequest
-        The job does not exist or belongs to another user.
+        The job does not exist, belongs to another user, or has already ended with no
+        allocation of it left.
     """
     job = find_job(slurm, job_id)
     check_owner(job, user)
+    if job.model_state in (JobState.ENDED, JobState.COMPLETING):
+        left = [h.job_id for h in slurm.helpers(job_id)]
+        if not left:
+            raise InvalidRequest(f"job {job_id} has already ended ({job.state}): nothing to cancel")
+        slurm.cancel(*left)
+        return left
     return slurm.cancel_job(job_id)
