@@ -292,6 +292,11 @@ class JobSpec(BaseModel):
                 f"a moldable job needs a node range to choose from, got {self.nodes}: give "
                 "--nodes MIN-MAX"
             )
+        if kind.resizable and lo == hi:
+            raise InvalidRequest(
+                f"a {kind.value} job needs a node range to grow and shrink in, got {self.nodes}, "
+                "which fixes its size: give --nodes MIN-MAX (and --start-nodes N to start at N)"
+            )
         array, throttle = self.array, None
         if array and "%" in array:
             array, limit = array.split("%", 1)

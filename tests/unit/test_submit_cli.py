@@ -283,6 +283,8 @@ def test_a_batch_script_on_standard_input(
         (["--mem"], "option --mem needs a value"),
         ([], "give a batch script, a program or a YAML job file"),
         (["--kind", "malleable", "-N", "1-2", "job.sh"], "not a batch script"),
+        (["--kind", "malleable", "-N", "3", "--", "/bin/true"], "needs a node range to grow"),
+        (["--kind", "evolving", "--", "/bin/true"], "got 1, which fixes its size"),
     ],
 )
 def test_usage_errors_exit_255_in_one_line(
