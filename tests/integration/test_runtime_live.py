@@ -91,7 +91,7 @@ def _shrink(slurm, jobdir: JobDir, job: int, seq: int, keep) -> None:
 
 
 def test_restart_strategy_grow_and_shrink_with_ranks_on_several_nodes(slurm, shared_tmp, grow_path):
-    job, jobdir = _heat2d(slurm, shared_tmp, start=2, iterations=1200)
+    job, jobdir = _heat2d(slurm, shared_tmp, start=2, iterations=1800)  # 18 s: two resizes
     try:
         start_nodes = scontrol_nodes(job)
         grown = slurm.grow(job, 2, path=grow_path, grant_timeout_s=20)
@@ -316,8 +316,10 @@ def test_a_granted_node_that_does_not_answer_fails_the_grow_cleanly(slurm, share
     from elastic_slurm.controller.journal import Journal
     from elastic_slurm.model.decisions import Expand
 
+    # 2,500 paced iterations (25 s): the job must outlast the grant, the 4 s check and the give
+    # back (12 s were once too few for a like test, test_resize_overlap_live's not-ready one)
     job, jobdir = _heat2d(
-        slurm, shared_tmp, start=2, iterations=1500, env={"ELASTIC_SLURM_PREFLIGHT_TIMEOUT_S": "4"}
+        slurm, shared_tmp, start=2, iterations=2500, env={"ELASTIC_SLURM_PREFLIGHT_TIMEOUT_S": "4"}
     )
     before = slurm_held(job)
     idle = sorted({"n1", "n2", "n3", "n4"} - before)
