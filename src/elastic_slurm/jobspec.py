@@ -292,7 +292,7 @@ class JobSpec(BaseModel):
                 f"a moldable job needs a node range to choose from, got {self.nodes}: give "
                 "--nodes MIN-MAX"
             )
-        if kind.resizable and lo == hi:
+        if kind.resizable and lo == hi and self.array is None:  # a sweep: its throttle
             raise InvalidRequest(
                 f"a {kind.value} job needs a node range to grow and shrink in, got {self.nodes}, "
                 "which fixes its size: give --nodes MIN-MAX (and --start-nodes N to start at N)"

@@ -303,6 +303,15 @@ def test_usage_errors_exit_255_in_one_line(
     assert slurm.sbatch == []  # nothing reached Slurm
 
 
+def test_an_elastic_sweep_is_malleable_with_one_node_per_task(slurm: SbatchRecorder) -> None:
+    """A malleable array changes its throttle, not its tasks' size: one count is right."""
+    assert (
+        main(["submit", "--array=0-11%1", "--kind", "malleable", "-N", "1", "--", "/bin/true"]) == 0
+    )
+    argv, _script = submitted(slurm)
+    assert options(argv)["--nodes"] == "1" and options(argv)["--array"] == "0-11%1"
+
+
 def test_slurm_errors_exit_1(
     slurm: SbatchRecorder, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
