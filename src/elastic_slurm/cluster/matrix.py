@@ -157,13 +157,17 @@ class _Context:
             timeout_s,
         )
 
-    def sleeper(self, name: str, nodes: int) -> int:
-        # the last check's jobs may still be completing: a sleeper placed around their nodes
-        # (on n4 with n1-n3 about to be idle) cannot be grown by merge, which is refused then
+    def all_idle(self) -> None:
+        """Wait until every node is idle: the last check's jobs may still be completing."""
         self.wait(
             "all nodes idle",
             lambda: all(n.model_state.value == "idle" for n in self.slurm.nodes()),
         )
+
+    def sleeper(self, name: str, nodes: int) -> int:
+        # a sleeper placed around nodes still completing (on n4 with n1-n3 about to be idle)
+        # cannot be grown by merge, which is refused then
+        self.all_idle()
         job = self.submit(name, ("sleep", "300"), JobKind.RIGID, nodes_min=nodes, nodes_max=nodes)
         self.running(job)
         return job
@@ -292,6 +296,9 @@ def _elastic_app(c: _Context, timings: dict[str, float]) -> str:
 
     workdir = c.workdir / "elastic-app"
     workdir.mkdir(exist_ok=True)
+    # the demo waits for jobs still completing, but not for their nodes: on trixie its
+    # expander once waited 30 s for nodes the array check had just used, and was withdrawn
+    c.all_idle()
     result = Demo(c.site, DemoOptions(workdir=workdir, timeout_s=300), say=lambda _m: None).run()
     for r in result.resizes:
         timings[f"{r['action']}{r['from']}to{r['to']}"] = r["seconds"]
