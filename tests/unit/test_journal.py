@@ -103,3 +103,26 @@ def test_a_read_only_journal_reads_and_never_creates_or_writes(tmp_path: Path) -
     writer.write("note", message="three")
     assert [r["message"] for r in Journal(path).records] == ["one", "three"]
     assert [r["message"] for r in reader.records] == ["one", "three"]
+
+
+def test_a_reader_that_opens_a_journal_before_its_tables_exist_sees_it_empty(
+    tmp_path: Path,
+) -> None:
+    # a controller creates the file a moment before its tables: `status`, `report` or a
+    # script polling the journal can open it in between (seen in CI: "no such table")
+    path = tmp_path / "journal.sqlite"
+    sqlite3.connect(path).close()  # the file as sqlite3.connect leaves it: no tables
+    reader = Journal(path, readonly=True)
+    assert reader.records == []
+    assert reader.resizes() == [] and reader.resizes(open_only=True, job_id=7) == []
+    assert not reader.has_resize(7, 1)
+    writer = Journal(path)  # the controller goes on
+    writer.write("note", message="one")
+    assert [r["message"] for r in reader.records] == ["one"]
+
+
+def test_a_writer_never_hides_a_missing_table(tmp_path: Path) -> None:
+    writer = Journal(tmp_path / "journal.sqlite")
+    writer._db.execute("DROP TABLE records")  # damaged under the controller's feet
+    with pytest.raises(sqlite3.OperationalError, match="no such table"):
+        _ = writer.records

@@ -134,6 +134,7 @@ class Journal:
     def __init__(self, path: Path | None = None, *, readonly: bool = False) -> None:
         self.path = path
         self._lock = threading.Lock()
+        self._readonly = readonly
         if readonly:
             if path is None:
                 raise ValueError("a read-only journal needs a path")
@@ -169,6 +170,21 @@ class Journal:
         with self._lock:
             self._db.close()
 
+    def _select(self, sql: str, args: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        """The rows of a query; read-only and the tables not made yet: none.
+
+        A controller creates its journal's file a moment before its tables, so a reader
+        (``status``, ``report``, a test waiting for a record) can open the file in between;
+        that journal is empty, not broken. A writer always has its tables.
+        """
+        with self._lock:
+            try:
+                return self._db.execute(sql, args).fetchall()
+            except sqlite3.OperationalError as exc:
+                if self._readonly and str(exc).startswith("no such table"):
+                    return []
+                raise
+
     # ------------------------------------------------------------------ the log
     def write(self, kind: str, **fields: Any) -> dict[str, Any]:
         """Append one record and return it (``t``, ``kind`` and ``fields``).
@@ -188,8 +204,7 @@ class Journal:
     @property
     def records(self) -> list[dict[str, Any]]:
         """Every record of the journal (this process's and earlier ones'), in order."""
-        with self._lock:
-            rows = self._db.execute("SELECT t, kind, data FROM records ORDER BY id").fetchall()
+        rows = self._select("SELECT t, kind, data FROM records ORDER BY id")
         return [{"t": t, "kind": kind, **json.loads(data)} for t, kind, data in rows]
 
     # ------------------------------------------------------------------ resizes
@@ -287,11 +302,10 @@ class Journal:
 
     def has_resize(self, job_id: int, seq: int) -> bool:
         """Whether order ``seq`` of job ``job_id`` is journaled (open or closed)."""
-        with self._lock:
-            row = self._db.execute(
-                "SELECT 1 FROM resizes WHERE job_id = ? AND seq = ? LIMIT 1", (job_id, seq)
-            ).fetchone()
-        return row is not None
+        rows = self._select(
+            "SELECT 1 FROM resizes WHERE job_id = ? AND seq = ? LIMIT 1", (job_id, seq)
+        )
+        return bool(rows)
 
     def resizes(self, *, open_only: bool = False, job_id: int | None = None) -> list[ResizeRow]:
         """Journaled resize attempts in the order they were opened.
@@ -310,8 +324,7 @@ class Journal:
             args.append(job_id)
         if where:
             sql += " WHERE " + " AND ".join(where)
-        with self._lock:
-            rows = self._db.execute(sql + " ORDER BY id", args).fetchall()
+        rows = self._select(sql + " ORDER BY id", args)
         return [
             ResizeRow(
                 job_id=r[0],
