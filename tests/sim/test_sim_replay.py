@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -466,3 +467,38 @@ def test_an_injected_empty_queue_is_used_and_a_stray_periodic_event_does_not_cra
     result = sim.run()
     assert Counting.pops > 0
     assert result.records == Simulation(FOUR, FCFS(), 4).run().records
+
+
+class LoadsOnce(Policy):
+    """FCFS whose first ``decide`` loads something slow, unless ``prepare`` did it first."""
+
+    name = "loads_once"  # type: ignore[assignment]
+    LOAD_S = 0.3
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.events: list[str] = []
+        self.loaded = False
+
+    def _load(self) -> None:
+        if not self.loaded:
+            time.sleep(self.LOAD_S)  # a compiled kernel read from Numba's cache, say
+            self.loaded = True
+
+    def prepare(self) -> None:
+        self.events.append("prepare")
+        self._load()
+
+    def decide(self, snapshot: ClusterSnapshot, trigger: Trigger) -> list[Decision]:
+        self.events.append("decide")
+        self._load()
+        return fcfs_then(lambda snap: [])(snapshot, trigger)
+
+
+def test_a_policy_is_prepared_once_before_its_first_cycle_and_out_of_its_timing() -> None:
+    policy = LoadsOnce()
+    result = Simulation(FOUR, policy, 4).run()
+    assert policy.events[0] == "prepare" and policy.events.count("prepare") == 1
+    assert policy.events.count("decide") == result.timing.cycles > 1
+    # the load is not one cycle's time: "policy time per cycle" is the policy's own
+    assert result.timing.max_s < LoadsOnce.LOAD_S

@@ -546,3 +546,21 @@ def test_an_unreachable_login_node_is_an_outage_not_a_failed_cycle() -> None:
     # a Slurm command that failed for its own reasons is not an outage
     assert not is_outage(SlurmCommandError(["scontrol", "update"], 1, "", "Invalid job id"))
     assert not is_outage(ValueError("bug"))
+
+
+def test_the_policy_is_prepared_once_before_the_first_cycle(tmp_path: Path) -> None:
+    events: list[str] = []
+
+    class Preparing(StubPolicy):
+        def prepare(self) -> None:
+            events.append("prepare")
+
+        def decide(self, snapshot: ClusterSnapshot, trigger: Trigger) -> list[Decision]:
+            events.append("decide")
+            return super().decide(snapshot, trigger)
+
+    slurm = StubSlurm([_job(1, ["n1"], str(tmp_path))])
+    controller = _controller(slurm, Preparing())
+    cycles: list[object] = []
+    assert controller.run(stop=lambda cycle: cycles.append(cycle) or len(cycles) == 3) == 0
+    assert events == ["prepare", "decide", "decide", "decide"]

@@ -242,3 +242,12 @@ def test_when_numba_cannot_compile_the_kernel_the_python_scans_run(
         monkeypatch.undo()
         kernel.cache_clear()
     assert kernel() is not None
+
+
+@pytest.mark.parametrize("policy", ["coorm_equipartition", "klein_perez"])
+def test_the_policies_that_use_the_kernel_load_it_when_prepared(policy: str) -> None:
+    from elastic_slurm.plugins.registry import make_policy
+
+    compiled_placement.kernel.cache_clear()
+    make_policy(policy).prepare()
+    assert compiled_placement.kernel.cache_info().currsize == 1

@@ -809,6 +809,7 @@ class Controller:
         int
             The exit status for a service manager: 0 stopped, 1 gave up.
         """
+        self.policy.prepare()  # a one-off load, before the first cycle's time is taken
         failed = 0
         while not self._stopping.is_set():
             t0 = time.monotonic()

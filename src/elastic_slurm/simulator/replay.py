@@ -394,6 +394,7 @@ class Simulation:
         )
 
     def _run(self) -> SimResult:
+        self.policy.prepare()  # not in the time per cycle
         step = self.step
         while step():
             pass

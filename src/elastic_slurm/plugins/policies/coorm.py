@@ -207,6 +207,10 @@ class EquiPartition(Policy):
         self._plan: KeptPlan[Occupancy] | None = None  # the last cycle's reservations, to build on
         self._requests = _Requests()  # each pending view's request
 
+    def prepare(self) -> None:
+        """Load the compiled placement kernel (:func:`~.compiled_placement.kernel`) now."""
+        compiled_placement.kernel()
+
     def decide(self, snapshot: ClusterSnapshot, trigger: Trigger) -> list[Decision]:
         """Return this cycle's shrinks, starts and expansions (see the class docstring).
 

@@ -205,6 +205,10 @@ class FastPath:
     _warned: bool
     config: Any
 
+    def prepare(self) -> None:
+        """Load the compiled placement kernel (:func:`~.compiled_placement.kernel`) now."""
+        compiled_placement.kernel()
+
     def _fast_decide(self, snapshot: ClusterSnapshot) -> list[Decision] | None:
         """:meth:`plan`'s decisions (``complete=False``) for jobs of one step; else ``None``.
 
