@@ -384,7 +384,9 @@ def scenario(request, user_venv, tmp_path_factory) -> Iterator[Scenario]:
 @pytest.mark.slurm
 def test_a_users_malleable_job_grows_shrinks_for_another_users_job_and_grows_back(scenario):
     s = scenario
-    assert s.sizes[:3] == [1, 4, 2], (s.sizes, s.controller_log[-3000:])
+    # 1 rank at the first launch, or 4 when the controller's grow came before it (a slow
+    # batch script start; seen in CI): the first order is then done at the size launched
+    assert s.sizes[0] in (1, 4) and s.sizes[1:3] == [4, 2], (s.sizes, s.controller_log[-3000:])
     assert s.sizes[-1] > 2, f"heat2d did not grow back after the rigid job: {s.sizes}"
     summary = json.loads([ln for ln in s.output.splitlines() if ln.startswith("{")][-1])
     assert summary["iterations"] == s.iterations and summary["resizes"] >= 3
@@ -457,7 +459,11 @@ def test_a_user_resizes_a_job_by_hand_through_a_service_controller(scenario):
     if scenario.mode != "service":
         pytest.skip("the controller ran as root")
     s = scenario
-    assert s.sizes[:5] == [1, 4, 2, 4, 3], (s.sizes, s.by_hand, s.controller_log[-3000:])
+    assert s.sizes[0] in (1, 4) and s.sizes[1:5] == [4, 2, 4, 3], (  # see the test above
+        s.sizes,
+        s.by_hand,
+        s.controller_log[-3000:],
+    )
     assert "done" in s.by_hand, s.by_hand
     show = _as_user(MALLEABLE_USER, [s.es, "show", str(s.malleable)], s.venv, s.workdir)
     assert "4. shrink to 3 node(s)" in show and "done" in show.split("4. shrink")[1], show
