@@ -502,3 +502,14 @@ def test_a_policy_is_prepared_once_before_its_first_cycle_and_out_of_its_timing(
     assert policy.events.count("decide") == result.timing.cycles > 1
     # the load is not one cycle's time: "policy time per cycle" is the policy's own
     assert result.timing.max_s < LoadsOnce.LOAD_S
+
+
+def test_a_stepped_simulation_prepares_its_policy_before_the_first_step_too() -> None:
+    # the Klein & Perez reproduction steps a simulation by hand before run()
+    policy = LoadsOnce()
+    sim = Simulation(FOUR, policy, 4)
+    while sim.step():
+        pass
+    result = sim.run()
+    assert policy.events[0] == "prepare" and policy.events.count("prepare") == 1
+    assert result.timing.max_s < LoadsOnce.LOAD_S

@@ -273,6 +273,7 @@ class Simulation:
         self.queue.push_sorted([(submit_s, submit, handle) for submit_s, handle in arrivals])
         if self.config.periodic_s is not None and arrivals:
             self.queue.push(arrivals[0][0], EventKind.PERIODIC, None)
+        self.policy.prepare()  # before the first cycle, whoever steps: not in its time
 
     @property
     def now_s(self) -> float:
@@ -394,7 +395,6 @@ class Simulation:
         )
 
     def _run(self) -> SimResult:
-        self.policy.prepare()  # not in the time per cycle
         step = self.step
         while step():
             pass

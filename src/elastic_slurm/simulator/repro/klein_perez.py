@@ -310,6 +310,9 @@ class _Timed(Policy):
         self.name = inner.name  # type: ignore[misc]
         self.next_action_s = math.inf
 
+    def prepare(self) -> None:
+        self.inner.prepare()
+
     def decide(self, snapshot: ClusterSnapshot, trigger: Trigger) -> list[Decision]:
         plan = self.inner.plan(snapshot)
         self.next_action_s = plan.next_action_s
