@@ -24,7 +24,7 @@ from pathlib import Path
 from elastic_slurm.adapter.factory import job_python, slurm_for
 from elastic_slurm.cluster.local import LocalCluster
 from elastic_slurm.config import load_site
-from elastic_slurm.errors import ElasticSlurmError
+from elastic_slurm.errors import ElasticSlurmError, InvalidRequest
 from elastic_slurm.protocol.address import default_address
 from elastic_slurm.soak import accounting
 from elastic_slurm.soak.controller import ControllerError, ControllerProcess
@@ -73,10 +73,11 @@ def soak(
     ControllerError
         The controller did not start the first time.
     elastic_slurm.errors.InvalidRequest
-        Bad numbers (a window under 120 s, no usable trace jobs).
+        Bad numbers (a window under 120 s, no usable trace jobs), or ``out_dir`` holds
+        something already (:func:`fresh_out_dir`).
     """
     started = time.monotonic()
-    out_dir.mkdir(parents=True, exist_ok=True)
+    fresh_out_dir(out_dir)
     journal = out_dir / "journal.sqlite"
     run_as: tuple[str, ...] = ()
     env: dict[str, str] = {}
@@ -281,6 +282,30 @@ def _leaks(slurm, settle_s: float, ctl: ControllerProcess, injector: Injector, s
             return held
         _keep_alive(ctl, injector, say)
         time.sleep(3)
+
+
+def fresh_out_dir(out_dir: Path) -> None:
+    """Make ``out_dir`` for a soak, or check that it is empty.
+
+    A soak's controller works from the journal in it: another soak's journal would have the
+    new controller settle that run's resizes, and its files would mix with this run's.
+
+    Raises
+    ------
+    elastic_slurm.errors.InvalidRequest
+        ``out_dir`` is not an empty directory (it holds a file, or is not a directory), or
+        cannot be made.
+    """
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        leftover = next(out_dir.iterdir(), None)
+    except OSError as exc:
+        raise InvalidRequest(f"cannot use {out_dir} for the soak's output: {exc}") from exc
+    if leftover is not None:
+        raise InvalidRequest(
+            f"{out_dir} is not empty (it holds {leftover.name}): a soak writes its journal, "
+            "logs and soak.json into a directory of its own; give a new --out or remove it"
+        )
 
 
 def default_out_dir() -> Path:
