@@ -521,8 +521,14 @@ def test_a_shrink_whose_vacated_message_was_lost_closes_on_the_job_s_done(
     ack(jobdir, 1, AckStatus.DONE, order.nodes)
     assert actuator.poll(jobs(slurm)) == []
     give_back(slurm, job, order.nodes)  # its "vacated" is lost, but Slurm shows the nodes back
+    slurm.calls.clear()
     (outcome,) = actuator.poll(jobs(slurm))
     assert outcome.ok and outcome.after == order.nodes
+    # 4 -> 2 nodes: the time limit stretches all the same (the 32-node soak lost jobs shrunk
+    # to one node on this path: they ran out of their unchanged limits)
+    (stretch,) = [c for c in slurm.calls if c[0] == "set_time_limit"]
+    assert stretch[1] == (job, 120)  # 60 minutes, nearly all left, at half the nodes
+    assert any("time limit stretched" in r.get("message", "") for r in actuator.journal.records)
 
 
 def test_an_expansion_a_merge_cannot_serve_is_not_ordered_at_all(

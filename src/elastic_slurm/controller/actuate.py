@@ -988,8 +988,11 @@ class Actuator:
                 and r.jobdir.final_ack(r.seq) is not None
             ):
                 # Slurm shows the nodes given back and the job is done: its "vacated" was lost
-                # (sent while this controller was down). A "done" alone is not enough: the
-                # next generation says it before the launcher gives the old nodes back.
+                # (sent while this controller was down), or is not written yet (the launcher
+                # writes it just after giving the nodes back). A "done" alone is not enough:
+                # the next generation says it before the launcher gives the old nodes back.
+                # The job runs on fewer nodes all the same: its time limit stretches.
+                self._stretch(r, job)
                 self._move(r, ResizeEvent.VACATED)
                 return self._advance(r, job)
             if vacated is None:
