@@ -89,7 +89,6 @@ def soak(
     policy = policy or site.controller.policy.name
     faults = tuple(f for f in fault_schedule(window_s) if only is None or f.name in only)
     slice_ = plan(trace, nodes=nodes, window_s=window_s, jobs=jobs)
-    out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "jobs").mkdir(exist_ok=True)
     cluster = LocalCluster(site, progress=say)
     slurm = slurm_for(site)
