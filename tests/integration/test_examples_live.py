@@ -107,13 +107,14 @@ def test_an_evolving_application_is_served_by_the_controller(slurm, shared_tmp):
         min_resize_interval_s=1.0,
         grow_path=path,
     )
+    closed = []  # the resizes the controller closed (it keeps only recent ones)
     try:
         deadline = time.monotonic() + 300
         while (
             job_state(job) in ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING")
             and time.monotonic() < deadline
         ):
-            controller.step()
+            closed += controller.step().finished
             time.sleep(0.3)
         assert job_state(job) == "COMPLETED", (shared_tmp / f"out-{job}.txt").read_text()[-2000:]
     finally:
@@ -133,6 +134,6 @@ def test_an_evolving_application_is_served_by_the_controller(slurm, shared_tmp):
             check=True,
         ).stdout
         assert f"sibling:{job}" in out.split()
-    outcomes = [o for o in controller.actuator.outcomes if o.job_id == job]
+    outcomes = [o for o in closed if o.job_id == job]
     assert any(o.action == "expand" and o.ok for o in outcomes)
     wait(all_idle, 30, "nothing left allocated")

@@ -15,11 +15,11 @@ import pytest
 from elastic_slurm.adapter.fake import FakeSlurm
 from elastic_slurm.adapter.tags import ElasticTag
 from elastic_slurm.controller import metrics
-from elastic_slurm.controller.actuate import Actuator
+from elastic_slurm.controller.actuate import Actuator, ResizeOutcome
 from elastic_slurm.controller.daemon import Controller
 from elastic_slurm.controller.journal import Journal
 from elastic_slurm.errors import SlurmUnavailableError
-from elastic_slurm.model.decisions import Decision, Expand, Shrink
+from elastic_slurm.model.decisions import Decision, Expand, Shrink, Start
 from elastic_slurm.model.offer import Answer, AnswerKind, Offer
 from elastic_slurm.model.request import JobKind
 from elastic_slurm.model.resize_order import AckStatus, ResizeAck, ResizeOrder
@@ -686,3 +686,63 @@ def test_a_grant_slurm_cannot_give_is_not_asked_again_every_cycle(journal, tmp_p
     controller.step()
     failed = [r for r in journal.records if r["kind"] == "outcome" and r.get("ok") is False]
     assert len(failed) == 2
+
+
+# ---------------------------------------------------------------------------- weeks of work
+
+
+def test_a_controller_keeps_only_the_outcomes_its_cool_downs_still_read(journal, tmp_path) -> None:
+    # a controller runs for weeks: the resizes it closed must not pile up in its memory (and
+    # in every cycle's look at them); each one is still reported by the cycle that closes it
+    slurm = FakeSlurm(("n1", "n2", "n3", "n4"))
+    policy = Scripted([])
+    controller = Controller(slurm, policy, journal, min_resize_interval_s=0.0, offer_cooldown_s=0.0)
+    closed: list[ResizeOutcome] = []
+    kept = []
+    for k in range(30):
+        workdir = tmp_path / f"w{k}"
+        workdir.mkdir()
+        job = Job(slurm, workdir, nodes=2, hi=3)
+        policy.decisions = [Expand(job.id, 1, "grow")]
+        closed += controller.step().finished
+        policy.decisions = []
+        job.ack(1, AckStatus.DONE, job.order(1).nodes)
+        closed += controller.step().finished
+        kept.append(len(controller.actuator.outcomes))
+        slurm.cancel(job.id)
+    assert [(o.action, o.ok) for o in closed] == [("expand", True)] * 30
+    assert max(kept) <= 1  # (30 before: every outcome ever closed)
+    # with a cool-down, the outcome just closed is still there for it
+    patient = Controller(slurm, policy, Journal(tmp_path / "j2.db"), min_resize_interval_s=0.0)
+    workdir = tmp_path / "last"
+    workdir.mkdir()
+    job = Job(slurm, workdir, nodes=2, hi=3)
+    policy.decisions = [Expand(job.id, 1, "grow")]
+    patient.step()
+    policy.decisions = []
+    job.ack(1, AckStatus.DONE, job.order(1).nodes)
+    (outcome,) = patient.step().finished
+    assert patient.actuator.outcomes == [outcome]
+
+
+def test_the_actuator_forgets_what_no_later_cycle_reads(slurm, journal) -> None:
+    actuator = Actuator(slurm, journal)
+
+    def outcome(job_id: int, finished_at: float) -> ResizeOutcome:
+        return ResizeOutcome(job_id, 1, "expand", (), (), True, 1.0, "merge", {}, "", finished_at)
+
+    actuator.outcomes = [outcome(1, 100.0), outcome(2, 200.0)]
+    actuator.failed_grants = {1: 100.0, 3: 300.0}
+    actuator.not_ordered = {1: "kept: listed", 4: "kept: resizing", 5: "gone"}
+    actuator.in_flight[4] = object()  # type: ignore[assignment]
+    for job_id in range(200):  # expectations of pending jobs, journaled once per size
+        actuator.starts.apply(Start(job_id, 2, "fits"), None)
+    journaled = len(records(journal, "decision"))
+    actuator.forget({1, 2, 3, 7}, before_s=150.0)
+    assert [o.job_id for o in actuator.outcomes] == [2]
+    assert actuator.failed_grants == {3: 300.0}
+    assert actuator.not_ordered == {1: "kept: listed", 4: "kept: resizing"}
+    actuator.starts.apply(Start(7, 2, "fits"), None)  # still listed: known
+    assert len(records(journal, "decision")) == journaled
+    actuator.starts.apply(Start(9, 2, "fits"), None)  # gone, then listed again: anew
+    assert len(records(journal, "decision")) == journaled + 1

@@ -35,7 +35,8 @@ def test_file_journal_survives_its_process(tmp_path: Path) -> None:
     journal.write("order", job_id=4, seq=1, nodes=["n1", "n2"])
     journal.write("outcome", job_id=4, ok=True, where=Path("/w"))
     # another journal on the same file (a restarted controller) sees everything, and appends
-    again = Journal(path)
+    again = Journal(str(path))  # a string will do, as for open()
+    assert again.path == path
     assert again.records[1]["where"] == "/w"  # non-JSON values are stored as strings
     assert [r["kind"] for r in again.records] == ["order", "outcome"]
     again.write("note", message="restarted")

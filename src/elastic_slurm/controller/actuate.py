@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -202,6 +202,7 @@ class Actuator:
         self.jobdirs = jobdirs or JobDirs()
         self.resize_timeout_s = resize_timeout_s
         self.in_flight: dict[int, Resize] = {}
+        #: The resizes closed lately, oldest first (:meth:`forget` drops the old ones).
         self.outcomes: list[ResizeOutcome] = []
         #: When each job's last expansion was not granted (epoch seconds): the daemon leaves
         #: the job alone for a while instead of asking Slurm again every cycle.
@@ -209,6 +210,23 @@ class Actuator:
         #: Why each job's last expansion closed at once, before any order (its last words).
         self.not_ordered: dict[int, str] = {}
         self.starts = Starts(slurm, journal)
+
+    def forget(self, live: Collection[int], before_s: float) -> None:
+        """Drop what is kept per job once it can no longer matter.
+
+        A controller runs for weeks: without this, its outcomes and per-job notes would grow
+        with every job and resize it ever saw, and so would the cost of each cycle that reads
+        them. Outcomes closed and failed grants noted before ``before_s`` (seconds since the
+        epoch) go; so do the notes on jobs not in ``live`` (the ids Slurm lists now) that
+        are not resizing, here and in :class:`Starts`.
+        """
+        self.outcomes = [o for o in self.outcomes if o.finished_at >= before_s]
+        if self.failed_grants:
+            self.failed_grants = {j: t for j, t in self.failed_grants.items() if t >= before_s}
+        keep = set(live) | set(self.in_flight)
+        if self.not_ordered:
+            self.not_ordered = {j: m for j, m in self.not_ordered.items() if j in keep}
+        self.starts.forget(keep)
 
     # ------------------------------------------------------------------ decisions
     def apply(

@@ -358,6 +358,10 @@ class Controller:
                 self._apply(rest, jobs, held, progress, snap)
         self._held_before = held
         self._ours_before = ours | set(self.actuator.in_flight)
+        # what no later cycle reads: the outcomes and failed grants past every cool-down,
+        # the notes on jobs Slurm no longer lists (bounded memory over weeks)
+        window_s = max(self.min_resize_interval_s, self.offer_cooldown_s)
+        self.actuator.forget(jobs.keys(), time.time() - window_s)
         skipped = tuple(sorted(self._skips.now))
         self._skips.end()
         self.last = Cycle(snap, trigger, decisions, finished, skipped, observed)

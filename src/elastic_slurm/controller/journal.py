@@ -27,6 +27,7 @@ the job to leave the nodes it gives back), ``awaiting_done`` (the job is followi
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -114,6 +115,8 @@ BUSY_TIMEOUT_S = 30.0
 class Journal:
     """The journal in the SQLite file ``path`` (created with its directory); ``None``: in memory.
 
+    ``path`` is a :class:`~pathlib.Path` or a string.
+
     A directory created for it is made mode 0700 (the journal names users' jobs and nodes).
 
     Safe to use from several threads of one process. Opening an existing file keeps its
@@ -131,7 +134,10 @@ class Journal:
         ``readonly`` and ``path`` does not exist or cannot be read.
     """
 
-    def __init__(self, path: Path | None = None, *, readonly: bool = False) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str] | None = None, *, readonly: bool = False
+    ) -> None:
+        path = Path(path) if path is not None else None
         self.path = path
         self._lock = threading.Lock()
         self._readonly = readonly

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Collection
 
 from elastic_slurm.adapter.backend import SlurmBackend
 from elastic_slurm.adapter.parse import SlurmJob
@@ -102,6 +103,17 @@ class Starts:
         self._failed: dict[int, float] = {}  # job -> monotonic time of its last failed attempt
         #: jobs this controller sized and released, and the size each was given (nodes)
         self.released: dict[int, int] = {}
+
+    def forget(self, live: Collection[int]) -> None:
+        """Drop what is kept on jobs not in ``live`` (ids), once they outnumber those.
+
+        Kept per job: the size journaled, the last failed attempt, the size released. A job
+        Slurm lists again later (a requeue) is journaled again.
+        """
+        for kept in (self._expected, self._failed, self.released):
+            if len(kept) > 2 * len(live) + 64:
+                for job_id in [j for j in kept if j not in live]:
+                    del kept[job_id]
 
     def apply(self, d: Start, job: SlurmJob | None) -> None:
         """Carry out the policy's wish to start job ``d.job_id`` on ``d.nodes`` node(s).

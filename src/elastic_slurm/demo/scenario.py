@@ -261,6 +261,7 @@ class Demo:
             f"controller runs policy {policy.name}"
         )
         rigid: int | None = None
+        closed: list[ResizeOutcome] = []  # the job's resizes (the controller keeps recent ones)
         deadline = time.monotonic() + opts.timeout_s
         while True:
             cycle = controller.step()
@@ -269,10 +270,8 @@ class Demo:
             timeline.observe(views, now)
             for o in cycle.finished:
                 self._report(timeline, o, now)
-            grown = any(
-                o.job_id == job and o.ok and o.action == "expand"
-                for o in controller.actuator.outcomes
-            )
+            closed += [o for o in cycle.finished if o.job_id == job]
+            grown = any(o.ok and o.action == "expand" for o in closed)
             if rigid is None and grown and job in views and len(views[job].nodes) == 4:
                 rigid = self._submit(
                     ElasticRequest(
@@ -308,7 +307,7 @@ class Demo:
             if time.monotonic() > deadline:
                 raise ElasticSlurmError(f"the demo did not finish within {opts.timeout_s:g} s")
             time.sleep(max(0.0, site.controller.poll_interval_s - (time.time() - now)))
-        return self._finish(controller, timeline, job, rigid, malleable_out, rigid_out)
+        return self._finish(closed, timeline, job, rigid, malleable_out, rigid_out)
 
     def _report(self, timeline: Timeline, o: ResizeOutcome, now: float) -> None:
         verdict = "done" if o.ok else f"FAILED ({o.message})"
@@ -324,7 +323,7 @@ class Demo:
 
     def _finish(
         self,
-        controller: Controller,
+        outcomes: list[ResizeOutcome],
         timeline: Timeline,
         job: int,
         rigid: int | None,
@@ -356,7 +355,6 @@ class Demo:
                 raise
             counts = None
             self.say("no accounting history: this cluster's accounting storage is disabled")
-        outcomes = [o for o in controller.actuator.outcomes if o.job_id == job]
         return DemoResult(
             job_id=job,
             rigid_job_id=rigid,
