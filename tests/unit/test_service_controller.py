@@ -796,3 +796,44 @@ def test_nodes_whose_check_failed_before_a_sequential_restart_go_back_by_the_lau
     assert ack is not None and "added nodes unusable" in ack.reason
     kept = set(slurm.elastic_nodes(job))
     assert kept == (set(before) if by_job else set(granted.nodes))
+
+
+def test_the_spool_lets_go_of_jobs_gone_for_longer_than_its_retention(
+    slurm, jobdirs, tmp_path, caplog
+) -> None:
+    # a service controller runs for weeks: one job-<id>/ per job ever run would pile up
+    running = submit(slurm, tmp_path, 2)
+    spool = spool_dir(jobdirs.spool)
+    long_ago = time.time() - 2 * 86400
+    for job_id in (running, 901, 902):
+        jobdirs.of(tmp_path, job_id).write_registration({"job_id": job_id})
+    for name in (f"job-{running}", "job-901"):  # nothing written there for two days
+        os.utime(spool / name, (long_ago, long_ago))
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "precious").write_text("x")
+    (spool / "job-903").symlink_to(outside)  # never followed, never removed
+    (spool / "job-904").write_text("not a directory")
+    (spool / "notes").mkdir()
+    for name in ("job-903", "job-904", "notes"):
+        os.utime(spool / name, (long_ago, long_ago), follow_symlinks=False)
+    controller = Controller(
+        slurm, Idle(), Journal(tmp_path / "j.db"), jobdirs=jobdirs, spool_retention_s=86400.0
+    )
+    with caplog.at_level(logging.INFO):
+        controller.step()
+    assert sorted(p.name for p in spool.iterdir()) == sorted(
+        [f"job-{running}", "job-902", "job-903", "job-904", "notes"]
+    )  # job-901: gone from Slurm, untouched for two days
+    assert (outside / "precious").read_text() == "x"
+    assert "removed the spool directories of 1 ended job(s)" in caplog.text
+    os.utime(spool / "job-902", (long_ago, long_ago))
+    controller.step()  # the next look is SPOOL_SWEEP_EVERY_S later
+    assert (spool / "job-902").is_dir()
+    controller._swept_at = None  # that much later
+    controller.step()
+    assert not (spool / "job-902").exists() and (spool / f"job-{running}").is_dir()
+
+
+def test_a_root_controller_sweeps_no_spool(slurm, tmp_path) -> None:
+    assert JobDirs().sweep(set(), 0.0) == []

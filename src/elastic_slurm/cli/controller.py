@@ -192,6 +192,7 @@ def run(args: argparse.Namespace) -> int:
         manual_hold_s=c.manual_hold_s,
         max_failed_cycles=c.max_failed_cycles,
         stretch_time_limit=c.stretch_time_limit,
+        spool_retention_s=c.spool_retention_s,
     )
     if c.metrics_address:
         try:

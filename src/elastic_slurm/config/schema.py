@@ -201,6 +201,9 @@ class ControllerConfig(_Frozen):
     privilege: Literal["root", "service"] = "root"
     #: Where a ``service`` controller keeps each job's protocol files (``job-<id>/``).
     spool: Path = Path("/var/lib/elastic-slurm/controller/jobs")
+    #: A job's ``job-<id>/`` in ``spool`` is removed once Slurm no longer lists the job and
+    #: nothing was written there for this long (seconds; the journal keeps its resizes).
+    spool_retention_s: float = Field(_DAY_S, ge=0, le=365 * _DAY_S)
 
     _ports = field_validator("address", "metrics_address")(_check_address)
 

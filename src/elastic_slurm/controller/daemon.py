@@ -78,6 +78,9 @@ log = logging.getLogger(__name__)
 ORPHAN_RETRY_S = 60.0
 """Seconds before a refused cancel of an ended job's helper allocation is tried again."""
 
+SPOOL_SWEEP_EVERY_S = 600.0
+"""Seconds between two looks of a service controller for spool directories of ended jobs."""
+
 
 @dataclass(frozen=True)
 class Cycle:
@@ -198,6 +201,10 @@ class Controller:
         policy this long (seconds).
     max_failed_cycles
         :meth:`run` stops (returns 1) after this many cycles in a row failed unexpectedly.
+    spool_retention_s
+        With a spool (a service controller), a job's directory there is removed once Slurm
+        no longer lists the job and nothing was written there for this long (seconds); looked
+        for every :data:`SPOOL_SWEEP_EVERY_S` seconds (:meth:`JobDirs.sweep`).
     """
 
     def __init__(
@@ -220,8 +227,11 @@ class Controller:
         max_failed_cycles: int = 20,
         stretch_time_limit: bool = True,
         jobdirs: JobDirs | None = None,
+        spool_retention_s: float = 86400.0,
     ) -> None:
         self.slurm = slurm
+        self.spool_retention_s = spool_retention_s
+        self._swept_at: float | None = None  # when the spool was last swept (monotonic)
         #: Where each job's protocol files are; with a spool, jobs do the Slurm side themselves.
         self.jobdirs = jobdirs or JobDirs()
         self._slurm: Any = _TimedSlurm(slurm)
@@ -283,6 +293,7 @@ class Controller:
         """
         listed, nodes = self._observe()
         self._skips.begin()
+        seen = {j.job_id for j in listed}  # every id Slurm lists, screened out or not
         listed = self._screen(listed)
         ours = set(self.actuator.in_flight)
         # a service controller leaves the helpers of running jobs to their launchers (it
@@ -362,10 +373,27 @@ class Controller:
         # the notes on jobs Slurm no longer lists (bounded memory over weeks)
         window_s = max(self.min_resize_interval_s, self.offer_cooldown_s)
         self.actuator.forget(jobs.keys(), time.time() - window_s)
+        self._sweep_spool(seen | set(self.actuator.in_flight))
         skipped = tuple(sorted(self._skips.now))
         self._skips.end()
         self.last = Cycle(snap, trigger, decisions, finished, skipped, observed)
         return self.last
+
+    def _sweep_spool(self, live: set[int]) -> None:
+        """Remove the spool's directories of jobs long gone (never raises; a service controller)."""
+        if not self.jobdirs.by_job or self.dry_run:
+            return
+        now = time.monotonic()
+        if self._swept_at is not None and now - self._swept_at < SPOOL_SWEEP_EVERY_S:
+            return
+        self._swept_at = now
+        try:
+            removed = self.jobdirs.sweep(live, self.spool_retention_s)
+        except OSError as exc:
+            log.warning("could not sweep the spool %s: %s", self.jobdirs.spool, exc)
+            return
+        if removed:
+            log.info("removed the spool directories of %d ended job(s)", len(removed))
 
     def _orphans(self, listed: list[SlurmJob]) -> list[int]:
         """Helpers of ended jobs to cancel this cycle.

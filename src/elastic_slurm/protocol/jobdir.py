@@ -33,10 +33,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
+import os
 import pwd
 import re
+import shutil
+import stat
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -69,6 +73,7 @@ EVENTS_CAP = 32 * 1024 * 1024
 """Bytes: the largest ``events.jsonl`` read."""
 
 _JOB = re.compile(r"^job-(\d{1,12})$")
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
@@ -104,6 +109,50 @@ class JobDirs:
         if self.spool is None:
             return JobDir.for_job(workdir, job_id, user=user)
         return JobDir(Path(self.spool) / f"job-{int(job_id)}")
+
+    def sweep(self, live: Collection[int], older_than_s: float, *, limit: int = 1000) -> list[int]:
+        """Remove the spool's directories of jobs gone for ``older_than_s`` seconds.
+
+        A service controller keeps one ``job-<id>/`` per job in its spool; once Slurm no
+        longer lists the job (its id not in ``live``) and nothing was written there for
+        ``older_than_s`` seconds, nothing reads it again (the journal keeps the resizes).
+        At most ``limit`` directories go per call, so that a large backlog is cleared over
+        several cycles. Only real directories named ``job-<id>`` are touched; a symbolic
+        link or any other entry is left alone, and removal never follows a link
+        (:func:`shutil.rmtree` on Linux). Without a spool (a root controller) nothing is done.
+
+        Returns
+        -------
+        list[int]
+            The ids of the directories removed.
+
+        Raises
+        ------
+        OSError
+            The spool cannot be listed. One directory that cannot be removed is logged and
+            passed over.
+        """
+        if self.spool is None:
+            return []
+        cutoff = time.time() - older_than_s
+        removed: list[int] = []
+        with os.scandir(self.spool) as entries:
+            for entry in entries:
+                match = _JOB.match(entry.name)
+                if match is None or int(match.group(1)) in live:
+                    continue
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                    if not stat.S_ISDIR(st.st_mode) or st.st_mtime >= cutoff:
+                        continue
+                    shutil.rmtree(entry.path)
+                except OSError as exc:
+                    log.warning("spool: could not remove %s: %s", entry.path, exc)
+                    continue
+                removed.append(int(match.group(1)))
+                if len(removed) >= limit:
+                    break
+        return removed
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
