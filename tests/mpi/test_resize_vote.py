@@ -236,6 +236,9 @@ def test_an_order_is_taken_at_one_point_by_every_rank(
     ack = jobdir.read_ack(1, AckStatus.DONE)
     assert ack is not None and ack.strategy == "none"
     assert ("not logged in the job directory: events.jsonl" in res.stderr) is events_unwritable
+    if not events_unwritable:  # for the launcher: this generation's ranks ran
+        started = [e for e in jobdir.events() if e["event"] == "started"]
+        assert [(e["generation"], e["ranks"]) for e in started] == [(0, 3)]
 
 
 def test_a_resize_point_some_ranks_skip_fails_naming_them(mpirun, tmp_path: Path) -> None:

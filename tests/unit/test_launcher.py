@@ -209,3 +209,69 @@ def test_a_job_s_own_slurm_calls_ride_out_a_slurmctld_restart() -> None:
     assert job_slurm({}).retry_s == JOB_SLURM_RETRY_S >= 120  # the soak's outage: 2 minutes
     assert job_slurm({"ELASTIC_SLURM_SLURM_RETRY_S": "30"}).retry_s == 30
     assert job_slurm({"ELASTIC_SLURM_SLURM_RETRY_S": "1e9"}).retry_s == 3600  # the cap
+
+
+class _Outage(_Steps):
+    """Slurm whose ``scontrol ping`` says DOWN ``down`` times, then UP."""
+
+    retry_s = 30.0
+
+    def __init__(self, down: int) -> None:
+        from types import SimpleNamespace
+
+        self.pings = 0
+
+        def run(argv: list[str], timeout_s: float | None = None) -> SimpleNamespace:
+            assert argv == ["scontrol", "ping"]
+            self.pings += 1
+            state = "DOWN" if self.pings <= down else "UP"
+            return SimpleNamespace(stdout=f"Slurmctld(primary) at head is {state}\n")
+
+        self.transport = SimpleNamespace(run=run)
+
+    def helpers(self, job_id: int) -> list[object]:
+        return []
+
+
+def _mpirun(tmp_path, body: str) -> dict[str, str]:
+    """A fake mpirun on PATH (it counts its calls in ``calls``); the launcher's environment."""
+    calls = tmp_path / "calls"
+    (tmp_path / "mpirun").write_text(f"#!/bin/sh\necho x >> {calls}\n{body}\n")
+    (tmp_path / "mpirun").chmod(0o755)
+    env = {"SLURM_JOB_ID": "7", "PATH": f"{tmp_path}:/usr/bin:/bin"}
+    env["ELASTIC_SLURM_JOB_DIR"] = str(tmp_path / "job")
+    return env
+
+
+def test_a_generation_srun_could_not_start_runs_again_once_slurmctld_answers(
+    tmp_path, monkeypatch, capsys
+) -> None:
+    # a soak lost a job that started as slurmctld stopped: srun could not start mpirun's
+    # daemons ("Unable to confirm allocation"), mpirun failed, and the job with it
+    from elastic_slurm.mpi_runtime.launcher import Launcher
+
+    # the first mpirun fails before any rank runs; the second one ends well
+    env = _mpirun(tmp_path, f'[ "$(wc -l < {tmp_path / "calls"})" -ge 2 ] || exit 1')
+    monkeypatch.setenv("PATH", env["PATH"])
+    slurm = _Outage(down=2)
+    launcher = Launcher(["app.py"], env=env, slurm=slurm)  # type: ignore[arg-type]
+    assert launcher.run() == 0
+    assert (tmp_path / "calls").read_text().count("x") == 2
+    assert "while slurmctld did not answer" in capsys.readouterr().err
+    events = [e["event"] for e in launcher.jobdir.events()]
+    assert events == ["launch", "exit", "relaunch", "launch", "exit"]
+
+
+@pytest.mark.parametrize("ran, down", [(True, 1000), (False, 0)])
+def test_a_failed_generation_runs_once_if_its_ranks_ran_or_slurmctld_answers(
+    tmp_path, monkeypatch, ran, down
+) -> None:
+    from elastic_slurm.mpi_runtime.launcher import Launcher
+
+    started = '{"event": "started", "generation": 0, "ranks": 2}'
+    body = f"echo '{started}' >> \"$ELASTIC_SLURM_JOB_DIR/events.jsonl\"\n" if ran else ""
+    env = _mpirun(tmp_path, body + "exit 3")
+    monkeypatch.setenv("PATH", env["PATH"])
+    launcher = Launcher(["app.py"], env=env, slurm=_Outage(down))  # type: ignore[arg-type]
+    assert launcher.run() == 3  # the program's own failure stands
+    assert (tmp_path / "calls").read_text().count("x") == 1

@@ -128,6 +128,14 @@ def mpirun_env(python: str = sys.executable, as_root: bool | None = None) -> dic
 #: (seen here), so the launcher never passes them on.
 MPI_ENV_PREFIXES = ("OMPI_", "PMIX_", "PMI_", "OPAL_", "ORTE_", "PRTE_")
 
+#: How many times in a job a generation that failed before any of its ranks started, while
+#: slurmctld did not answer, is launched again (see :meth:`Launcher._relaunch_after_outage`).
+MAX_RELAUNCHES = 2
+
+#: Only a generation that failed this soon after its launch (seconds) is launched again: srun
+#: gives up on an unreachable slurmctld within a minute or so (seen: mpirun failed after 34 s).
+RELAUNCH_WITHIN_S = 180.0
+
 
 def without_mpi_env(env: Mapping[str, str]) -> dict[str, str]:
     """``env`` without variables of an MPI runtime the job's submitter may have been part of.
@@ -224,6 +232,7 @@ class Launcher:
         self.host = os.uname().nodename
         self.cpus_per_node = max(1, int(self.env.get("SLURM_CPUS_ON_NODE", "1")))
         self._helpers_cancelled = False  # ``_cancel_helpers`` has run (the job is ending)
+        self._relaunches = 0  # generations launched again after a slurmctld outage
 
     def current_nodes(self) -> tuple[str, ...]:
         """The job's nodes as Slurm reports them now (siblings' included), batch host first.
@@ -383,6 +392,14 @@ class Launcher:
                         flush=True,
                     )
                     return rc or 1
+                if (
+                    request is None
+                    and rc != 0
+                    and elapsed < RELAUNCH_WITHIN_S
+                    and self._relaunch_after_outage(current, rc)
+                ):
+                    current = self._start(current.nodes, current.generation)
+                    continue
                 if request is None or rc != 0:
                     if request is None and rc != 0:
                         print(
@@ -415,6 +432,67 @@ class Launcher:
         finally:
             if waiting is not None and waiting.proc.poll() is None:
                 _stop(waiting.proc)  # its predecessor ended without handing over
+
+    def _relaunch_after_outage(self, gen: _Generation, rc: int) -> bool:
+        """Whether ``gen`` failed to start for want of slurmctld, which answers again now.
+
+        ``mpirun`` starts its daemons with ``srun`` (:mod:`.rsh_agent`), and ``srun`` cannot
+        start a step while slurmctld is down ("Unable to confirm allocation ... connect
+        failure"): a generation launched then fails before any rank runs, and the job with
+        it (a soak lost a job that started as slurmctld stopped). Such a generation (it
+        failed within :data:`RELAUNCH_WITHIN_S` of its launch, none of its ranks logged
+        ``started``, it waited for no handover, and slurmctld does not answer now) is
+        launched again once slurmctld answers, waiting up to the job's Slurm retry window;
+        at most :data:`MAX_RELAUNCHES` times per job. Says why on the job's standard error.
+        """
+        if gen.successor or self._relaunches >= MAX_RELAUNCHES or self._started(gen.generation):
+            return False
+        if self._slurmctld_answers():
+            return False  # not for want of Slurm: the program's own failure stands
+        print(
+            f"{self.command}: mpirun exited with status {rc} before generation "
+            f"{gen.generation} started, while slurmctld did not answer; it is started again "
+            "once slurmctld answers",
+            file=sys.stderr,
+            flush=True,
+        )
+        try:
+            wait_for(
+                self._slurmctld_answers,
+                timeout_s=getattr(self.slurm, "retry_s", 300.0),
+                what="slurmctld to answer",
+                interval_s=1.0,
+                max_interval_s=10.0,
+            )
+        except DeadlineExceeded:
+            return False
+        self._relaunches += 1
+        self.jobdir.log_event("relaunch", generation=gen.generation, exit=rc)
+        return True
+
+    def _started(self, generation: int) -> bool:
+        """Whether a rank of ``generation`` logged that it started (:func:`.session.init`)."""
+        try:
+            events = self.jobdir.events()
+        except JobInputError:
+            return True  # unknown: as if it had (never run a program twice on a doubt)
+        return any(
+            e.get("event") == "started" and e.get("generation") == generation for e in events
+        )
+
+    def _slurmctld_answers(self) -> bool:
+        """``scontrol ping`` says slurmctld is up (at once: no retry).
+
+        True for a backend that cannot run it (no transport): the failure then stands.
+        """
+        transport = getattr(self.slurm, "transport", None)
+        if transport is None:
+            return True
+        try:
+            out = transport.run(["scontrol", "ping"], timeout_s=10.0).stdout
+        except (SlurmCommandError, OSError):
+            return False
+        return "is UP" in out
 
     def _tend_successor(
         self, current: _Generation, waiting: _Generation | None

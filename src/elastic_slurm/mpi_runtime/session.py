@@ -874,6 +874,9 @@ def init() -> ElasticComm:
     )
     if ec._spawn.arrive():  # a rank a spawn added: it joined the others
         return ec
+    if ec.jobdir is not None and ec.rank == 0:
+        # for the launcher: this generation's ranks run (it is never launched again)
+        ec._log_event("started", generation=ec.launch, ranks=ec.size)
     if ec.jobdir is not None:
         lay = ec.layout
         say(
