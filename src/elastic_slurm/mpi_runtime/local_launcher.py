@@ -26,6 +26,7 @@ from elastic_slurm.mpi_runtime import handover
 from elastic_slurm.mpi_runtime.channel import FileChannel
 from elastic_slurm.mpi_runtime.launcher import (
     Launcher,
+    _Generation,
     program_argv,
     without_mpi_env,
 )
@@ -165,6 +166,10 @@ class LocalLauncher(Launcher):
         self.outputs.append((generation, out, err))
         self._procs.append(proc)
         return proc
+
+    def _relaunch_after_outage(self, gen: _Generation, rc: int) -> bool:
+        """Never: no Slurm here, so no outage to start a generation again after."""
+        return False
 
     def _wait_vacated(self, leaving: Sequence[str]) -> None:
         """Nothing to wait for: an ``mpirun`` that ended has left this machine's "nodes"."""
