@@ -427,6 +427,35 @@ def test_an_order_written_by_elastic_slurm_resize_holds_the_job_and_names_it(
     assert "elastic-slurm resize" in row.reason
 
 
+def test_a_decision_repeated_every_cycle_is_logged_and_journaled_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A policy repeats what Slurm has not done yet every 0.5 s; the log says it when new."""
+    wants: list[list[Decision]] = (
+        [[Expand(1, 1, "idle nodes")]] * 5  # the same wish, cycle after cycle
+        + [[Expand(1, 2, "more idle nodes")]] * 2  # a new one
+        + [[]]
+        + [[Expand(1, 1, "idle nodes")]] * 3  # the first again, after a cycle without it
+    )
+    slurm = StubSlurm([_job(1, ["n1"], str(tmp_path))])
+    policy = StubPolicy(lambda snap: wants[len(policy.seen) - 1])
+    controller = _controller(slurm, policy, dry_run=True)
+    with caplog.at_level(logging.INFO, "elastic_slurm"):
+        cycles = [controller.step() for _ in wants]
+    assert [list(c.decisions) for c in cycles] == wants  # every cycle still reports its own
+    said = [r.getMessage() for r in caplog.records if "policy stub decided" in r.getMessage()]
+    assert said == [
+        "policy stub decided: Expand job 1 (idle nodes)",
+        "policy stub decided: Expand job 1 (more idle nodes)",
+        "policy stub decided: Expand job 1 (idle nodes)",
+    ]
+    journaled = [
+        (r["count"], r["reason"]) for r in controller.journal.records if r["kind"] == "decision"
+    ]
+    assert journaled == [(1, "idle nodes"), (2, "more idle nodes"), (1, "idle nodes")]
+    assert slurm.calls.count("grow") == 0  # a dry run
+
+
 # ---------------------------------------------------------------------- service
 def test_sigterm_finishes_the_cycle_under_way_and_stops(tmp_path: Path) -> None:
     from elastic_slurm.cli.controller import stop_on_signals

@@ -67,7 +67,7 @@ from elastic_slurm.controller.observe import (
     sweeps,
 )
 from elastic_slurm.errors import ElasticSlurmError, SlurmCommandError, SlurmUnavailableError
-from elastic_slurm.model.decisions import Decision, Expand, Shrink
+from elastic_slurm.model.decisions import Decision, Expand, Shrink, Start
 from elastic_slurm.model.snapshot import ClusterSnapshot, JobState
 from elastic_slurm.model.triggers import Trigger, TriggerKind
 from elastic_slurm.plugins.policy import Policy
@@ -273,6 +273,7 @@ class Controller:
         #: jobs whose size someone else changed: job -> when it was seen (seconds since epoch)
         self.manual: dict[int, float] = {}
         self._foreign: set[int] = set()  # jobs following an order the controller did not write
+        self._decided_before: set[Decision] = set()  # the policy's last decisions (logged)
         #: jobs whose user asked for a size through the server (a service controller; ``None``:
         #: look at every running job once, after a restart)
         self._sizes_asked: set[int] | None = None
@@ -347,18 +348,24 @@ class Controller:
             decisions = tuple(
                 d for d in self.policy.decide(snap, trigger) if d.job_id not in self._skips.now
             )
-            if decisions:
+            # a policy decides again, every cycle, what Slurm has not done yet (a job that
+            # pends): only what it did not decide in the previous cycle is logged (and, in a
+            # dry run, journaled), or a controller running for weeks fills the site's disk
+            told = [d for d in decisions if d not in self._decided_before]
+            self._decided_before = set(decisions)
+            if told:
                 log.info(
                     "policy %s decided: %s",
                     self.policy.name,
-                    "; ".join(f"{type(d).__name__} job {d.job_id} ({d.reason})" for d in decisions),
+                    "; ".join(f"{type(d).__name__} job {d.job_id} ({d.reason})" for d in told),
                 )
             if self.dry_run:
-                for d in decisions:
+                for d in told:
                     self.journal.write(
                         "decision",
                         decision=type(d).__name__,
                         job_id=d.job_id,
+                        count=d.nodes if isinstance(d, Start) else d.count,
                         dry_run=True,
                         reason=d.reason,
                     )
