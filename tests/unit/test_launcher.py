@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from elastic_slurm.mpi_runtime import launcher
@@ -260,6 +262,32 @@ def test_a_generation_srun_could_not_start_runs_again_once_slurmctld_answers(
     assert "while slurmctld did not answer" in capsys.readouterr().err
     events = [e["event"] for e in launcher.jobdir.events()]
     assert events == ["launch", "exit", "relaunch", "launch", "exit"]
+
+
+def test_an_earlier_run_s_events_do_not_stop_a_relaunch(tmp_path, monkeypatch) -> None:
+    # a requeued job keeps its directory: its first run's ranks logged `started` there
+    from elastic_slurm.mpi_runtime.launcher import Launcher
+
+    env = _mpirun(tmp_path, f'[ "$(wc -l < {tmp_path / "calls"})" -ge 2 ] || exit 1')
+    monkeypatch.setenv("PATH", env["PATH"])
+    job = tmp_path / "job"
+    job.mkdir()
+    earlier = [
+        {"t": 1.0, "event": "launch", "generation": 0, "nodes": ["n1"], "ranks": 1},
+        {"t": 2.0, "event": "started", "generation": 0, "ranks": 1},
+        {"t": 3.0, "event": "exit", "generation": 0, "status": 0},
+    ]
+    (job / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in earlier))
+    launcher = Launcher(["app.py"], env=env, slurm=_Outage(down=2))  # type: ignore[arg-type]
+    assert launcher.run() == 0
+    assert (tmp_path / "calls").read_text().count("x") == 2  # launched again
+    assert [e["event"] for e in launcher.jobdir.events()][3:] == [
+        "launch",
+        "exit",
+        "relaunch",
+        "launch",
+        "exit",
+    ]
 
 
 @pytest.mark.parametrize("ran, down", [(True, 1000), (False, 0)])

@@ -471,13 +471,23 @@ class Launcher:
         return True
 
     def _started(self, generation: int) -> bool:
-        """Whether a rank of ``generation`` logged that it started (:func:`.session.init`)."""
+        """Whether a rank of ``generation`` logged that it started (:func:`.session.init`).
+
+        Only what follows the generation's last ``launch`` event counts: a requeued job (or a
+        job given the id of an earlier one in the same directory) finds the events of its
+        earlier run in ``events.jsonl``.
+        """
         try:
             events = self.jobdir.events()
         except JobInputError:
             return True  # unknown: as if it had (never run a program twice on a doubt)
+        since = 0
+        for i, e in enumerate(events):
+            if e.get("event") == "launch" and e.get("generation") == generation:
+                since = i
         return any(
-            e.get("event") == "started" and e.get("generation") == generation for e in events
+            e.get("event") == "started" and e.get("generation") == generation
+            for e in events[since:]
         )
 
     def _slurmctld_answers(self) -> bool:
