@@ -185,6 +185,11 @@ def requeue(job_id: int) -> list[str]:
     return ["scontrol", "requeue", str(job_id)]
 
 
+def ping() -> list[str]:
+    """Ask whether slurmctld answers (``scontrol ping``; read with :func:`.parse.slurmctld_up`)."""
+    return ["scontrol", "ping"]
+
+
 def reconfigure() -> list[str]:
     """Make slurmctld re-read its configuration and rebuild its state (operator rights)."""
     return ["scontrol", "reconfigure"]

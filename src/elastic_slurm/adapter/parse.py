@@ -531,6 +531,19 @@ def is_transient(stderr: str) -> bool:
     return any(marker.lower() in stderr.lower() for marker in _TRANSIENT)
 
 
+def slurmctld_up(text: str) -> bool:
+    r"""True when ``scontrol ping`` says a slurmctld (primary or backup) answers.
+
+    >>> slurmctld_up("Slurmctld(primary) at head is UP")
+    True
+    >>> slurmctld_up("Slurmctld(primary) at head is DOWN")
+    False
+    >>> slurmctld_up("Slurmctld(primary) at a is DOWN\nSlurmctld(backup) at b is UP")
+    True
+    """
+    return "is UP" in text
+
+
 _VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
 
 

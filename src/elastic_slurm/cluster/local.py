@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from elastic_slurm.adapter import commands
 from elastic_slurm.adapter.factory import job_python
-from elastic_slurm.adapter.parse import parse_scontrol_config
+from elastic_slurm.adapter.parse import parse_scontrol_config, slurmctld_up
 from elastic_slurm.adapter.transport.base import Transport
 from elastic_slurm.adapter.transport.local import LocalTransport
 from elastic_slurm.cluster import hosts, processes
@@ -544,7 +545,7 @@ class LocalCluster:
         rec = self._start(layout, state, "slurmctld", ["slurmctld", "-D", "-i"], host=layout.head)
         self._wait(
             rec,
-            lambda: self._slurm("scontrol", "ping").stdout.count("is UP") > 0,
+            lambda: slurmctld_up(self._slurm(*commands.ping()).stdout),
             "slurmctld to answer `scontrol ping`",
         )
         self.progress("slurmctld up")

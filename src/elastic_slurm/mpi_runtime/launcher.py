@@ -30,7 +30,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from elastic_slurm import envvars, mca
+from elastic_slurm.adapter import commands
 from elastic_slurm.adapter.backend import SlurmBackend
+from elastic_slurm.adapter.parse import slurmctld_up
 from elastic_slurm.errors import ElasticSlurmError, JobInputError, ResizeError, SlurmCommandError
 from elastic_slurm.model.resize_order import AckStatus, ResizeAck
 from elastic_slurm.mpi_runtime import handover
@@ -499,10 +501,10 @@ class Launcher:
         if transport is None:
             return True
         try:
-            out = transport.run(["scontrol", "ping"], timeout_s=10.0).stdout
+            out = transport.run(commands.ping(), timeout_s=10.0).stdout
         except (SlurmCommandError, OSError):
             return False
-        return "is UP" in out
+        return slurmctld_up(out)
 
     def _tend_successor(
         self, current: _Generation, waiting: _Generation | None

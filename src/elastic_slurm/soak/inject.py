@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from elastic_slurm import api
+from elastic_slurm.adapter import commands
 from elastic_slurm.adapter.backend import SlurmBackend
+from elastic_slurm.adapter.parse import slurmctld_up
 from elastic_slurm.errors import ElasticSlurmError
 from elastic_slurm.model.request import ElasticRequest
 from elastic_slurm.model.snapshot import JobState
@@ -308,9 +310,8 @@ class Injector:
             self.slurmctld_down = False
             try:
                 wait_for(
-                    lambda: (
-                        "is UP"
-                        in self.slurm.transport.run(["scontrol", "ping"], timeout_s=10).stdout
+                    lambda: slurmctld_up(
+                        self.slurm.transport.run(commands.ping(), timeout_s=10).stdout
                     ),
                     timeout_s=60,
                     what="slurmctld to answer after its restart",
