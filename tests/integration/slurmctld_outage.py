@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import time
 
+from elastic_slurm.adapter import commands
+from elastic_slurm.adapter.parse import slurmctld_up
 from elastic_slurm.cluster import processes
 from elastic_slurm.cluster.local import LocalCluster
 from elastic_slurm.config import load_site
@@ -65,7 +67,7 @@ def start_slurmctld(timeout_s: float = 60.0) -> None:
     while time.monotonic() < deadline:
         if not processes.is_alive(rec):
             raise RuntimeError(f"slurmctld exited while starting; see {rec.log}")
-        if "is UP" in cluster._slurm("scontrol", "ping").stdout:
+        if slurmctld_up(cluster._slurm(*commands.ping()).stdout):
             break
         time.sleep(0.5)
     else:
