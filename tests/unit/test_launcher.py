@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from elastic_slurm.mpi_runtime import launcher
@@ -267,17 +265,15 @@ def test_a_generation_srun_could_not_start_runs_again_once_slurmctld_answers(
 def test_an_earlier_run_s_events_do_not_stop_a_relaunch(tmp_path, monkeypatch) -> None:
     # a requeued job keeps its directory: its first run's ranks logged `started` there
     from elastic_slurm.mpi_runtime.launcher import Launcher
+    from elastic_slurm.protocol.jobdir import JobDir
 
     env = _mpirun(tmp_path, f'[ "$(wc -l < {tmp_path / "calls"})" -ge 2 ] || exit 1')
     monkeypatch.setenv("PATH", env["PATH"])
-    job = tmp_path / "job"
-    job.mkdir()
-    earlier = [
-        {"t": 1.0, "event": "launch", "generation": 0, "nodes": ["n1"], "ranks": 1},
-        {"t": 2.0, "event": "started", "generation": 0, "ranks": 1},
-        {"t": 3.0, "event": "exit", "generation": 0, "status": 0},
-    ]
-    (job / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in earlier))
+    earlier = JobDir(tmp_path / "job")
+    earlier.create()
+    earlier.log_event("launch", generation=0, nodes=["n1"], ranks=1)
+    earlier.log_event("started", generation=0, ranks=1)
+    earlier.log_event("exit", generation=0, status=0)
     launcher = Launcher(["app.py"], env=env, slurm=_Outage(down=2))  # type: ignore[arg-type]
     assert launcher.run() == 0
     assert (tmp_path / "calls").read_text().count("x") == 2  # launched again

@@ -483,14 +483,13 @@ class Launcher:
             events = self.jobdir.events()
         except JobInputError:
             return True  # unknown: as if it had (never run a program twice on a doubt)
-        since = 0
-        for i, e in enumerate(events):
-            if e.get("event") == "launch" and e.get("generation") == generation:
-                since = i
-        return any(
-            e.get("event") == "started" and e.get("generation") == generation
-            for e in events[since:]
-        )
+        for e in reversed(events):  # back to the generation's last launch
+            if e.get("generation") == generation:
+                if e.get("event") == "started":
+                    return True
+                if e.get("event") == "launch":
+                    return False
+        return False
 
     def _slurmctld_answers(self) -> bool:
         """``scontrol ping`` says slurmctld is up (at once: no retry).
