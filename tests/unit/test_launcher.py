@@ -131,6 +131,38 @@ def test_a_successor_the_application_gave_up_on_is_stopped_before_the_order_fail
             gen.proc.wait()
 
 
+def test_a_stopped_generation_takes_what_it_started_along(tmp_path, monkeypatch) -> None:
+    """``mpirun`` may end on SIGTERM before the ``srun`` it started for a daemon has made its
+    step; that ``srun`` must not live on and make it on a node the job gives back."""
+    import sys
+    import time
+
+    from elastic_slurm.mpi_runtime.launcher import Launcher
+
+    monkeypatch.setattr(launcher.os, "isatty", lambda fd: False)  # a batch job's input
+    env = {"SLURM_JOB_ID": "7", "ELASTIC_SLURM_JOB_DIR": str(tmp_path / "job")}
+    late = tmp_path / "late"  # what the "srun" does if it outlives the "mpirun"
+    # Open MPI's mpirun starts each daemon's srun in a process group of its own
+    ready = tmp_path / "ready"
+    mpirun = (
+        "import pathlib, signal, subprocess, sys, time\n"
+        "signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))\n"
+        f"subprocess.Popen(['sh', '-c', 'sleep 1; touch {late}'], process_group=0)\n"
+        f"pathlib.Path('{ready}').touch()\n"
+        "time.sleep(30)\n"
+    )
+    gen = Launcher(["app.py"], env=env, slurm=_Steps())._popen(  # type: ignore[arg-type]
+        [sys.executable, "-c", mpirun], {"PATH": "/usr/bin:/bin"}, 1
+    )
+    deadline = time.monotonic() + 20
+    while not ready.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    launcher._stop(gen)
+    assert gen.returncode == 0  # the "mpirun" ended on SIGTERM (its handler) ...
+    time.sleep(1.5)
+    assert not late.exists()  # ... and the "srun" with it
+
+
 class _Helpers(_Steps):
     """Slurm with one sibling allocation; ``cancel`` notes whether ``mpirun`` had ended."""
 
@@ -299,3 +331,19 @@ def test_a_failed_generation_runs_once_if_its_ranks_ran_or_slurmctld_answers(
     launcher = Launcher(["app.py"], env=env, slurm=_Outage(down))  # type: ignore[arg-type]
     assert launcher.run() == 3  # the program's own failure stands
     assert (tmp_path / "calls").read_text().count("x") == 1
+
+
+def test_the_launcher_does_not_start_mpi() -> None:
+    """Importing mpi4py.MPI starts MPI: the launcher would become a singleton with a daemon of
+    its own (``orted --hnp``) in the job's batch step, and pay a third of a second for it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from elastic_slurm.cli import run\n"
+        "from elastic_slurm.mpi_runtime import launcher\n"
+        "print(sorted(m for m in sys.modules if m.startswith('mpi4py.')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "mpi4py.MPI" not in out.stdout, out.stdout

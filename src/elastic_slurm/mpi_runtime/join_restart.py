@@ -37,9 +37,9 @@ from elastic_slurm.mpi_runtime.checkpoint import (
     save_state,
 )
 from elastic_slurm.mpi_runtime.data import Block, distribution_from_json
-from elastic_slurm.mpi_runtime.orders import SEQUENTIAL
 from elastic_slurm.mpi_runtime.probe import RESTART
 from elastic_slurm.mpi_runtime.redistribute import move_array
+from elastic_slurm.mpi_runtime.resize_paths import SEQUENTIAL
 from elastic_slurm.mpi_runtime.say import say
 from elastic_slurm.mpi_runtime.state import ResizeState
 from elastic_slurm.protocol.jobdir import write_bytes_atomic, write_json_atomic

@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any
 from mpi4py import MPI
 
 from elastic_slurm.model.resize_order import ResizeOrder
-from elastic_slurm.mpi_runtime.orders import SEQUENTIAL
 from elastic_slurm.mpi_runtime.probe import ENDED_BEFORE_JOIN, SPAWN
 from elastic_slurm.mpi_runtime.redistribute import move_array
+from elastic_slurm.mpi_runtime.resize_paths import SEQUENTIAL
 from elastic_slurm.mpi_runtime.say import say
 from elastic_slurm.mpi_runtime.spawn import (
     BackgroundSpawn,

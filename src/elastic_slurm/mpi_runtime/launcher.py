@@ -37,8 +37,8 @@ from elastic_slurm.errors import ElasticSlurmError, JobInputError, ResizeError, 
 from elastic_slurm.model.resize_order import AckStatus, ResizeAck
 from elastic_slurm.mpi_runtime import handover
 from elastic_slurm.mpi_runtime.channel import channel_for
-from elastic_slurm.mpi_runtime.orders import OVERLAP, resize_path
 from elastic_slurm.mpi_runtime.preflight import check_hosts
+from elastic_slurm.mpi_runtime.resize_paths import OVERLAP, resize_path
 from elastic_slurm.mpi_runtime.slurm_env import job_slurm, resized_env
 from elastic_slurm.protocol.jobdir import JobDir
 from elastic_slurm.waiting import DeadlineExceeded, wait_for
@@ -167,16 +167,59 @@ class _Generation:
     by_job: bool = False  # that order is a service controller's: the job gives nodes back
 
 
+STOP_GRACE_S = 5.0
+"""Seconds a generation has to end after SIGTERM before SIGKILL (Slurm's ``KillWait`` here)."""
+
+
+def _session(sid: int) -> list[int]:
+    """The processes of session ``sid`` that have not ended (zombies left out), from ``/proc``."""
+    pids = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:  # it ended meanwhile
+            continue
+        fields = stat[stat.rfind(b")") + 2 :].split()  # state ppid pgrp session ... (proc(5))
+        if len(fields) > 3 and fields[0] != b"Z" and fields[3] == str(sid).encode():
+            pids.append(int(entry.name))
+    return pids
+
+
 def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """End an ``mpirun`` (SIGTERM, then SIGKILL after 5 s)."""
-    if proc.poll() is not None:
-        return
-    proc.terminate()
-    try:
-        proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    """End a generation: its ``mpirun`` and what it started, its daemons' ``srun`` included.
+
+    SIGTERM to every process of ``mpirun``'s session (see ``Launcher._popen``), SIGKILL after
+    :data:`STOP_GRACE_S` seconds; returns when none is left (at most about two grace
+    periods). ``mpirun`` can end on SIGTERM before the ``srun`` it just started for a daemon
+    (:mod:`.rsh_agent`, in a process group of its own) has created its step: that ``srun``
+    would create it afterwards, on a node the job may already have given back (Slurm then
+    kills the step there, and can drain the node).
+    """
+
+    def ended() -> bool:
+        return proc.poll() is not None and not _session(proc.pid)
+
+    for signum in (signal.SIGTERM, signal.SIGKILL):
+        if ended():
+            return
+        members = _session(proc.pid)
+        for pid in members:
+            try:
+                os.kill(pid, signum)
+            except (ProcessLookupError, PermissionError):
+                pass
+        if proc.pid not in members and proc.poll() is None:  # not leading a session: alone
+            proc.send_signal(signum)
+        deadline = time.monotonic() + STOP_GRACE_S
+        while not ended() and time.monotonic() < deadline:
+            time.sleep(0.02)
+    if not ended():
+        log.error(
+            "processes of the stopped mpirun (session %d) stay: %s", proc.pid, _session(proc.pid)
+        )
 
 
 class Launcher:
@@ -278,8 +321,12 @@ class Launcher:
     def _popen(
         self, argv: list[str], env: dict[str, str], generation: int
     ) -> subprocess.Popen[bytes]:
-        """Start ``argv`` (its output goes to the job's)."""
-        return subprocess.Popen(argv, env=env)
+        """Start ``argv`` (its output goes to the job's) in a session of its own.
+
+        :func:`_stop` then stops what it started too. Under a terminal (an interactive
+        allocation) it stays in the terminal's session, where Ctrl-C and input reach it.
+        """
+        return subprocess.Popen(argv, env=env, start_new_session=not os.isatty(0))
 
     def run(self) -> int:
         """Run the application to its end, through any number of restarts; its exit status.

@@ -32,15 +32,10 @@ from typing import Any
 import numpy as np
 from mpi4py import MPI
 
-from elastic_slurm import envvars
 from elastic_slurm.model.offer import Offer
 from elastic_slurm.model.resize_order import ResizeOrder
 
 log = logging.getLogger(__name__)
-
-#: ``ELASTIC_SLURM_RESIZE_PATH``: ``overlap`` (default) or ``sequential`` (the old path).
-OVERLAP = "overlap"
-SEQUENTIAL = "sequential"
 
 #: Vote bits.
 ORDER_READY = 1
@@ -48,20 +43,6 @@ FORCED = 2
 SPAWN_DONE = 4
 #: The next generation is starting: the ranks lower their priority (they end at the handover).
 YIELD = 8
-
-
-def resize_path(env: Any = None) -> str:
-    """``overlap`` or ``sequential`` from ``ELASTIC_SLURM_RESIZE_PATH`` (default ``overlap``).
-
-    Raises
-    ------
-    ValueError
-        Another value.
-    """
-    value = envvars.get_str("RESIZE_PATH", OVERLAP, env)
-    if value not in (OVERLAP, SEQUENTIAL):
-        raise ValueError(f"ELASTIC_SLURM_RESIZE_PATH={value!r}: use {OVERLAP} or {SEQUENTIAL}")
-    return str(value)
 
 
 class Vote:

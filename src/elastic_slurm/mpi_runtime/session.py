@@ -78,16 +78,15 @@ from elastic_slurm.mpi_runtime.layout import Layout, current_layout
 from elastic_slurm.mpi_runtime.local import from_env as local_try_from_env
 from elastic_slurm.mpi_runtime.orders import (
     ORDER_READY,
-    SEQUENTIAL,
     SPAWN_DONE,
     YIELD,
     OrderWatcher,
     Vote,
-    resize_path,
     wait_for_all,
     warn_look_failed,
 )
 from elastic_slurm.mpi_runtime.probe import RESTART, SPAWN, choose_join
+from elastic_slurm.mpi_runtime.resize_paths import SEQUENTIAL, resize_path
 from elastic_slurm.mpi_runtime.say import say
 from elastic_slurm.mpi_runtime.state import ResizeState
 from elastic_slurm.protocol.client import RefusedError
