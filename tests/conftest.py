@@ -6,7 +6,10 @@
 * Tests marked ``slurm`` use the real local cluster: the ``local_cluster`` fixture brings it up
   (``elastic-slurm cluster up``, as a separate process so the daemons are not children of
   pytest) and takes it down at the end only if it started it. After a failed ``slurm`` test,
-  ``sinfo``, ``squeue`` and ``sacct`` are printed.
+  ``sinfo``, ``squeue``, ``sacct`` and the reasons of nodes Slurm took out of service are
+  printed. A ``slurm`` test after which a node is drained (Slurm's "Kill task failed", for
+  example) fails with Slurm's reason, and the node is resumed, so that one test's leftover
+  does not fail every test after it.
 """
 
 from __future__ import annotations
@@ -80,6 +83,35 @@ def shared_tmp(tmp_path: Path) -> Path:
     return tmp_path
 
 
+def _drained() -> list[str]:
+    """``node: reason`` of every drained or draining node (``sinfo``), empty without Slurm."""
+    res = subprocess.run(
+        ["sinfo", "-h", "-N", "-o", "%N|%T|%E"], capture_output=True, text=True, check=False
+    )
+    rows = [line.split("|", 2) for line in res.stdout.splitlines() if line.count("|") == 2]
+    return [f"{node}: {reason}" for node, state, reason in rows if "drain" in state]
+
+
+@pytest.fixture(autouse=True)
+def _no_node_left_drained(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fail a ``slurm`` test after which a node is drained, and resume the node."""
+    yield
+    if request.node.get_closest_marker("slurm") is None or not shutil.which("sinfo"):
+        return
+    if "local_cluster" not in request.fixturenames or not os.environ.get("SLURM_CONF"):
+        return
+    drained = _drained()
+    if drained:
+        for entry in drained:
+            node = entry.split(":", 1)[0]
+            subprocess.run(
+                ["scontrol", "update", f"NodeName={node}", "State=RESUME"],
+                capture_output=True,
+                check=False,
+            )
+        pytest.fail(f"Slurm drained node(s) during this test (now resumed): {'; '.join(drained)}")
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # noqa: ANN201
     """After a failed ``slurm`` test, show what Slurm sees (like dask-jobqueue's CI does)."""
@@ -89,6 +121,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  
         lines = []
         for argv in (
             ["sinfo", "-N"],
+            ["sinfo", "-R"],
             ["squeue", "-s"],
             ["squeue"],
             ["sacct", "-X", "-o", "JobID,JobName,State,NNodes,NodeList"],
