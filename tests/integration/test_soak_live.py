@@ -1,4 +1,4 @@
-"""The site soak, short: 8 nodes, 5 minutes of arrivals, every fault (``docs/soak.md``).
+"""The site soak, short: 8 nodes, 3 minutes of arrivals, every fault (``docs/soak.md``).
 
 It runs on a soak cluster of its own (``soak/site.yaml``: its own directories, ports,
 bridge and names), not on the shared local cluster, and takes it down at the end. Nothing may
@@ -20,12 +20,12 @@ pytestmark = pytest.mark.slurm
 
 
 @pytest.mark.timeout(2400)
-def test_soak_8_nodes_5_minutes(tmp_path):
+def test_soak_8_nodes_3_minutes(tmp_path):
     if os.geteuid() != 0:
         pytest.skip("the soak cluster needs root")
     out = tmp_path / "soak"
     run = subprocess.run(
-        [sys.executable, "-m", "elastic_slurm.soak", "--nodes", "8", "--minutes", "5"]
+        [sys.executable, "-m", "elastic_slurm.soak", "--nodes", "8", "--minutes", "3"]
         + ["--jobs", "30", "--out", str(out)],
         capture_output=True,
         text=True,
