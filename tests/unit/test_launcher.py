@@ -135,32 +135,33 @@ def test_a_stopped_generation_takes_what_it_started_along(tmp_path, monkeypatch)
     """``mpirun`` may end on SIGTERM before the ``srun`` it started for a daemon has made its
     step; that ``srun`` must not live on and make it on a node the job gives back."""
     import sys
-    import time
+    from pathlib import Path
 
     from elastic_slurm.mpi_runtime.launcher import Launcher
+    from elastic_slurm.waiting import wait_for
 
     monkeypatch.setattr(launcher.os, "isatty", lambda fd: False)  # a batch job's input
     env = {"SLURM_JOB_ID": "7", "ELASTIC_SLURM_JOB_DIR": str(tmp_path / "job")}
-    late = tmp_path / "late"  # what the "srun" does if it outlives the "mpirun"
+    srun_pid = tmp_path / "srun.pid"
     # Open MPI's mpirun starts each daemon's srun in a process group of its own
-    ready = tmp_path / "ready"
     mpirun = (
-        "import pathlib, signal, subprocess, sys, time\n"
+        "import pathlib, signal, subprocess, sys\n"
         "signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))\n"
-        f"subprocess.Popen(['sh', '-c', 'sleep 1; touch {late}'], process_group=0)\n"
-        f"pathlib.Path('{ready}').touch()\n"
-        "time.sleep(30)\n"
+        "srun = subprocess.Popen(['sleep', '60'], process_group=0)\n"
+        f"pathlib.Path('{srun_pid}').write_text(str(srun.pid))\n"
+        "signal.pause()\n"
     )
     gen = Launcher(["app.py"], env=env, slurm=_Steps())._popen(  # type: ignore[arg-type]
         [sys.executable, "-c", mpirun], {"PATH": "/usr/bin:/bin"}, 1
     )
-    deadline = time.monotonic() + 20
-    while not ready.exists() and time.monotonic() < deadline:
-        time.sleep(0.01)
+    started = wait_for(
+        lambda: srun_pid.exists() and srun_pid.read_text(), timeout_s=20, what="the srun's pid"
+    )
+    pid = int(started)
     launcher._stop(gen)
     assert gen.returncode == 0  # the "mpirun" ended on SIGTERM (its handler) ...
-    time.sleep(1.5)
-    assert not late.exists()  # ... and the "srun" with it
+    stat = Path(f"/proc/{pid}/stat")  # ... and the "srun" with it (gone, or a zombie)
+    assert not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"
 
 
 class _Helpers(_Steps):

@@ -213,13 +213,18 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
                 pass
         if proc.pid not in members and proc.poll() is None:  # not leading a session: alone
             proc.send_signal(signum)
-        deadline = time.monotonic() + STOP_GRACE_S
-        while not ended() and time.monotonic() < deadline:
-            time.sleep(0.02)
-    if not ended():
-        log.error(
-            "processes of the stopped mpirun (session %d) stay: %s", proc.pid, _session(proc.pid)
-        )
+        try:
+            wait_for(
+                ended,
+                timeout_s=STOP_GRACE_S,
+                what="mpirun to end",
+                interval_s=0.02,
+                max_interval_s=0.1,
+            )
+            return
+        except DeadlineExceeded:
+            continue
+    log.error("processes of the stopped mpirun (session %d) stay: %s", proc.pid, _session(proc.pid))
 
 
 class Launcher:
