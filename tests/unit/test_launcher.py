@@ -348,3 +348,57 @@ def test_the_launcher_does_not_start_mpi() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "mpi4py.MPI" not in out.stdout, out.stdout
+
+
+class _Siblings(_Steps):
+    """A job (7) on n1 and n2 with a sibling allocation (9) on n3; counts Slurm's listings."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+        self.down = False
+
+    def elastic_nodes(self, job_id: int) -> dict[str, int]:
+        from elastic_slurm.errors import SlurmUnavailableError
+
+        self.asked += 1
+        if self.down:
+            raise SlurmUnavailableError(["squeue"], 1, "", "Unable to contact slurm controller")
+        return {"n1": job_id, "n2": job_id, "n3": 9}
+
+    def helpers(self, job_id: int) -> list[object]:
+        return []
+
+
+def test_mpirun_tells_its_launch_agents_which_allocation_holds_each_node(
+    tmp_path, monkeypatch
+) -> None:
+    # every daemon's agent used to list the whole queue to find its node's allocation
+    from elastic_slurm.mpi_runtime.launcher import Launcher
+
+    seen = tmp_path / "holders"
+    env = _mpirun(tmp_path, f'echo "$ELASTIC_SLURM_NODE_HOLDERS" > {seen}')
+    monkeypatch.setenv("PATH", env["PATH"])
+    slurm = _Siblings()
+    launcher = Launcher(["app.py"], env=env, slurm=slurm)  # type: ignore[arg-type]
+    launcher.host = "n1"
+    assert launcher.run() == 0
+    assert seen.read_text().strip() == "n1=7,n2=7,n3=9"
+    assert slurm.asked == 1  # the launcher's own look at its nodes, reused
+
+
+def test_the_holders_are_asked_again_when_old_or_incomplete_and_left_out_in_an_outage(
+    tmp_path, monkeypatch
+) -> None:
+    from elastic_slurm.mpi_runtime import launcher as launcher_module
+    from elastic_slurm.mpi_runtime.launcher import Launcher
+
+    env = {"SLURM_JOB_ID": "7", "ELASTIC_SLURM_JOB_DIR": str(tmp_path / "job")}
+    slurm = _Siblings()
+    launcher = Launcher(["app.py"], env=env, slurm=slurm)  # type: ignore[arg-type]
+    assert launcher.holders(["n1", "n3"]) == {"n1": 7, "n3": 9} and slurm.asked == 1
+    assert launcher.holders(["n3"]) == {"n3": 9} and slurm.asked == 1  # fresh: reused
+    assert launcher.holders(["n4"]) == {} and slurm.asked == 2  # not in the answer: asked
+    monkeypatch.setattr(launcher_module, "HOLDERS_FRESH_S", 0.0)
+    assert launcher.holders(["n2"]) == {"n2": 7} and slurm.asked == 3  # too old: asked
+    slurm.down = True
+    assert launcher.holders(["n2"]) == {} and slurm.asked == 4  # the agents ask themselves

@@ -65,3 +65,39 @@ def test_main_execs_srun_without_size_variables(
     assert (file, args) == ("srun", rsh_agent.srun_argv("n3", ["orted", "-mca", "x"]))
     assert env["SLURM_JOB_ID"] == "4"
     assert "SLURM_NNODES" not in env and "SLURM_JOB_NODELIST" not in env
+
+
+class _Slurm:
+    """Stands in for the job's Slurm commands: counts the listings asked of it."""
+
+    def __init__(self, held: dict[str, int]) -> None:
+        self.held = held
+        self.asked = 0
+
+    def elastic_nodes(self, job_id: int) -> dict[str, int]:
+        self.asked += 1
+        return dict(self.held)
+
+
+@pytest.mark.parametrize(
+    ("holders", "host", "expected", "asked"),
+    [
+        ("n1=4,n3=9", "n3", 9, 0),  # the launcher's map names a sibling: Slurm not asked
+        ("n1=4,n3=9", "n1", None, 0),  # the job's own node
+        ("n1=4", "n3", 7, 1),  # a node added while mpirun runs: asked
+        ("n1=4,n3", "n3", 7, 1),  # a malformed map is no map
+        ("n1=4,n3=0", "n3", 7, 1),
+        ("n1=4,n3=99999999999", "n3", 7, 1),
+        ("n1=4,n$(x)=9", "n3", 7, 1),
+        ("", "n3", 7, 1),
+    ],
+)
+def test_the_holder_comes_from_the_launchers_map_and_else_from_slurm(
+    monkeypatch: pytest.MonkeyPatch, holders: str, host: str, expected: int | None, asked: int
+) -> None:
+    slurm = _Slurm({"n1": 4, "n3": 7})
+    monkeypatch.setattr(rsh_agent, "job_slurm", lambda: slurm)
+    monkeypatch.setenv("SLURM_JOB_ID", "4")
+    monkeypatch.setenv("ELASTIC_SLURM_NODE_HOLDERS", holders)
+    assert rsh_agent._holder(host) == expected
+    assert slurm.asked == asked

@@ -19,6 +19,7 @@ restarted on the nodes it still has and the order is reported failed: nothing is
 from __future__ import annotations
 
 import logging
+import math
 import os
 import shutil
 import signal
@@ -39,7 +40,11 @@ from elastic_slurm.mpi_runtime import handover
 from elastic_slurm.mpi_runtime.channel import channel_for
 from elastic_slurm.mpi_runtime.preflight import check_hosts
 from elastic_slurm.mpi_runtime.resize_paths import OVERLAP, resize_path
-from elastic_slurm.mpi_runtime.slurm_env import job_slurm, resized_env
+from elastic_slurm.mpi_runtime.slurm_env import (
+    holders_text,
+    job_slurm,
+    resized_env,
+)
 from elastic_slurm.protocol.jobdir import JobDir
 from elastic_slurm.waiting import DeadlineExceeded, wait_for
 
@@ -137,6 +142,10 @@ MAX_RELAUNCHES = 2
 #: Only a generation that failed this soon after its launch (seconds) is launched again: srun
 #: gives up on an unreachable slurmctld within a minute or so (seen: mpirun failed after 34 s).
 RELAUNCH_WITHIN_S = 180.0
+
+#: How old (seconds) Slurm's last answer on the job's nodes may be to tell a launch's agents
+#: which allocation holds each node (:meth:`Launcher.holders`); older, it is asked again.
+HOLDERS_FRESH_S = 5.0
 
 
 def without_mpi_env(env: Mapping[str, str]) -> dict[str, str]:
@@ -283,6 +292,7 @@ class Launcher:
         self.cpus_per_node = max(1, int(self.env.get("SLURM_CPUS_ON_NODE", "1")))
         self._helpers_cancelled = False  # ``_cancel_helpers`` has run (the job is ending)
         self._relaunches = 0  # generations launched again after a slurmctld outage
+        self._held: tuple[float, dict[str, int]] = (-math.inf, {})  # Slurm's last answer
 
     def current_nodes(self) -> tuple[str, ...]:
         """The job's nodes as Slurm reports them now (siblings' included), batch host first.
@@ -308,7 +318,26 @@ class Launcher:
             raise ElasticSlurmError(
                 f"Slurm no longer reports job {self.job_id} as running"
             ) from exc
+        self._held = (time.monotonic(), dict(held))
         return (self.host, *[n for n in held if n != self.host])
+
+    def holders(self, nodes: Sequence[str]) -> dict[str, int]:
+        """The allocation (job id) holding each of ``nodes``, for the launch agents.
+
+        Slurm's answer to the last :meth:`current_nodes` if it is younger than
+        :data:`HOLDERS_FRESH_S` and names every node; else Slurm is asked once here (one
+        query for the launch instead of one per daemon). Nodes Slurm does not list are left
+        out, and an outage gives an empty map: the agents then ask Slurm themselves.
+        """
+        at, held = self._held
+        if time.monotonic() - at > HOLDERS_FRESH_S or not set(nodes) <= set(held):
+            try:
+                held = self.slurm.elastic_nodes(self.job_id)
+            except ElasticSlurmError as exc:
+                log.warning("could not ask Slurm which allocation holds %s: %s", nodes, exc)
+                return {}
+            self._held = (time.monotonic(), dict(held))
+        return {n: held[n] for n in nodes if n in held}
 
     def _launch_env(self, nodes: Sequence[str], generation: int) -> dict[str, str]:
         """The job's environment for ``mpirun`` on ``nodes`` (before the runtime's variables)."""
@@ -317,6 +346,7 @@ class Launcher:
         )
         env.update(mca.passed_on(self.env))  # the site's and the job spec's MPI parameters
         env.update(mpirun_env())
+        env.update(envvars.names(node_holders=holders_text(self.holders(nodes))))
         return env
 
     def _argv(self, nodes: Sequence[str]) -> list[str]:

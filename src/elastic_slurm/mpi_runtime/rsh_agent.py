@@ -8,9 +8,11 @@ does for ssh). This agent runs it in a step of the current job on exactly that n
 
 after dropping the job's size variables, which are stale once Slurm has added nodes, so that
 srun asks slurmctld for the current allocation. A host held by a sibling allocation of the job
-(the grow path where Slurm cannot merge) is reached with ``--jobid=<sibling>``. This is what
-lets ``MPI_Comm_spawn`` start ranks on nodes Slurm added to the job while ``mpirun`` runs
-(SLURM-FACTS.md). With
+(the grow path where Slurm cannot merge) is reached with ``--jobid=<sibling>``; the launcher
+passes which allocation holds each node of the generation (``ELASTIC_SLURM_NODE_HOLDERS``), and
+only for a node not in it (one added to the job while ``mpirun`` runs) does the agent ask
+Slurm. This is what lets ``MPI_Comm_spawn`` start ranks on nodes Slurm added to the job while
+``mpirun`` runs (SLURM-FACTS.md). With
 ``orte_leave_session_attached`` the daemon stays in that step, so Slurm tracks it and ends it
 with the job.
 
@@ -23,7 +25,12 @@ import os
 import sys
 from collections.abc import Sequence
 
-from elastic_slurm.mpi_runtime.slurm_env import without_allocation_size
+from elastic_slurm import envvars
+from elastic_slurm.mpi_runtime.slurm_env import (
+    job_slurm,
+    parse_holders,
+    without_allocation_size,
+)
 
 
 def srun_argv(host: str, command: Sequence[str], job_id: int | None = None) -> list[str]:
@@ -53,13 +60,21 @@ def srun_argv(host: str, command: Sequence[str], job_id: int | None = None) -> l
 
 
 def _holder(host: str) -> int | None:
-    """The sibling allocation of the current job that holds ``host``, if any (asks Slurm)."""
+    """The sibling allocation of the current job that holds ``host``, if any.
+
+    From the launcher's ``ELASTIC_SLURM_NODE_HOLDERS`` when it names ``host``; otherwise asked
+    of Slurm: a listing of every job (``squeue --json`` of 22.05 ignores ``--jobs``), whose
+    cost grows with the site's queue, and which is retried for minutes while slurmctld does
+    not answer; without the map every daemon of every launch made one.
+    """
     job = os.environ.get("SLURM_JOB_ID")
     if not job or not job.isdigit():
         return None
-    from elastic_slurm.mpi_runtime.slurm_env import job_slurm
-
-    holder = job_slurm().elastic_nodes(int(job)).get(host)
+    known = parse_holders(envvars.get_str("NODE_HOLDERS"))
+    if host in known:
+        holder: int | None = known[host]
+    else:
+        holder = job_slurm().elastic_nodes(int(job)).get(host)
     return holder if holder is not None and holder != int(job) else None
 
 

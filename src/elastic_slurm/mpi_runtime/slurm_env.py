@@ -115,3 +115,42 @@ def resized_env(
 def without_allocation_size(env: Mapping[str, str]) -> dict[str, str]:
     """``env`` without the size variables, so ``srun`` asks slurmctld for the allocation."""
     return {k: v for k, v in env.items() if k not in STALE}
+
+
+_MAX_JOB_ID = 2**32  # Slurm's job ids are 32-bit
+
+
+def holders_text(holders: Mapping[str, int]) -> str:
+    """``holders`` (node -> job id) as ``ELASTIC_SLURM_NODE_HOLDERS`` carries them.
+
+    The launcher sets that variable for ``mpirun``: which allocation holds each node of a
+    generation, as Slurm last told it, so that the launch agent of each daemon need not ask
+    Slurm itself (:mod:`.rsh_agent`).
+
+    >>> holders_text({"n1": 12, "n3": 15})
+    'n1=12,n3=15'
+    """
+    return ",".join(f"{node}={job}" for node, job in holders.items())
+
+
+def parse_holders(text: str | None) -> dict[str, int]:
+    """The node -> job id map of ``ELASTIC_SLURM_NODE_HOLDERS``; empty if absent or malformed.
+
+    A malformed value (a word without ``=``, a job id that is not a positive 32-bit number,
+    a node name with characters Slurm's host names do not have) gives an empty map as a
+    whole: the agent then asks Slurm, as it did before the map existed.
+
+    >>> parse_holders("n1=12,n3=15")
+    {'n1': 12, 'n3': 15}
+    >>> parse_holders("n1=12,n3")
+    {}
+    """
+    out: dict[str, int] = {}
+    for word in (text or "").split(","):
+        node, sep, job = word.partition("=")
+        if not sep or not node or not job.isdigit() or not 0 < int(job) < _MAX_JOB_ID:
+            return {}
+        if not all(c.isalnum() or c in "-_." for c in node):
+            return {}
+        out[node] = int(job)
+    return out
