@@ -13,6 +13,8 @@ Run it alone, under the cluster lock (it stops the shared slurmctld).
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
 import time
@@ -135,3 +137,45 @@ def _outage(site: Path, job: int, pyslurm: PyslurmBackend | None) -> float:
         start_slurmctld()
     assert slurmctld_alive()
     return time.monotonic() - t0
+
+
+def test_a_generation_started_during_an_outage_runs_once_slurmctld_is_back(slurm, shared_tmp):
+    """A soak lost a job launched as slurmctld stopped: ``srun`` could not start ``mpirun``'s
+    daemon, ``mpirun`` failed, and the job with it. The launcher now launches such a generation
+    again once slurmctld answers. To hit the window every time, the job's ``srun`` (what the
+    launch agent execs for the daemon on the second node) waits for a file the test creates
+    only once slurmctld is stopped; the real ``srun`` then finds no slurmctld."""
+    from .test_runtime_live import _heat2d, _summary
+
+    gate = shared_tmp / "gated-srun"
+    gate.mkdir()
+    opened = gate / "open"
+    real = shutil.which("srun")
+    assert real is not None
+    (gate / "srun").write_text(
+        f"#!/bin/sh\nn=0\nwhile [ ! -e {opened} ] && [ $n -lt 3000 ]; do sleep 0.1; "
+        f'n=$((n+1)); done\nexec {real} "$@"\n'
+    )
+    (gate / "srun").chmod(0o755)
+    job, jobdir = _heat2d(
+        slurm, shared_tmp, start=2, iterations=200, env={"PATH": f"{gate}:{os.environ['PATH']}"}
+    )
+    try:
+        try:
+            stop_slurmctld()
+            opened.touch()  # the daemon's srun runs now, with slurmctld down
+            wait(
+                lambda: [e for e in jobdir.events() if e["event"] == "exit"],
+                150,
+                "mpirun to fail without slurmctld",
+            )
+        finally:
+            start_slurmctld()
+        wait(lambda: job_state(job) == "COMPLETED", 180, f"job {job} to complete")
+    finally:
+        slurm.cancel_job(job)
+    events = [e["event"] for e in jobdir.events() if e["event"] in ("launch", "exit", "relaunch")]
+    assert events == ["launch", "exit", "relaunch", "launch", "exit"], jobdir.events()
+    summary = _summary(shared_tmp, job)
+    assert summary["matches_reference"] is True and summary["ranks"] == 2, summary
+    wait(all_idle, 60, "all nodes idle after the test")

@@ -249,10 +249,12 @@ class _Outage(_Steps):
 
     retry_s = 30.0
 
-    def __init__(self, down: int) -> None:
+    def __init__(self, down: int, unregistered: int = 0) -> None:
         from types import SimpleNamespace
 
         self.pings = 0
+        self.unregistered = unregistered  # listings of the nodes before they register again
+        self.listings = 0
 
         def run(argv: list[str], timeout_s: float | None = None) -> SimpleNamespace:
             assert argv == ["scontrol", "ping"]
@@ -264,6 +266,13 @@ class _Outage(_Steps):
 
     def helpers(self, job_id: int) -> list[object]:
         return []
+
+    def nodes(self) -> list[object]:
+        from elastic_slurm.adapter.parse import SlurmNode
+
+        self.listings += 1
+        state = "unknown" if self.listings <= self.unregistered else "allocated"
+        return [SlurmNode("n1", state, 1), SlurmNode("n2", "allocated", 1)]
 
 
 def _mpirun(tmp_path, body: str) -> dict[str, str]:
@@ -288,6 +297,7 @@ def test_a_generation_srun_could_not_start_runs_again_once_slurmctld_answers(
     monkeypatch.setenv("PATH", env["PATH"])
     slurm = _Outage(down=2)
     launcher = Launcher(["app.py"], env=env, slurm=slurm)  # type: ignore[arg-type]
+    launcher.host = "n1"  # the batch host, one of the job's nodes
     assert launcher.run() == 0
     assert (tmp_path / "calls").read_text().count("x") == 2
     assert "while slurmctld did not answer" in capsys.readouterr().err
@@ -308,6 +318,7 @@ def test_an_earlier_run_s_events_do_not_stop_a_relaunch(tmp_path, monkeypatch) -
     earlier.log_event("started", generation=0, ranks=1)
     earlier.log_event("exit", generation=0, status=0)
     launcher = Launcher(["app.py"], env=env, slurm=_Outage(down=2))  # type: ignore[arg-type]
+    launcher.host = "n1"  # the batch host, one of the job's nodes
     assert launcher.run() == 0
     assert (tmp_path / "calls").read_text().count("x") == 2  # launched again
     assert [e["event"] for e in launcher.jobdir.events()][3:] == [
@@ -402,3 +413,48 @@ def test_the_holders_are_asked_again_when_old_or_incomplete_and_left_out_in_an_o
     assert launcher.holders(["n2"]) == {"n2": 7} and slurm.asked == 3  # too old: asked
     slurm.down = True
     assert launcher.holders(["n2"]) == {} and slurm.asked == 4  # the agents ask themselves
+
+
+def test_a_relaunch_after_an_outage_waits_for_the_nodes_to_register_again(
+    tmp_path, monkeypatch
+) -> None:
+    # seen live: relaunched as soon as slurmctld answered, the daemon's srun was refused
+    # ("Memory required by task is not available") while the nodes were still "unknown"
+    from elastic_slurm.mpi_runtime import launcher as launcher_module
+    from elastic_slurm.mpi_runtime.launcher import Launcher
+
+    monkeypatch.setattr(launcher_module, "wait_for", _no_sleep_wait_for)
+    env = _mpirun(tmp_path, f'[ "$(wc -l < {tmp_path / "calls"})" -ge 2 ] || exit 1')
+    monkeypatch.setenv("PATH", env["PATH"])
+    slurm = _Outage(down=2, unregistered=3)
+    launcher = Launcher(["app.py"], env=env, slurm=slurm)  # type: ignore[arg-type]
+    launcher.host = "n1"
+    assert launcher.run() == 0
+    assert slurm.listings == 4  # unknown three times, then registered: relaunched
+    events = [e["event"] for e in launcher.jobdir.events()]
+    assert events == ["launch", "exit", "relaunch", "launch", "exit"]
+
+
+def test_a_node_that_never_registers_again_ends_the_job_after_the_retry_window(
+    tmp_path, monkeypatch, capsys
+) -> None:
+    from elastic_slurm.mpi_runtime import launcher as launcher_module
+    from elastic_slurm.mpi_runtime.launcher import Launcher
+
+    monkeypatch.setattr(launcher_module, "wait_for", _no_sleep_wait_for)
+    env = _mpirun(tmp_path, "exit 1")
+    monkeypatch.setenv("PATH", env["PATH"])
+    slurm = _Outage(down=2, unregistered=10**9)
+    slurm.retry_s = 0.05
+    launcher = Launcher(["app.py"], env=env, slurm=slurm)  # type: ignore[arg-type]
+    launcher.host = "n1"
+    assert launcher.run() == 1
+    assert (tmp_path / "calls").read_text().count("x") == 1  # not launched again
+    assert "mpirun exited with status 1" in capsys.readouterr().err
+
+
+def _no_sleep_wait_for(check, timeout_s, what, interval_s=0.0, max_interval_s=0.0):  # noqa: ANN001, ANN202
+    """``waiting.wait_for`` without its sleeps (the deadline still holds)."""
+    from elastic_slurm.waiting import wait_for
+
+    return wait_for(check, timeout_s=timeout_s, what=what, interval_s=0.001, max_interval_s=0.001)

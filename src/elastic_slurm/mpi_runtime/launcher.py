@@ -36,6 +36,7 @@ from elastic_slurm.adapter.backend import SlurmBackend
 from elastic_slurm.adapter.parse import slurmctld_up
 from elastic_slurm.errors import ElasticSlurmError, JobInputError, ResizeError, SlurmCommandError
 from elastic_slurm.model.resize_order import AckStatus, ResizeAck
+from elastic_slurm.model.snapshot import NodeState
 from elastic_slurm.mpi_runtime import handover
 from elastic_slurm.mpi_runtime.channel import channel_for
 from elastic_slurm.mpi_runtime.preflight import check_hosts
@@ -526,7 +527,8 @@ class Launcher:
         it (a soak lost a job that started as slurmctld stopped). Such a generation (it
         failed within :data:`RELAUNCH_WITHIN_S` of its launch, none of its ranks logged
         ``started``, it waited for no handover, and slurmctld does not answer now) is
-        launched again once slurmctld answers, waiting up to the job's Slurm retry window;
+        launched again once slurmctld answers and the generation's nodes have registered
+        with it again, waiting up to the job's Slurm retry window;
         at most :data:`MAX_RELAUNCHES` times per job. Says why on the job's standard error.
         """
         if gen.successor or self._relaunches >= MAX_RELAUNCHES or self._started(gen.generation):
@@ -540,19 +542,47 @@ class Launcher:
             file=sys.stderr,
             flush=True,
         )
+        window_s = getattr(self.slurm, "retry_s", 300.0)
+        t0 = time.monotonic()
         try:
             wait_for(
                 self._slurmctld_answers,
-                timeout_s=getattr(self.slurm, "retry_s", 300.0),
+                timeout_s=window_s,
                 what="slurmctld to answer",
                 interval_s=1.0,
                 max_interval_s=10.0,
+            )
+            # a restarted slurmctld refuses steps on a node until its slurmd registers again
+            # ("Memory required by task is not available", seen here for about 4 s)
+            wait_for(
+                lambda: self._registered(gen.nodes),
+                timeout_s=max(1.0, window_s - (time.monotonic() - t0)),
+                what=f"nodes {', '.join(gen.nodes)} to register with slurmctld",
+                interval_s=0.5,
+                max_interval_s=5.0,
             )
         except DeadlineExceeded:
             return False
         self._relaunches += 1
         self.jobdir.log_event("relaunch", generation=gen.generation, exit=rc)
         return True
+
+    def _registered(self, nodes: Sequence[str]) -> bool:
+        """Whether Slurm lists every one of ``nodes`` as allocated and responding.
+
+        After a restart slurmctld lists a node as ``unknown`` until the node's slurmd
+        registers again, and a node that does not answer has a ``*`` appended.
+        """
+        try:
+            listed = {n.name: n for n in self.slurm.nodes()}
+        except ElasticSlurmError:
+            return False
+        return all(
+            n in listed
+            and listed[n].model_state is NodeState.ALLOCATED
+            and not listed[n].state.endswith("*")
+            for n in nodes
+        )
 
     def _started(self, generation: int) -> bool:
         """Whether a rank of ``generation`` logged that it started (:func:`.session.init`).
