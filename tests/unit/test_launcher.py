@@ -458,3 +458,45 @@ def _no_sleep_wait_for(check, timeout_s, what, interval_s=0.0, max_interval_s=0.
     from elastic_slurm.waiting import wait_for
 
     return wait_for(check, timeout_s=timeout_s, what=what, interval_s=0.001, max_interval_s=0.001)
+
+
+def test_an_earlier_job_s_directory_with_the_same_id_is_moved_aside(tmp_path, capsys) -> None:
+    # Slurm numbers jobs from 1 again after a reset of its state: a demo run twice with the
+    # cluster recycled in between had its new job 1 follow the earlier job 1's orders at once
+    from elastic_slurm.model.resize_order import ResizeAction, ResizeOrder
+    from elastic_slurm.mpi_runtime.launcher import Launcher
+    from elastic_slurm.protocol.jobdir import JobDir
+
+    jobdir = JobDir(tmp_path / ".elastic-slurm" / "job-7")
+    jobdir.write_secret("the-earlier-job-s")
+    jobdir.write_order(ResizeOrder(1, ResizeAction.EXPAND, ("n1", "n2"), 1.0))
+    env = {"SLURM_JOB_ID": "7", "ELASTIC_SLURM_JOB_DIR": str(jobdir.path)}
+    requeued = Launcher(["app.py"], env={**env, "ELASTIC_SLURM_JOB_SECRET": "the-earlier-job-s"})
+    assert requeued.jobdir.last_order_seq() == 1  # a requeued job keeps its secret: kept
+    launcher = Launcher(["app.py"], env={**env, "ELASTIC_SLURM_JOB_SECRET": "this-job-s"})
+    assert launcher.jobdir.read_secret() == "this-job-s"
+    assert launcher.jobdir.last_order_seq() == 0
+    earlier = JobDir(tmp_path / ".elastic-slurm" / "job-7.earlier-1")
+    assert earlier.read_secret() == "the-earlier-job-s" and earlier.last_order_seq() == 1
+    assert "belonged to an earlier job with id 7; moved it to" in capsys.readouterr().err
+    Launcher(["app.py"], env={**env, "ELASTIC_SLURM_JOB_SECRET": "a-third-job-s"})
+    assert (tmp_path / ".elastic-slurm" / "job-7.earlier-2").is_dir()
+
+
+def test_a_job_directory_that_is_a_symlink_is_not_moved_nor_followed(tmp_path) -> None:
+    import pytest
+
+    from elastic_slurm.errors import JobInputError
+    from elastic_slurm.mpi_runtime.launcher import Launcher
+    from elastic_slurm.protocol.jobdir import JobDir
+
+    target = JobDir(tmp_path / "elsewhere" / ".elastic-slurm" / "job-7")
+    target.write_secret("someone-else-s")
+    (tmp_path / ".elastic-slurm").mkdir()
+    (tmp_path / ".elastic-slurm" / "job-7").symlink_to(target.path)
+    env = {"SLURM_JOB_ID": "7", "ELASTIC_SLURM_JOB_SECRET": "this-job-s"}
+    env["ELASTIC_SLURM_JOB_DIR"] = str(tmp_path / ".elastic-slurm" / "job-7")
+    with pytest.raises(JobInputError, match="symlink"):
+        Launcher(["app.py"], env=env)
+    assert target.read_secret() == "someone-else-s"
+    assert (tmp_path / ".elastic-slurm" / "job-7").is_symlink()

@@ -17,6 +17,7 @@ expander allocation of theirs.
 from __future__ import annotations
 
 import logging
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -40,6 +41,7 @@ from elastic_slurm.errors import ClusterError, ElasticSlurmError, SlurmCommandEr
 from elastic_slurm.model.request import ElasticRequest, JobKind
 from elastic_slurm.model.snapshot import NodeState
 from elastic_slurm.plugins.registry import make_policy
+from elastic_slurm.protocol.jobdir import SUBDIR as JOB_DIRS
 from elastic_slurm.resources import example
 from elastic_slurm.waiting import DeadlineExceeded, wait_for
 
@@ -205,6 +207,27 @@ class Demo:
                 self.say(f"cancelling job {job_id}")
                 self.slurm.cancel_job(job_id)
 
+    def _clear_previous_run(self) -> None:
+        """Remove what an earlier demo left in its work directory (jobs, journal, outputs).
+
+        A cluster brought up afresh numbers its jobs from 1 again, so the new malleable job
+        would find the earlier job 1's directory (and its orders, which it followed at once)
+        and the controller the earlier journal. Only the demo's own names are removed.
+        """
+        workdir = self.opts.workdir
+        gone = []
+        jobs = workdir / JOB_DIRS
+        if jobs.is_dir() and not jobs.is_symlink():
+            shutil.rmtree(jobs)
+            gone.append(JOB_DIRS)
+        for pattern in ("journal.sqlite*", "heat2d-malleable-*.out", "heat2d-rigid-*.out"):
+            for path in sorted(workdir.glob(pattern)):
+                if path.is_file() or path.is_symlink():
+                    path.unlink()
+                    gone.append(path.name)
+        if gone:
+            self.say(f"removed the previous demo's {', '.join(gone)} from {workdir}")
+
     def run(self) -> DemoResult:
         """Run the scenario; see the module docstring.
 
@@ -217,6 +240,7 @@ class Demo:
         self._ensure_cluster()
         self._check_idle()
         self.opts.workdir.mkdir(parents=True, exist_ok=True)
+        self._clear_previous_run()
         try:
             return self._scenario()
         except BaseException:

@@ -285,7 +285,19 @@ class Launcher:
         path = envvars.get_str("JOB_DIR", None, self.env)
         self.jobdir = JobDir(Path(path)) if path else JobDir.for_job(os.getcwd(), self.job_id)
         secret = envvars.get_str("JOB_SECRET", None, self.env)
-        if secret and self.jobdir.read_secret() != secret:
+        stored = self.jobdir.read_secret() if secret else None
+        if stored is not None and stored != secret:
+            # an earlier job's, with the same id (Slurm numbers from 1 again after a reset of
+            # its state): its orders and checkpoint are not this job's (a requeued job keeps
+            # its secret, and its directory)
+            moved = self.jobdir.retire()
+            print(
+                f"{self.command}: {self.jobdir.path} belonged to an earlier job with id "
+                f"{self.job_id}; moved it to {moved}",
+                file=sys.stderr,
+                flush=True,
+            )
+        if secret and stored != secret:
             # what the controller checks messages against (mode 0600: only the job's user)
             self.jobdir.write_secret(secret)
         self.channel = channel_for(self.jobdir, self.env)

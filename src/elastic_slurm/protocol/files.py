@@ -425,6 +425,41 @@ class JobFiles:
             finally:
                 os.close(fd)
 
+    def rename_last(self, new: str) -> bool:
+        """Rename the last directory of ``parts`` to ``new``, beside it; False if it is missing.
+
+        The entry itself is renamed (a symlink is never followed), after the same checks as
+        every directory on the way (the job's user's, not writable by others).
+
+        Raises
+        ------
+        JobInputError
+            A component is a symlink, not a directory, or not the job's user's; or ``new``
+            exists already.
+        """
+        _check_name(new)
+        parent = JobFiles(self.anchor, self.parts[:-1], job_id=self.job_id, owner=self.owner)
+        with parent._dir((), create=False) as found:
+            if found is None:
+                return False
+            fd, who = found
+            try:
+                st = os.stat(self.parts[-1], dir_fd=fd, follow_symlinks=False)
+            except FileNotFoundError:
+                return False
+            self._check(st, who, self._where(()), is_dir=True)
+            try:
+                os.stat(new, dir_fd=fd, follow_symlinks=False)
+            except FileNotFoundError:
+                pass
+            else:
+                raise self._err(new, "exists already")
+            try:
+                os.rename(self.parts[-1], new, src_dir_fd=fd, dst_dir_fd=fd)
+            except OSError as exc:
+                raise self._os_err(self._where(()), exc) from None
+        return True
+
     def unlink(self, sub: Sequence[str], name: str) -> None:
         """Remove ``sub/name`` if it exists (the entry itself, never what it points to)."""
         _check_name(name)

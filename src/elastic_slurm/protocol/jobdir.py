@@ -452,6 +452,25 @@ class JobDir:
         self.files.makedirs()
 
     # ------------------------------------------------------------------ plumbing
+    def retire(self) -> Path | None:
+        """Move this directory aside, to ``job-<id>.earlier-<k>`` beside it (first free ``k``).
+
+        For a directory an earlier job with the same id left: Slurm numbers jobs from 1
+        again once its state is reset, and a new job must not follow the earlier one's
+        orders nor resume its checkpoint. Nothing is deleted. Returns the new path, or None
+        if there was no directory.
+
+        Raises
+        ------
+        JobInputError
+            A symlink, a foreign owner or a loose mode on the way; or 1000 earlier ones.
+        """
+        for k in range(1, 1001):
+            new = f"{self.path.name}.earlier-{k}"
+            if not (self.path.parent / new).exists() and not (self.path.parent / new).is_symlink():
+                return self.path.parent / new if self.files.rename_last(new) else None
+        raise JobInputError(self.job_id, f"{self.path.name}: 1000 earlier directories beside it")
+
     def _read(
         self, sub: tuple[str, ...], name: str, parse: Callable[[Any], T], cap: int = 256 * 1024
     ) -> T | None:
