@@ -82,6 +82,13 @@ def test_no_parameters_no_list(monkeypatch) -> None:
     assert "ELASTIC_SLURM_MPI_ENV" not in _submitted_script(monkeypatch, _request())
 
 
+class _OneNode:
+    """The job's Slurm as ``_launch_env`` asks it: job 7 holds n1."""
+
+    def elastic_nodes(self, job_id: int) -> dict[str, int]:
+        return {"n1": job_id}
+
+
 def test_the_launcher_passes_on_only_the_listed_parameters(tmp_path: Path) -> None:
     env = {
         "SLURM_JOB_ID": "7",
@@ -93,7 +100,7 @@ def test_the_launcher_passes_on_only_the_listed_parameters(tmp_path: Path) -> No
         "OMPI_MCA_plm": "isolated",  # listed, but the launcher's own settings come last
         "ELASTIC_SLURM_MPI_ENV": f"{YIELD},OMPI_MCA_plm,PMIX_RANK",
     }
-    launcher = Launcher(["app.py"], env=env, slurm=object())  # type: ignore[arg-type]
+    launcher = Launcher(["app.py"], env=env, slurm=_OneNode())  # type: ignore[arg-type]
     got = launcher._launch_env(["n1"], 0)
     assert got[YIELD] == "1"
     assert "OMPI_MCA_ess" not in got and "PMIX_RANK" not in got
