@@ -451,7 +451,6 @@ class JobDir:
         """
         self.files.makedirs()
 
-    # ------------------------------------------------------------------ plumbing
     def retire(self) -> Path | None:
         """Move this directory aside, to ``job-<id>.earlier-<k>`` beside it (first free ``k``).
 
@@ -471,6 +470,7 @@ class JobDir:
                 return self.path.parent / new if self.files.rename_last(new) else None
         raise JobInputError(self.job_id, f"{self.path.name}: 1000 earlier directories beside it")
 
+    # ------------------------------------------------------------------ plumbing
     def _read(
         self, sub: tuple[str, ...], name: str, parse: Callable[[Any], T], cap: int = 256 * 1024
     ) -> T | None:
