@@ -16,8 +16,11 @@ expander allocation of theirs.
 
 from __future__ import annotations
 
+import fnmatch
 import logging
+import os
 import shutil
+import stat
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -215,16 +218,17 @@ class Demo:
         and the controller the earlier journal. Only the demo's own names are removed.
         """
         workdir = self.opts.workdir
+        with os.scandir(workdir) as entries:  # each entry as it is: no link is followed
+            kinds = {e.name: e.stat(follow_symlinks=False).st_mode for e in entries}
         gone = []
-        jobs = workdir / JOB_DIRS
-        if jobs.is_dir() and not jobs.is_symlink():
-            shutil.rmtree(jobs)
+        if stat.S_ISDIR(kinds.get(JOB_DIRS, 0)):
+            shutil.rmtree(workdir / JOB_DIRS)  # never follows a link (Linux)
             gone.append(JOB_DIRS)
         for pattern in ("journal.sqlite*", "heat2d-malleable-*.out", "heat2d-rigid-*.out"):
-            for path in sorted(workdir.glob(pattern)):
-                if path.is_file() or path.is_symlink():
-                    path.unlink()
-                    gone.append(path.name)
+            for name in sorted(fnmatch.filter(kinds, pattern)):
+                if stat.S_ISREG(kinds[name]) or stat.S_ISLNK(kinds[name]):
+                    os.unlink(workdir / name)  # the entry itself
+                    gone.append(name)
         if gone:
             self.say(f"removed the previous demo's {', '.join(gone)} from {workdir}")
 

@@ -189,7 +189,7 @@ def _session(sid: int) -> list[int]:
             continue
         try:
             with open(f"/proc/{entry.name}/stat", "rb") as f:
-                stat = f.read()
+                stat = f.read(4096)  # one line, kernel-written (its name at most 64 bytes)
         except OSError:  # it ended meanwhile
             continue
         fields = stat[stat.rfind(b")") + 2 :].split()  # state ppid pgrp session ... (proc(5))
@@ -554,22 +554,14 @@ class Launcher:
             file=sys.stderr,
             flush=True,
         )
-        window_s = getattr(self.slurm, "retry_s", 300.0)
-        t0 = time.monotonic()
         try:
+            # and its nodes registered: a restarted slurmctld refuses steps on a node until
+            # its slurmd registers again ("Memory required by task is not available", seen
+            # here for about 4 s)
             wait_for(
-                self._slurmctld_answers,
-                timeout_s=window_s,
-                what="slurmctld to answer",
-                interval_s=1.0,
-                max_interval_s=10.0,
-            )
-            # a restarted slurmctld refuses steps on a node until its slurmd registers again
-            # ("Memory required by task is not available", seen here for about 4 s)
-            wait_for(
-                lambda: self._registered(gen.nodes),
-                timeout_s=max(1.0, window_s - (time.monotonic() - t0)),
-                what=f"nodes {', '.join(gen.nodes)} to register with slurmctld",
+                lambda: self._slurmctld_answers() and self._registered(gen.nodes),
+                timeout_s=getattr(self.slurm, "retry_s", 300.0),
+                what=f"slurmctld to answer, with nodes {', '.join(gen.nodes)} registered",
                 interval_s=0.5,
                 max_interval_s=5.0,
             )

@@ -425,40 +425,44 @@ class JobFiles:
             finally:
                 os.close(fd)
 
-    def rename_last(self, new: str) -> bool:
-        """Rename the last directory of ``parts`` to ``new``, beside it; False if it is missing.
+    def move_aside(self, prefix: str, tries: int = 1000) -> str | None:
+        """Rename the last directory of ``parts`` to ``<prefix><k>`` beside it, first free ``k``.
 
-        The entry itself is renamed (a symlink is never followed), after the same checks as
-        every directory on the way (the job's user's, not writable by others).
+        Everything goes through the parent's descriptor: the entry itself is renamed (a
+        symlink is never followed) after the same checks as every directory on the way (the
+        job's user's, not writable by others), and a name is free only if no entry of any
+        kind has it. Returns the new name, or None if the directory is missing.
 
         Raises
         ------
         JobInputError
-            A component is a symlink, not a directory, or not the job's user's; or ``new``
-            exists already.
+            A component is a symlink, not a directory, or not the job's user's; or the
+            ``tries`` names are all taken.
         """
-        _check_name(new)
         parent = JobFiles(self.anchor, self.parts[:-1], job_id=self.job_id, owner=self.owner)
         with parent._dir((), create=False) as found:
             if found is None:
-                return False
+                return None
             fd, who = found
             try:
                 st = os.stat(self.parts[-1], dir_fd=fd, follow_symlinks=False)
             except FileNotFoundError:
-                return False
+                return None
             self._check(st, who, self._where(()), is_dir=True)
-            try:
-                os.stat(new, dir_fd=fd, follow_symlinks=False)
-            except FileNotFoundError:
-                pass
-            else:
-                raise self._err(new, "exists already")
-            try:
-                os.rename(self.parts[-1], new, src_dir_fd=fd, dst_dir_fd=fd)
-            except OSError as exc:
-                raise self._os_err(self._where(()), exc) from None
-        return True
+            for k in range(1, tries + 1):
+                new = f"{prefix}{k}"
+                _check_name(new)
+                try:
+                    os.stat(new, dir_fd=fd, follow_symlinks=False)
+                    continue  # taken
+                except FileNotFoundError:
+                    pass
+                try:
+                    os.rename(self.parts[-1], new, src_dir_fd=fd, dst_dir_fd=fd)
+                except OSError as exc:
+                    raise self._os_err(self._where(()), exc) from None
+                return new
+        raise self._err(self._where(()), f"{tries} names {prefix}<k> beside it are taken")
 
     def unlink(self, sub: Sequence[str], name: str) -> None:
         """Remove ``sub/name`` if it exists (the entry itself, never what it points to)."""

@@ -464,11 +464,8 @@ class JobDir:
         JobInputError
             A symlink, a foreign owner or a loose mode on the way; or 1000 earlier ones.
         """
-        for k in range(1, 1001):
-            new = f"{self.path.name}.earlier-{k}"
-            if not (self.path.parent / new).exists() and not (self.path.parent / new).is_symlink():
-                return self.path.parent / new if self.files.rename_last(new) else None
-        raise JobInputError(self.job_id, f"{self.path.name}: 1000 earlier directories beside it")
+        new = self.files.move_aside(f"{self.path.name}.earlier-")
+        return None if new is None else self.path.parent / new
 
     # ------------------------------------------------------------------ plumbing
     def _read(
