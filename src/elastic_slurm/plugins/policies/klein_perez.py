@@ -251,9 +251,9 @@ class KleinPerez(FastPath, Policy):
         self._published: dict[int, tuple[tuple[Step, ...], tuple[Step, ...]]] = {}
         self._warned = False
         # per job view, by id(view) (the view is kept, so the id is not reused): a running
-        # view's (view, snapped estimated end or None when not a plain hold, size); a pending
-        # view's (view, its one step or None, 0)
-        self._views: dict[int, tuple[JobView, object, int]] = {}
+        # view's (view, snapped estimated end or None when not a plain hold, size, nodes
+        # held); a pending view's (view, its one step or None, the nodes it needs now)
+        self._views: dict[int, tuple[object, ...]] = {}
         self._last: KeptPlan[Occupancy] | None = None  # last fast cycle's placements
 
     def decide(self, snapshot: ClusterSnapshot, trigger: Trigger) -> list[Decision]:

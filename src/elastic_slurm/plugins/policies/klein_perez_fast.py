@@ -27,7 +27,6 @@ from elastic_slurm.model.snapshot import ClusterSnapshot, JobView
 from elastic_slurm.plugins.kit import compiled_placement
 from elastic_slurm.plugins.kit.holds import holds_from, split_by_start
 from elastic_slurm.plugins.kit.kept_plan import IdOf, KeptPlan
-from elastic_slurm.plugins.kit.nodes import machine_nodes
 from elastic_slurm.plugins.kit.occupancy import Occupancy
 from elastic_slurm.plugins.policies.klein_perez_fit import Step
 
@@ -47,6 +46,8 @@ def _snap(t: float) -> float:
 
 _REQUESTED = operator.attrgetter("nodes_requested")
 _ITEM = operator.itemgetter(1)
+_NEED = operator.itemgetter(2)  # a pending view's cached need (see _need)
+_ORDER = operator.itemgetter(0, 1)  # an item's place in the list: submit time, then job id
 
 _Item = tuple[float, int, JobView, float, int, int, str]
 """A job to place in :meth:`KleinPerez._fast_decide`: submit time, id, view, its one step's
@@ -115,6 +116,11 @@ def _backfill(
     return starts, k
 
 
+def _need(item: _Item) -> float:
+    """Nodes an item must find free now beyond its reservation (``-inf`` for no duration)."""
+    return item[4] - item[5] if item[3] > 0.0 else -INFINITY
+
+
 def _item_request(item: _Item) -> tuple[int, float, int]:
     """An item's ``(nodes, duration_s, own)``, for a :class:`~.compiled_placement.RequestTable`."""
     return item[4], item[3], item[5]
@@ -134,7 +140,9 @@ def _kept(
     ``base``. Running jobs waiting to grow are never kept (their steps change with the time).
     """
     horizon = now + _DUE_S
-    due = [k for k, s in enumerate(places) if s <= horizon]
+    due = []
+    if min(places, default=INFINITY) <= horizon:  # mostly none: spare the pass
+        due = [k for k, s in enumerate(places) if s <= horizon]
     queue, places = list(items), list(places)
     for k in reversed(due):
         s, d, n = places[k], items[k][3], items[k][4]
@@ -195,13 +203,14 @@ class FastPath:
     and its caches ``_views`` and ``_last``.
     """
 
-    _views: dict[int, tuple[JobView, object, int]]
+    _views: dict[int, tuple[object, ...]]
     _last: KeptPlan[Occupancy] | None
     _columns: compiled_placement.RequestTable | None = None  # the items' requests, compiled
     # the last pending tuple's least nodes_requested and items (a snapshot's tuples are
     # immutable and the simulator passes the same one until the queue changes)
     _least: tuple[Sequence[JobView], float] | None = None
     _items: tuple[Sequence[JobView], list[_Item] | None] | None = None
+    _needs: list[float] | None = None  # the last items' needs (:func:`_need`), in list order
     _warned: bool
     config: Any
 
@@ -216,21 +225,26 @@ class FastPath:
         profile waiting to grow), Algorithm 1 is conservative backfilling in list order
         against the holds of the running jobs: only the jobs to place are visited (a hold's
         entry places nothing), pending ones from a per-view cache, with :meth:`plan`'s cut
-        and a finer one (:func:`_backfill`). ``None`` (use :meth:`plan`) for a job with
-        several steps left.
+        and a finer one (:func:`_backfill`), whose first cut is checked before the scan is
+        called (each pending item's need, :func:`_need`, is cached with its view). A cycle
+        with a running job waiting to grow places every item again and leaves the kept plan
+        of the cycle before it for later cycles (:meth:`KeptPlan.follows` checks that they
+        may keep it). ``None`` (use :meth:`plan`) for a job with several steps left.
         """
         now = _snap(snapshot.time_s)
-        cap = machine_nodes(snapshot)
         running, pending = split_by_start(snapshot)
         self._forget(pending, running)
         holds_at: list[tuple[float, int]] = []  # (end, nodes) of holds from now
         actors: list[_Entry] = []  # running entries due now (release, or grow by nodes_max)
         grows: list[_Item] = []
         views, floor = self._views, now + 2 * _DUE_S
+        held = 0  # nodes the running jobs hold (machine_nodes: these and the idle ones)
         for job in running:
             hit = views.get(id(job))
             if hit is None or hit[0] is not job:
-                hit = views[id(job)] = (job, _simple_end(job, self._profile(job)), job.size)
+                end = _simple_end(job, self._profile(job))
+                hit = views[id(job)] = (job, end, job.size, len(job.nodes))
+            held += hit[3]
             end = hit[1]
             if end is not None:  # a hold until its estimated end (soon, when past it)
                 assert isinstance(end, float)
@@ -254,29 +268,39 @@ class FastPath:
                 actors.append(e)
         if not pending and not grows and not actors:
             return []
+        idle = len(snapshot.idle_nodes())
+        cap = idle + held
         if not any(e.action == "release" for e in actors):
             # a start needs its nodes_requested idle, a growth its 1 <= want idle
             least = self._least_requested(pending)
             for job in [g[2] for g in grows] + [e.job for e in actors]:
                 want = min(job.evolving_request, job.nodes_max - job.size)
                 least = min(least, want if want >= 1 else INFINITY)
-            if least > len(snapshot.idle_nodes()):
+            if least > idle:
                 return []  # nothing can start or grow, whatever the schedule
         items = self._pending_items(pending, now, snapshot)
         if items is None:
             return None
-        if grows:
-            items = sorted(items + grows, key=lambda x: (x[0], x[1]))
+        if grows:  # into the list order (submit time, then id), as sorting would
+            items = list(items)
+            for g in grows:
+                bisect.insort(items, g, key=_ORDER)
         base = holds_from(now, holds_at)
         last = self._last
         if not grows and last is not None and last.follows(now, cap, base, items, _VIEW_ID):
             occ, first = last.final.after(now), list(last.places)
         else:
             occ, first = base.after(now), []
-        if self._columns is None and compiled_placement.kernel() is not None:
-            self._columns = compiled_placement.RequestTable(_item_request)
-        starts, placed = _backfill(items, occ, cap, now, first, self._columns)
-        self._last = None if grows else _kept(now, cap, base, occ, items, starts[:placed])
+        needs = self._needs if not grows and self._needs is not None else list(map(_need, items))
+        if len(first) >= len(items) or cap - _least_busy(occ, now) < min(needs[len(first) :]):
+            # the scan's first cut, before anything is placed: spare the scan itself
+            starts, placed = first + [INFINITY] * (len(items) - len(first)), len(first)
+        else:
+            if self._columns is None and compiled_placement.kernel() is not None:
+                self._columns = compiled_placement.RequestTable(_item_request)
+            starts, placed = _backfill(items, occ, cap, now, first, self._columns)
+        if not grows:  # a cycle with growths keeps the last plan (its successors may follow it)
+            self._last = _kept(now, cap, base, occ, items, starts[:placed])
         # the items not placed start at inf: not now
         return self._fast_decisions(snapshot, now, actors, items[:placed], starts[:placed])
 
@@ -305,6 +329,7 @@ class FastPath:
         memo = self._items
         if memo is not None and memo[0] is pending and type(pending) is tuple:
             return memo[1]
+        self._needs = None
         views = self._views
         hits = list(map(views.get, map(id, pending)))
         if None in hits:
@@ -316,10 +341,12 @@ class FastPath:
                     if len(e.steps) == 1:
                         (d, n), key = e.steps[0], (job.submit_time_s, job.job_id)
                         item = (*key, job, d, n, 0, "start")
-                    hits[k] = views[id(job)] = (job, item, 0)
+                    need = INFINITY if item is None else _need(item)
+                    hits[k] = views[id(job)] = (job, item, need)
         items = list(map(_ITEM, hits))
         out = None if None in items else items
         self._items = (pending, out)
+        self._needs = None if out is None else list(map(_NEED, hits))
         return out
 
     def _least_requested(self, pending: Sequence[JobView]) -> float:
@@ -342,8 +369,9 @@ class FastPath:
         """:meth:`_decisions` for :meth:`_fast_decide`: releases, then the rest in list order."""
         horizon = now + _DUE_S
         due = [(e.job.submit_time_s, e.job.job_id, e.job, e.action) for e in actors]
-        placed = zip(items, starts, strict=True)
-        due += [(i[0], i[1], i[2], i[6]) for i, s in placed if s <= horizon]
+        if min(starts, default=INFINITY) <= horizon:  # mostly none: spare the pass
+            placed = zip(items, starts, strict=True)
+            due += [(i[0], i[1], i[2], i[6]) for i, s in placed if s <= horizon]
         if not due:
             return []
         if actors:
