@@ -22,7 +22,7 @@ from elastic_slurm.model import (
     Start,
     Trigger,
 )
-from elastic_slurm.plugins.policies.coorm import EquiPartition, equipartition
+from elastic_slurm.plugins.policies.coorm import EquiPartition, _Requests, equipartition
 from elastic_slurm.plugins.registry import make_policy
 
 M = JobKind.MALLEABLE
@@ -191,3 +191,20 @@ def test_a_preallocation_far_above_the_request_is_reported_once(caplog):
     assert len(warnings) == 1
     assert "job 1 pre-allocates its maximum, 16 nodes, 8x" in warnings[0]
     assert "preallocate=false" in warnings[0]
+
+
+def test_request_columns_kept_across_cycles_are_the_fresh_ones():
+    # The columns kept from the last cycle (its queue without its starts, arrivals appended)
+    # are those computed afresh; a queue that does not follow last cycle's is read afresh.
+    pytest.importorskip("numpy")
+    config = EquiPartition.Config()
+    jobs = [_job(k, M if k % 2 else R, 2, 1, 4, running=False, end=10.0 * k) for k in range(1, 7)]
+    kept = _Requests()
+    first = tuple(jobs[:4])
+    kept.columns(first, config)
+    kept.started(first, [jobs[0], jobs[2], jobs[3]], [1])
+    for queue in ((jobs[0], jobs[2], jobs[3], jobs[4], jobs[5]), (jobs[5], jobs[0])):
+        need, duration = kept.columns(queue, config)
+        fresh_need, fresh_duration = _Requests().columns(queue, config)
+        assert need.tolist() == fresh_need.tolist()
+        assert duration.tolist() == fresh_duration.tolist()

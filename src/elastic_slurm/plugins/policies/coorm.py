@@ -33,6 +33,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+import operator
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar
 
@@ -316,6 +317,7 @@ class _Cycle:
             _, need, duration = ask(k)
             held.add(now, now + duration, need)
         queue = without_started(pending, places, started)
+        requests.started(pending, queue, started)
         return KeptPlan.of(now, cap, held, occ, queue, places)
 
     def _scan(
@@ -476,11 +478,16 @@ class _Requests:
 
     The view is kept with its request, so that its id is not reused while cached.
     ``zero`` holds the ids of those of zero duration (which start whenever they fit now).
+    ``queue``, ``need`` and ``duration`` are the last :meth:`columns` asked for, kept across
+    cycles: the next cycle's queue is mostly this one without its starts and with arrivals
+    at the end (:meth:`started`), whose columns are this one's plus the arrivals' rows.
     """
 
     by_id: dict[int, tuple[JobView, int, float]] = dataclasses.field(default_factory=dict)
     zero: set[int] = dataclasses.field(default_factory=set)
-    table: compiled_placement.RequestTable | None = None
+    queue: Sequence[JobView] = ()
+    need: np.ndarray | None = None
+    duration: np.ndarray | None = None
 
     def of(self, job: JobView, config: EquiPartition.Config) -> tuple[JobView, int, float]:
         """``(job, nodes, duration_s)``: the job's request, from the cache or computed."""
@@ -494,12 +501,39 @@ class _Requests:
     def columns(
         self, pending: Sequence[JobView], config: EquiPartition.Config
     ) -> tuple[np.ndarray, np.ndarray]:
-        """The requests of ``pending``: nodes (int64) and ``duration_s`` (float64), ``(q,)``."""
-        table = self.table
-        if table is None:
-            table = self.table = compiled_placement.RequestTable(lambda job: self._row(job, config))
-        need, duration, _ = table.columns(pending)
+        """The requests of ``pending``: nodes (int64) and ``duration_s`` (float64), ``(q,)``.
+
+        The same arrays again for the same queue object (do not write to them).
+        """
+        if pending is self.queue and self.need is not None and self.duration is not None:
+            return self.need, self.duration
+        import numpy as np
+
+        old, n = self.queue, len(self.queue)
+        if self.need is not None and len(pending) >= n and all(map(operator.is_, pending, old)):
+            rows = [self.of(job, config) for job in pending[n:]]  # the arrivals only
+            need = np.concatenate([self.need, np.fromiter((r[1] for r in rows), np.int64)])
+            duration = np.concatenate([self.duration, np.fromiter((r[2] for r in rows), float)])
+        else:
+            rows = [self.of(job, config) for job in pending]
+            need = np.fromiter((r[1] for r in rows), np.int64, len(rows))
+            duration = np.fromiter((r[2] for r in rows), float, len(rows))
+        self.queue, self.need, self.duration = pending, need, duration
         return need, duration
+
+    def started(
+        self, pending: Sequence[JobView], queue: Sequence[JobView], started: Sequence[int]
+    ) -> None:
+        """The cycle's ``pending`` leaves ``queue``, its positions ``started`` removed."""
+        if self.queue is not pending or self.need is None or self.duration is None:
+            return
+        if started:
+            import numpy as np
+
+            keep = np.ones(len(self.need), bool)
+            keep[started] = False
+            self.need, self.duration = self.need[keep], self.duration[keep]
+        self.queue = queue
 
     def zero_durations(
         self,
@@ -527,13 +561,6 @@ class _Requests:
         if not zero:
             return []
         return [j for j in range(first, len(pending)) if id(pending[j]) in zero]
-
-    def _row(self, job: JobView, config: EquiPartition.Config) -> tuple[int, float, int]:
-        """The job's request as a row of :attr:`table` (``own``: 0); notes a zero duration."""
-        need, duration = _np_request(job, config)
-        if duration == 0.0:
-            self.zero.add(id(job))
-        return need, duration, 0
 
     def forget(self, pending: Sequence[JobView]) -> None:
         """Drop the views no longer pending, once there are many of them."""
