@@ -372,3 +372,28 @@ def test_nothing_to_do() -> None:
     assert decide(snapshot(4)) == []
     # Idle nodes and only rigid jobs running: nothing to expand.
     assert decide(snapshot(4, running(3, 4, 4, 4, kind=R))) == []
+
+
+def test_no_idle_node_starts_only_what_the_shrinks_can_cover() -> None:
+    # No idle node; jobs 1 and 2 can give 4 each, 8 in all. Evolving job 10 asks for 9 (its
+    # p_r; its minimum of 2 does not count): nothing starts, however small that minimum.
+    policy = LinaElastic()
+    held = [running(1, 6, 2, 8, gain=3, ends=NOW + 1000.0), running(2, 5, 1, 8, ends=NOW + 500.0)]
+    evolving = pending(10, 9, kind=E, nmin=2, nmax=12)
+    assert policy.decide(snapshot(0, *held, evolving), Trigger.periodic()) == []
+    # Malleable job 11 (minimum 8) fits in what the shrinks give: it starts at 8.
+    malleable = pending(11, 10, kind=M, nmin=8, nmax=12)
+    assert decide(snapshot(0, *held, evolving, malleable)) == [
+        ("shrink", 1, 4),
+        ("shrink", 2, 4),
+        ("start", 11, 8),
+    ]
+    # A running evolving job gives back 2 nodes with no idle node (Algorithm 2): with the 8
+    # the malleable jobs can give, job 10 starts at 9 (job 1 gives 4, job 2 the 3 left).
+    giving = running(4, 4, 2, 6, kind=E, request=-2)
+    assert decide(snapshot(0, *held, giving, evolving)) == [
+        ("shrink", 4, 2),
+        ("shrink", 1, 4),
+        ("shrink", 2, 3),
+        ("start", 10, 9),
+    ]

@@ -23,6 +23,7 @@ import math
 import operator
 import random
 from collections.abc import Sequence
+from itertools import compress
 from typing import ClassVar
 
 from elastic_slurm.model.decisions import Decision, Expand, Shrink, Start
@@ -239,7 +240,47 @@ class LinaElastic(Policy):
             expansions of malleable jobs; possibly empty. The nodes started and expanded never
             exceed the idle nodes plus those the shrinks give back; no job leaves its range.
         """
+        if not snapshot.idle_nodes() and self._nothing_can_change(snapshot):
+            return []
         return _Cycle(self.config, snapshot, self._minimum).run()
+
+    def _nothing_can_change(self, snapshot: ClusterSnapshot) -> bool:
+        """With no idle node: True when the cycle would surely decide nothing (a shortcut).
+
+        Most cycles of a busy machine are such: without an idle node, Algorithm 1 can only
+        serve an evolving request (Algorithm 2) or shrink malleable jobs for a pending one
+        (Algorithm 4); Algorithms 3 and 1, line 7 need idle nodes. Neither happens when no
+        running evolving job asks for a change, and either the System selection refuses
+        (Algorithm 7 at full utilisation) or the nodes every running malleable job could give
+        (down to its minimum, its count of nodes) are fewer than any pending job's smallest
+        size: an upper bound of what Algorithms 5-8 could find. False means "maybe": the full
+        cycle decides.
+        """
+        config = self.config
+        shrinkable = 0  # nodes the malleable jobs hold above their minimum
+        for job in snapshot.running():
+            kind = job.kind
+            if kind is _MALLEABLE:
+                if not job.resizing:
+                    size = len(job.nodes)
+                    low = job.nodes_min if job.nodes_min > 1 else 1
+                    if size > low:
+                        shrinkable += size - low
+            elif kind is _EVOLVING and job.evolving_request and not job.resizing:
+                return False  # Algorithm 2 may act on it
+        if shrinkable == 0:
+            return True
+        if (
+            config.shrink_selection == "system"
+            and 1.0 > config.utilization_threshold
+            and not config.system_requires_ending_job
+        ):
+            # Algorithm 7 refuses to shrink: every node is in use (some are, as shrinkable
+            # nodes are), a utilisation of 1
+            return True
+        pending = snapshot.pending()
+        minimum = self._minimum
+        return shrinkable < min(minimum.of(pending)) or shrinkable < minimum.low(pending)
 
 
 class _Cycle:
@@ -343,21 +384,34 @@ class _Cycle:
 
     # ------------------------------------------------------------------ Algorithm 3
     def easy(self, pending: Sequence[JobView]) -> list[JobView]:
-        """FCFS with EASY backfilling at requested sizes; return the jobs left pending."""
+        """FCFS with EASY backfilling at requested sizes; return the jobs left pending.
+
+        Only a job whose minimum fits in the idle nodes can start, and the idle nodes only
+        decrease: those jobs are found first (a scan without a Python loop); every other one
+        is passed on to Algorithm 4 in queue order, and the first of them that can ever
+        start, if before any job that fits and does not start, is the head.
+        """
+        free = self.free  # a local copy (the queue can be long), read again after each start
+        if free == 0:
+            # only Algorithm 4 reads the jobs left, and only when malleable jobs run
+            return list(pending) if self.victims else []
+        if free < self.minimum.of(pending)[0]:
+            return list(pending)  # no job's minimum fits: all are passed on, as below
         left: list[JobView] = []
         head: JobView | None = None
         reservation: tuple[float, int] | None = None  # (shadow time, extra nodes)
-        free = self.free  # a local copy (the queue can be long), read again after each start
-        if 0 < free < self.minimum.of(pending)[0]:
-            # no job's minimum fits: the loop below would pass every job on to Algorithm 4
-            # (its first test); return them at once, as it would
-            return list(pending)
-        for i, job in enumerate(pending):
-            if free == 0:
-                if self.victims:  # only Algorithm 4 reads the jobs left
-                    left.extend(pending[i:])
-                break
-            if job.nodes_min > free:  # cheap test first
+        done = 0  # pending[:done] is dealt with
+        fitting = compress(range(len(pending)), map(free.__ge__, map(_NODES_MIN, pending)))
+        for i in fitting:
+            if head is None:
+                for job in pending[done:i]:  # minimum too large: passed on, maybe the head
+                    if self.can_ever_start(job):
+                        head = job
+                        break
+            left.extend(pending[done:i])
+            done = i + 1
+            job = pending[i]
+            if job.nodes_min > free:  # it fitted before this cycle's starts
                 if head is None and self.can_ever_start(job):
                     head = job
                 left.append(job)
@@ -367,6 +421,8 @@ class _Cycle:
                 if size <= free:
                     self.start(job, size, "first come, first served (Alg. 3)")
                     free = self.free
+                    if free == 0:
+                        break
                 elif self.can_ever_start(job):
                     head = job
                     left.append(job)
@@ -387,6 +443,10 @@ class _Cycle:
                 continue
             self.start(job, size, why)
             free = self.free
+            if free == 0:
+                break
+        if free > 0 or self.victims:  # only Algorithm 4 reads the jobs left
+            left.extend(pending[done:])
         return left
 
     def first_fit(self, pending: Sequence[JobView]) -> list[JobView]:
@@ -414,12 +474,18 @@ class _Cycle:
         return INFINITY, 0
 
     # ------------------------------------------------------------------ Algorithm 4
-    def schedule_pending(self, pending: list[JobView]) -> None:
+    def schedule_pending(self, pending: Sequence[JobView]) -> None:
         sizeable = _SIZEABLE
         refused: bool | None = None  # blocked() with no idle node: the same all cycle long
         # self.free and self._capacity as locals (the queue can be long), read again after
         # every call that may change them
         free = self.free
+        # The reach (idle plus shrinkable nodes) never grows within a cycle: a job whose p_r
+        # is above it now never starts in this cycle (and leaves the state unchanged), nor
+        # does any once it is below every pending job's p_r
+        reach = free if self.blocked() else free + self.capacity()
+        if reach < min(self.minimum.of(self.snapshot.pending())):
+            return
         capacity = self._capacity
         checked = -1  # the last reach compared with the queue's minimum
         for job in pending:
@@ -448,7 +514,7 @@ class _Cycle:
                 reach = free + capacity
                 if reach != checked:
                     checked = reach
-                    if reach < min(self.minimum.of(self.snapshot.pending())):
+                    if reach < self.minimum.low(self.snapshot.pending()):
                         break
                 continue
             chosen = self.select_shrinkable(shortfall)
@@ -497,7 +563,7 @@ class _Cycle:
         if self._capacity is not None and self._capacity < need:
             return None  # nothing changed since the victims could not cover as much
         candidates = self.candidates()
-        self._capacity = sum(can for _, can in candidates)
+        self._capacity = sum([can for _, can in candidates])
         if self._capacity < need:
             return None
         candidates.sort(key=lambda c: self.priority_key(c[0], c[1], need))
@@ -509,6 +575,12 @@ class _Cycle:
             if need == 0:
                 break
         return chosen
+
+    def capacity(self) -> int:
+        """Nodes the victims could give now (Algorithm 8's candidates, all of them)."""
+        if self._capacity is None:
+            self._capacity = sum([can for _, can in self.candidates()])
+        return self._capacity
 
     def blocked(self) -> bool:
         """Whether Algorithm 6 or 7 refuses to shrink anything now."""
@@ -616,29 +688,46 @@ _NODES_REQUESTED = operator.attrgetter("nodes_requested")
 
 
 class _QueueMinimum:
-    """The smallest ``nodes_min`` and ``nodes_requested`` of a pending queue (internal).
+    """The smallest sizes of a pending queue (internal).
 
     Kept for the last queue seen, and read again only when the snapshot's pending tuple is
     another object: a cache of a function of the snapshot, not state of the policy (the queue
-    is unchanged in about half the cycles of a simulation). Every job's ``_start_range`` low
-    end is at least the smaller of the two.
+    is unchanged in about half the cycles of a simulation).
     """
 
-    __slots__ = ("_queue", "_minimum")
+    __slots__ = ("_queue", "_minimum", "_low")
 
     def __init__(self) -> None:
         self._queue: Sequence[JobView] | None = None
         self._minimum = (INFINITY, INFINITY)
+        self._low: float | None = None
 
     def of(self, queue: Sequence[JobView]) -> tuple[float, float]:
-        """``(smallest nodes_min, smallest nodes_requested)`` of ``queue``; ``inf`` if empty."""
+        """``(smallest nodes_min, smallest nodes_requested)`` of ``queue``; ``inf`` if empty.
+
+        The smaller of the two bounds every job's ``p_r`` (``_start_range`` low end) from
+        below, at less cost than :meth:`low`.
+        """
         if queue is not self._queue:
             self._queue = queue  # held, so that its identity cannot be reused
+            self._low = None
             if queue:
                 self._minimum = (min(map(_NODES_MIN, queue)), min(map(_NODES_REQUESTED, queue)))
             else:
                 self._minimum = (INFINITY, INFINITY)
         return self._minimum
+
+    def low(self, queue: Sequence[JobView]) -> float:
+        """The smallest ``p_r`` (``_start_range`` low end) of ``queue``; ``inf`` if empty."""
+        self.of(queue)
+        if self._low is None:
+            if queue:
+                sizeable = _SIZEABLE
+                low = min([j.nodes_min if j.kind in sizeable else j.nodes_requested for j in queue])
+                self._low = low if low > 1 else 1
+            else:
+                self._low = INFINITY
+        return self._low
 
 
 def _start_order(job: JobView) -> tuple[float, float, int]:
