@@ -308,3 +308,43 @@ def test_fairshare_does_not_start_a_job_on_the_nodes_of_a_job_past_its_estimate(
     decisions = ModifiedFairShare().decide(snap, Trigger.periodic())
     assert [(d.job_id, d.nodes) for d in decisions] == [(1, 1)]
     assert all(v.legal for v in check(snap, decisions))
+
+
+@pytest.mark.parametrize(
+    "make",
+    [ModifiedFairShare, lambda: ModifiedFairShare(FairShareConfig(execution_time="walltime"))]
+    + [lambda v=v: huang(v) for v in ("parallel", "serial", "improved", "auxiliary")],
+)
+def test_facts_kept_across_cycles_decide_as_a_fresh_policy_would(make) -> None:  # noqa: ANN001
+    # The policies keep what they derive from the queue from cycle to cycle (starts removed,
+    # arrivals appended); every decision must be the one a policy seeing only that snapshot
+    # makes. 60 moldable and rigid jobs of mixed sizes, models and lengths on 16 nodes.
+    models = (Amdahl(0.9), DowneyLow(6, 0.5), DowneyHigh(4, 1.5), Linear(), Amdahl(0.5))
+    jobs = [
+        SimJob(
+            k,
+            float(7 * k % 50),
+            float(30 + 37 * k % 400),
+            1 + k % 5,
+            kind=MOLDABLE if k % 3 else JobKind.RIGID,
+            nodes_min=1 if k % 3 else 1 + k % 5,
+            nodes_max=8 if k % 3 else 1 + k % 5,
+            walltime_s=float(60 + 53 * k % 500),
+            speedup=models[k % 5] if k % 3 else None,
+        )
+        for k in range(1, 61)
+    ]
+    policy = make()
+    seen = 0
+    kept_decide = policy.decide
+
+    def checked(snap: ClusterSnapshot, trigger: Trigger):  # noqa: ANN202
+        nonlocal seen
+        decisions = kept_decide(snap, trigger)
+        assert decisions == make().decide(snap, trigger)
+        seen += len(decisions)
+        return decisions
+
+    policy.decide = checked
+    result = run(jobs, policy, 16)
+    assert seen == len(result.records) == 60

@@ -18,8 +18,8 @@ The two policies live in :mod:`~elastic_slurm.plugins.policies.huang_moldable` a
 Both only start jobs (``Start`` with the chosen size) and never resize a running one. A
 moldable or malleable job's size is chosen within ``[nodes_min, nodes_max]``; rigid and
 evolving jobs start at their requested size. Neither policy keeps state between cycles, bar
-:class:`ModifiedFairShare`'s cache of what it derives from each job view (a pure function of
-the view, see there).
+caches of what they derive from the job views (pure functions of the views, kept only to
+save time on long queues).
 
 How they degrade: a moldable job without a speedup model may get up to ``nodes_max``, its run
 time taken as the same at any size (as ``JobView.walltime_at_s`` does). Without any execution

@@ -12,13 +12,19 @@ job and cannot reserve past it.
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 from elastic_slurm.model.decisions import Decision, Start
-from elastic_slurm.model.estimates import USER_ESTIMATES, RuntimeEstimates
+from elastic_slurm.model.estimates import (
+    USER_ESTIMATES,
+    RuntimeEstimates,
+    TrueRuntimes,
+    UserEstimates,
+)
 from elastic_slurm.model.snapshot import ClusterSnapshot, JobView
 from elastic_slurm.model.triggers import Trigger
 from elastic_slurm.plugins.kit.backfill import estimates_for
@@ -28,6 +34,7 @@ from elastic_slurm.plugins.policy import Policy
 
 ExecutionTime = Literal["runtime", "walltime"]
 _EXECUTION_TIMES = ("runtime", "walltime")
+_UNSET = object()  # a release time not kept: asked each cycle
 
 
 def _time_at(job: JobView, nodes: int, estimates: RuntimeEstimates) -> float | None:
@@ -73,16 +80,124 @@ class FairShareConfig:
             )
 
 
-@dataclass(frozen=True)
-class _Info:
-    """What :class:`ModifiedFairShare` derives from one job view (a pure function of it)."""
+#: Estimate providers whose ``end_s`` does not depend on ``now_s``: a running view's release
+#: time by them is kept with the view.
+_ENDS_IGNORE_NOW = (TrueRuntimes, UserEstimates)
 
-    view: JobView
-    sqrt_weight: float  # sqrt(T(1)); 0 for a sequential job or an unknown time
-    parallel: bool
-    low: int
-    high: int  # before the fair-share limit
-    shortest_s: float  # run time at ``high``: no size runs it faster
+
+def _sqrt_weight(job: JobView, parallel: bool, estimates: RuntimeEstimates) -> float:
+    """``sqrt(T(1))``, the root of the job's weight (seconds**0.5); 0 if sequential or unknown.
+
+    ``T(1)`` is the effective sequential execution time: the run time on one node by the
+    speedup model, or (no model: linear) the run time times the requested size.
+    """
+    if not parallel:
+        return 0.0
+    if job.speedup is None:
+        t = _time_at(job, job.nodes_requested, estimates)
+        weight = None if t is None else t * job.nodes_requested
+    else:
+        weight = _time_at(job, 1, estimates)
+    return math.sqrt(weight) if weight else 0.0
+
+
+class _Info:
+    """What :class:`ModifiedFairShare` derives from one pending job view (a pure function of it).
+
+    ``runs`` memoises the execution time (seconds, by the estimates) at each size asked.
+    """
+
+    __slots__ = ("high", "low", "parallel", "runs", "shortest_s", "sqrt_weight")
+
+    def __init__(self, job: JobView, estimates: RuntimeEstimates, cap: bool) -> None:
+        low, high = size_range(job, "max_speedup")
+        self.parallel = high > 1
+        if not cap:
+            high = size_range(job, "none")[1]
+        self.low = low
+        self.high = high  # before the fair-share limit
+        self.sqrt_weight = _sqrt_weight(job, self.parallel, estimates)
+        shortest = _time_at(job, high, estimates)
+        self.runs: dict[int, float | None] = {high: shortest}
+        # run time at ``high``: no size runs it faster
+        self.shortest_s = INFINITY if shortest is None else shortest
+
+
+class _Queue:
+    """The pending jobs last seen, with their infos and weights in queue order.
+
+    Each job also has a sequence number, increasing along the queue, and sits in two sorted
+    indexes (by shortest run time, by smallest size) from which backfilling picks the jobs
+    that can start before a reservation or beside it without reading the whole queue.
+    """
+
+    __slots__ = (
+        "by_low",
+        "by_seq",
+        "by_short",
+        "infos",
+        "jobs",
+        "next_seq",
+        "seqs",
+        "started",
+        "total",
+        "weights",
+    )
+
+    def __init__(self) -> None:
+        self.jobs: tuple[JobView, ...] = ()
+        self.infos: list[_Info] = []
+        self.weights: list[float] = []  # sqrt weights
+        self.seqs: list[int] = []
+        self.by_seq: dict[int, tuple[JobView, _Info]] = {}
+        self.by_short: list[tuple[float, int, int]] = []  # (shortest_s, seq, low)
+        self.by_low: list[tuple[int, int]] = []  # (low, seq)
+        self.next_seq = 0
+        self.total: float | None = None  # the weights summed, in queue order
+        self.started: list[int] = []  # positions in ``jobs`` started by the last decision
+
+    def append(self, job: JobView, ji: _Info) -> None:
+        seq = self.next_seq
+        self.next_seq = seq + 1
+        self.infos.append(ji)
+        self.weights.append(ji.sqrt_weight)
+        self.seqs.append(seq)
+        self.by_seq[seq] = (job, ji)
+        short = ji.shortest_s
+        # a NaN run time never fails the "ends by the reservation" test: sorted first
+        bisect.insort(self.by_short, (-INFINITY if short != short else short, seq, ji.low))
+        bisect.insort(self.by_low, (ji.low, seq))
+
+    def remove(self, positions: list[int]) -> None:
+        """Drop the jobs at ``positions`` (ascending)."""
+        for pos in reversed(positions):
+            seq = self.seqs.pop(pos)
+            ji = self.infos.pop(pos)
+            del self.weights[pos]
+            del self.by_seq[seq]
+            short = ji.shortest_s
+            entry = (-INFINITY if short != short else short, seq, ji.low)
+            del self.by_short[bisect.bisect_left(self.by_short, entry)]
+            del self.by_low[bisect.bisect_left(self.by_low, (ji.low, seq))]
+
+    def backfill_candidates(
+        self, after: int, free: int, extra: int, now: float, shadow: float
+    ) -> list[int]:
+        """Sequence numbers, in queue order, of jobs after ``after`` that may backfill.
+
+        Those of size ``low <= free`` that either end by the reservation (``now + shortest_s
+        <= shadow``) or fit in the ``extra`` nodes it leaves spare: a superset of the jobs
+        the backfilling loop accepts, which tests each again with its own nodes left.
+        """
+        short = self.by_short
+        k = bisect.bisect_left(short, True, key=lambda e: now + e[0] > shadow)
+        found = [seq for _, seq, low in itertools.islice(short, k) if seq > after and low <= free]
+        if extra > 0:
+            m = bisect.bisect_right(self.by_low, (min(extra, free), self.next_seq))
+            found.extend(seq for _, seq in itertools.islice(self.by_low, m) if seq > after)
+            return sorted(set(found))
+        found.sort()
+        return found
 
 
 class ModifiedFairShare(Policy):
@@ -116,10 +231,12 @@ class ModifiedFairShare(Policy):
     [9, 10]; "the weight of parallel jobs" read as the sum over parallel jobs only, sequential
     ones excluded.
 
-    What the policy derives from each job view (weight, size range, shortest run time) is
-    cached for as long as snapshots hand it the same view object (the simulator keeps a
-    job's view until the job changes): a pure function of the view, kept only to save time
-    on long queues. Ignores the trigger.
+    What the policy derives from each job view (weight, size range, shortest run time, run
+    times at the sizes asked) is kept from cycle to cycle, with the pending jobs' facts in
+    queue order and two sorted indexes from which backfilling picks its candidates: pure
+    functions of the views, updated as the queue changes (usually: the jobs started last
+    cycle gone, arrivals at the end), kept only to save time on long queues. Ignores the
+    trigger.
     """
 
     name: ClassVar[str] = "huang_fairshare"
@@ -137,13 +254,11 @@ class ModifiedFairShare(Policy):
 
     def __init__(self, config: FairShareConfig | None = None) -> None:
         super().__init__(config)
-        self._info: dict[int, _Info] = {}  # by id(view); each _Info holds its view
-        self._sqrt_weights: dict[int, float] = {}  # the same keys
-        self._estimates: RuntimeEstimates = USER_ESTIMATES  # what the cached infos used
-        # the last pending tuple, with the sum of its jobs' weights and their infos (a
-        # snapshot's tuple is immutable; the simulator hands the same one until the queue
-        # changes)
-        self._queue: tuple[tuple[JobView, ...], float, list[_Info]] | None = None
+        self._estimates: RuntimeEstimates = USER_ESTIMATES  # what the cached facts used
+        # running views by id: (view, sqrt weight, size, release time or _UNSET); the entry
+        # holds its view, so that an id cannot be reused while cached
+        self._running: dict[int, tuple[JobView, float, int, float | None | object]] = {}
+        self._queue: _Queue | None = None  # the last pending tuple and its facts
 
     def decide(self, snapshot: ClusterSnapshot, trigger: Trigger) -> list[Decision]:
         """Start the first job at its best size if that is now; backfill around its reservation."""
@@ -157,62 +272,68 @@ class ModifiedFairShare(Policy):
         source = estimates_for(snapshot, config.execution_time)
         now = snapshot.time_s
         running = snapshot.running()
-        if (
-            source is not self._estimates
-            or len(self._info) > 2 * (len(pending) + len(running)) + 1024
-        ):
+        if source is not self._estimates:
             self._estimates = source
-            self._info.clear()
-            self._sqrt_weights.clear()
+            self._running.clear()
             self._queue = None
-        info = self._job_info
-        # weights by the identity of the view objects (the cache holds the views, so an id
-        # cannot be reused while it is cached); added one by one, in order
-        weights = self._sqrt_weights
+        queue = self._queue_of(pending)
+        started = queue.started = []  # positions in ``pending`` started this cycle
+
+        # the weights of the running jobs, added one by one in order, then the waiting ones';
+        # N, the nodes in service; future releases: (time, nodes), this cycle's starts added
+        # as they are decided. A job past its estimate ends just after now, never now: its
+        # nodes are not idle yet.
         total = 0.0
         machine = idle
-        for job in running:
-            weight = weights.get(id(job))
-            total += info(job).sqrt_weight if weight is None else weight
-            machine += len(job.nodes)
-        queue = self._queue
-        if queue is None or queue[0] is not pending or type(pending) is not tuple:
-            queue = self._queue = (pending, *self._queue_facts(pending))
-        total += queue[1]
-
-        # future releases: (time, nodes); this cycle's starts are added as they are decided. A
-        # job past its estimate ends just after now, never now: its nodes are not idle yet.
         soon = math.nextafter(now, INFINITY)
-        end_of = source.end_s  # _end_of, without a call more per running job
-        profile = sorted(
-            (INFINITY if (e := end_of(job, now)) is None else max(e, soon), len(job.nodes))
-            for job in running
-        )
+        profile = []
+        for weight, size, end in self._running_facts(running, now, source):
+            total += weight
+            machine += size
+            profile.append((INFINITY if end is None else max(end, soon), size))
+        profile.sort()
+        if queue.total is None:
+            queue.total = sum(queue.weights)
+        total += queue.total
+
         decisions: list[Decision] = []
         free = idle
-        shadow = -1.0
-        extra = 0
-        for job, ji in zip(pending, queue[2], strict=True):
+        infos = queue.infos
+        limit = self._limit
+        # the first jobs: each at its earliest completion, until one cannot start now
+        pos = 0
+        while True:
+            job = pending[pos]
+            ji = infos[pos]
             low = ji.low
-            if shadow >= 0.0:  # backfilling: cheap tests first, the queue can be long
-                if low > free or (extra < low and now + ji.shortest_s > shadow):
-                    continue
-            high = max(low, min(ji.high, self._limit(ji, total, machine)))
-            if shadow < 0.0:  # the first job not started: its earliest completion
-                start, size, spare = self._earliest(job, low, high, free, profile, now, source)
-                if start <= now:
-                    decisions.append(Start(job.job_id, size, _why(size, high, "first in line")))
-                    free -= size
-                    bisect.insort(profile, (now + (_time_at(job, size, source) or INFINITY), size))
-                elif not config.backfill:
-                    break
-                else:
-                    shadow, extra = start, spare
-                if free == 0:
-                    break
+            high = max(low, min(ji.high, limit(ji, total, machine)))
+            start, size, spare = self._earliest(job, low, high, free, profile, now, source)
+            if start > now:
+                break
+            decisions.append(Start(job.job_id, size, _why(size, high, "first in line")))
+            started.append(pos)
+            free -= size
+            if free == 0:
+                return decisions
+            bisect.insort(profile, (now + (_time_at(job, size, source) or INFINITY), size))
+            pos += 1
+            if pos == len(pending):
+                return decisions
+        if not config.backfill:
+            return decisions
+        # backfilling around that job's reservation (at ``start``, leaving ``spare`` nodes)
+        shadow, extra = start, spare
+        seqs = queue.seqs
+        by_seq = queue.by_seq
+        for seq in queue.backfill_candidates(seqs[pos], free, extra, now, shadow):
+            job, ji = by_seq[seq]
+            low = ji.low
+            if low > free or (extra < low and now + ji.shortest_s > shadow):
                 continue
+            high = max(low, min(ji.high, limit(ji, total, machine)))
             size = min(high, free)
-            run = _time_at(job, size, source)
+            runs = ji.runs
+            run = runs[size] if size in runs else runs.setdefault(size, _time_at(job, size, source))
             if run is not None and now + run <= shadow:
                 how = f"backfilled, ends before the reservation at {shadow:g} s"
             else:
@@ -222,53 +343,74 @@ class ModifiedFairShare(Policy):
                 extra -= size
                 how = "backfilled on nodes the reservation leaves spare"
             decisions.append(Start(job.job_id, size, _why(size, high, how)))
+            started.append(bisect.bisect_left(seqs, seq))
             free -= size
             if free == 0:
                 break
         return decisions
 
-    def _queue_facts(self, pending: Sequence[JobView]) -> tuple[float, list[_Info]]:
-        """The pending jobs' weights summed, and their infos in order (computed if missing)."""
-        weights = self._sqrt_weights
-        # the hot loop of long queues, in C
-        keys = list(map(id, pending))
-        try:
-            total = sum(map(weights.__getitem__, keys))
-        except KeyError:  # new arrivals (the queue's end, usually): cache what is missing
-            for job in pending:
-                if id(job) not in weights:
-                    self._job_info(job)
-            total = sum(map(weights.__getitem__, keys))
-        return total, list(map(self._info.__getitem__, keys))
+    def _queue_of(self, pending: tuple[JobView, ...]) -> _Queue:
+        """The facts of the pending jobs, updated from the last queue's where it carries on.
+
+        The usual next queue is the last one without the jobs this policy started, with new
+        arrivals at its end: then only those are looked at (the rest is checked in one tuple
+        comparison; equal views have equal facts). Any other queue is read afresh, the facts
+        of views seen before reused.
+        """
+        last = self._queue
+        if last is not None:
+            if pending is last.jobs:
+                return last
+            kept = last.jobs
+            if last.started:
+                kept = _without(kept, last.started)
+            k = len(kept)
+            if type(pending) is tuple and len(pending) >= k and pending[:k] == kept:
+                if last.started:
+                    last.remove(last.started)
+                    last.total = None
+                last.started = []
+                if len(pending) > k:
+                    last.total = None
+                    for job in pending[k:]:
+                        last.append(job, self._job_info(job))
+                last.jobs = pending
+                return last
+        known = {} if last is None else dict(zip(map(id, last.jobs), last.infos, strict=True))
+        queue = self._queue = _Queue()
+        for job in pending:
+            ji = known.get(id(job))
+            queue.append(job, self._job_info(job) if ji is None else ji)
+        queue.jobs = pending
+        return queue
+
+    def _running_facts(
+        self, running: Sequence[JobView], now: float, source: RuntimeEstimates
+    ) -> list[tuple[float, int, float | None]]:
+        """``(sqrt weight, size, release time)`` of each running job, in order."""
+        cache = self._running
+        ends_fixed = type(source) in _ENDS_IGNORE_NOW
+        facts = []
+        for job in running:
+            hit = cache.get(id(job))
+            if hit is None:
+                parallel = size_range(job, "max_speedup")[1] > 1
+                end = source.end_s(job, now) if ends_fixed else _UNSET
+                hit = cache[id(job)] = (
+                    job,
+                    _sqrt_weight(job, parallel, source),
+                    len(job.nodes),
+                    end,
+                )
+            end = hit[3]
+            facts.append((hit[1], hit[2], _end_of(job, source, now) if end is _UNSET else end))
+        if len(cache) > 2 * len(running) + 256:  # forget the views of ended jobs
+            self._running = {id(job): cache[id(job)] for job in running}
+        return facts
 
     def _job_info(self, job: JobView) -> _Info:
-        hit = self._info.get(id(job))
-        if hit is not None:
-            return hit
-        source = self._estimates
-        low, high = size_range(job, "max_speedup")
-        parallel = high > 1
-        if not self.config.cap_at_max_speedup:
-            high = size_range(job, "none")[1]
-        weight = None
-        if parallel:
-            if job.speedup is None:  # no model: linear, T(1) = run time x size
-                t = _time_at(job, job.nodes_requested, source)
-                weight = None if t is None else t * job.nodes_requested
-            else:
-                weight = _time_at(job, 1, source)
-        shortest = _time_at(job, high, source)
-        hit = _Info(
-            view=job,
-            sqrt_weight=math.sqrt(weight) if weight else 0.0,
-            parallel=parallel,
-            low=low,
-            high=high,
-            shortest_s=INFINITY if shortest is None else shortest,
-        )
-        self._info[id(job)] = hit
-        self._sqrt_weights[id(job)] = hit.sqrt_weight
-        return hit
+        """The facts of a pending job's view."""
+        return _Info(job, self._estimates, self.config.cap_at_max_speedup)
 
     @staticmethod
     def _limit(ji: _Info, total: float, machine: int) -> int:
@@ -318,6 +460,20 @@ class ModifiedFairShare(Policy):
         if best is None:
             return INFINITY, low, 0
         return best[1], best[2], best[3]
+
+
+def _without(jobs: tuple[JobView, ...], positions: list[int]) -> tuple[JobView, ...]:
+    """``jobs`` without the ones at ``positions`` (ascending)."""
+    if len(positions) == 1:
+        pos = positions[0]
+        return jobs[1:] if pos == 0 else jobs[:pos] + jobs[pos + 1 :]
+    parts = []
+    last = 0
+    for pos in positions:
+        parts.append(jobs[last:pos])
+        last = pos + 1
+    parts.append(jobs[last:])
+    return tuple(itertools.chain.from_iterable(parts))
 
 
 def _why(size: int, limit: int, how: str) -> str:

@@ -15,12 +15,11 @@ improved policy counts each running job as one future release.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 from elastic_slurm.model.decisions import Decision, Start
-from elastic_slurm.model.estimates import RuntimeEstimates
+from elastic_slurm.model.estimates import RuntimeEstimates, TrueRuntimes, UserEstimates
 from elastic_slurm.model.snapshot import ClusterSnapshot, JobView
 from elastic_slurm.model.triggers import Trigger
 from elastic_slurm.plugins.kit.backfill import estimates_for
@@ -33,6 +32,10 @@ _EXECUTION_TIMES = ("runtime", "walltime")
 SizeCap = Literal["none", "max_speedup", "knee"]
 Variant = Literal["parallel", "serial", "improved", "auxiliary"]
 _VARIANTS = ("parallel", "serial", "improved", "auxiliary")
+
+#: Estimate providers whose ``end_s`` does not depend on ``now_s``: a running view's release
+#: time by them is kept with the view.
+_ENDS_IGNORE_NOW = (TrueRuntimes, UserEstimates)
 
 
 def _end_of(job: JobView, estimates: RuntimeEstimates, now: float) -> float | None:
@@ -231,26 +234,50 @@ class HuangMoldable(Policy):
 
     def __init__(self, config: HuangConfig | None = None) -> None:
         super().__init__(config)
-        # size_range of each pending view, by id(view); the views are kept with their ranges,
-        # so that an id cannot be reused while cached (a pure function of the view, kept only
-        # to save time on long queues)
-        self._ranges: dict[int, tuple[int, int]] = {}
-        self._views: dict[int, JobView] = {}
+        # size_range of the first jobs of the last pending tuple, in order, and how many of
+        # them the last decision started (a pure function of the views, kept only to save
+        # time on long queues)
+        self._queue: tuple[JobView, ...] | None = None
+        self._queue_cap: SizeCap | None = None
+        self._ranges: list[tuple[int, int]] = []
+        self._started = 0
+        # running views by id, with their release times (for the estimate providers whose
+        # end_s does not depend on now); the entry holds its view, so that an id cannot be
+        # reused while cached
+        self._ends: dict[int, tuple[JobView, float | None]] = {}
+        self._ends_source: RuntimeEstimates | None = None
+        self._last_releases: tuple[tuple[JobView, ...], int] | None = None  # running, count
 
-    def _size_ranges(self, head: Sequence[JobView], cap: SizeCap) -> list[tuple[int, int]]:
-        """``size_range(job, cap)`` of each job, from the cache (in one C-level pass)."""
+    def _size_ranges(
+        self, pending: tuple[JobView, ...], count: int, cap: SizeCap
+    ) -> list[tuple[int, int]]:
+        """``size_range(job, cap)`` of the first ``count`` pending jobs.
+
+        Kept from the last queue when this one carries on from it: the last one without the
+        jobs last started (a prefix), the jobs whose ranges are kept still first (checked in
+        one tuple comparison; equal views have equal ranges). Otherwise computed afresh. Only
+        the ranges of the queue's head are ever computed: the queue may be long.
+        """
         ranges = self._ranges
-        try:
-            return list(map(ranges.__getitem__, map(id, head)))
-        except KeyError:
-            if len(ranges) > 4096 + 4 * len(head):
+        last = self._queue
+        if pending is not last:
+            started = self._started
+            covered = len(ranges)
+            if (
+                last is not None
+                and cap == self._queue_cap
+                and type(pending) is tuple
+                and pending[: covered - started] == last[started:covered]
+            ):
+                del ranges[:started]
+            else:
                 ranges.clear()
-                self._views.clear()
-            for job in head:
-                if id(job) not in ranges:
-                    ranges[id(job)] = size_range(job, cap)
-                    self._views[id(job)] = job
-            return list(map(ranges.__getitem__, map(id, head)))
+            self._queue = pending
+            self._queue_cap = cap
+        self._started = 0
+        if len(ranges) < count:
+            ranges.extend(size_range(job, cap) for job in pending[len(ranges) : count])
+        return ranges[:count]
 
     def decide(self, snapshot: ClusterSnapshot, trigger: Trigger) -> list[Decision]:
         """Start queued jobs at the sizes the variant chooses."""
@@ -269,7 +296,7 @@ class HuangMoldable(Policy):
         )
         # only a prefix of the queue can start: every job takes at least one node
         head = pending[:free]
-        ranges = self._size_ranges(head, cap)
+        ranges = self._size_ranges(pending, len(head), cap)
         if variant == "auxiliary" and config.auxiliary_min == "request_knee":
             ranges = [
                 (min(r, high), high)
@@ -308,20 +335,44 @@ class HuangMoldable(Policy):
                     f"improved, serial branch: {len(pending)} waiting <= {releases} future "
                     "release(s), the first job gets the free nodes"
                 )
+        self._started = len(sizes)
         return [Start(job.job_id, size, why) for job, size in zip(head, sizes, strict=False)]
 
     def _releases(self, snapshot: ClusterSnapshot) -> int:
-        """The number of distinct future times at which running jobs release nodes."""
+        """The number of distinct future times at which running jobs release nodes.
+
+        Each running job without a known release time counts as one.
+        """
         estimates = estimates_for(snapshot, self.config.execution_time)
-        times: set[float] = set()
-        unknown = 0
-        for job in snapshot.running():
-            end = _end_of(job, estimates, snapshot.time_s)
-            if end is None:
-                unknown += 1
-            else:
-                times.add(end)
-        return len(times) + unknown
+        running = snapshot.running()
+        now = snapshot.time_s
+        if type(estimates) in _ENDS_IGNORE_NOW:  # each view's release time kept with it
+            if estimates is not self._ends_source:
+                self._ends.clear()
+                self._ends_source = estimates
+                self._last_releases = None
+            last = self._last_releases
+            if last is not None and last[0] is running:  # the same running jobs: same count
+                return last[1]
+            cache = self._ends
+            ends = []
+            for job in running:
+                hit = cache.get(id(job))
+                if hit is None:
+                    hit = cache[id(job)] = (job, _end_of(job, estimates, now))
+                ends.append(hit[1])
+            if len(cache) > 2 * len(running) + 256:  # forget the views of ended jobs
+                self._ends = {id(job): cache[id(job)] for job in running}
+            count = _distinct(ends)
+            self._last_releases = (running, count)
+            return count
+        return _distinct([_end_of(job, estimates, now) for job in running])
+
+
+def _distinct(ends: list[float | None]) -> int:
+    """The number of distinct release times, each unknown one (``None``) counted apart."""
+    unknown = ends.count(None)
+    return len(set(ends)) - (unknown > 0) + unknown
 
 
 __all__ = ["HuangConfig", "HuangMoldable", "parallel_allocation", "serial_allocation"]
