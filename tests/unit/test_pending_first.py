@@ -372,6 +372,51 @@ def test_invariants(snap: ClusterSnapshot, expand_idle: bool, shrink_for_pending
     assert starts == queue[: len(starts)]
 
 
+@st.composite
+def cycles(draw: st.DrawFn) -> list[ClusterSnapshot]:
+    """Snapshots one policy sees in turn: some repeated, some rebuilt from earlier views.
+
+    A rebuilt snapshot has new tuples holding some of the same (immutable) view objects,
+    and its running jobs may ask for nodes (evolving requests), as happens between the
+    simulator's cycles.
+    """
+    seen: list[ClusterSnapshot] = []
+    for _ in range(draw(st.integers(1, 8))):
+        choice = draw(st.sampled_from(["new", "again", "rebuilt"])) if seen else "new"
+        if choice == "new":
+            snap = draw(clusters())
+            views = [
+                dataclasses.replace(j, evolving_request=draw(st.integers(-3, 3)))
+                if j.kind is JobKind.EVOLVING and j.state is JobState.RUNNING
+                else j
+                for j in snap.jobs
+            ]
+            snap = snapshot(len(snap.idle_nodes()), *views)
+        elif choice == "again":
+            snap = draw(st.sampled_from(seen))
+        else:
+            old = draw(st.sampled_from(seen))
+            kept = [j for j in old.jobs if draw(st.booleans())]
+            snap = snapshot(draw(st.integers(0, 12)), *kept)
+        seen.append(snap)
+    return seen
+
+
+@settings(max_examples=200, deadline=None)
+@given(snaps=cycles(), serve_evolving=st.booleans(), shrink_for_pending=st.booleans())
+def test_one_policy_over_many_cycles_decides_as_a_fresh_one_each_cycle(
+    snaps: list[ClusterSnapshot], serve_evolving: bool, shrink_for_pending: bool
+) -> None:
+    """What the policy keeps from cycle to cycle (per view, per tuple) never changes a decision."""
+    config = PendingFirst.Config(
+        shrink_for_pending=shrink_for_pending, serve_evolving=serve_evolving
+    )
+    kept = PendingFirst(config)
+    for snap in snaps:
+        fresh = PendingFirst(config).decide(snap, Trigger.periodic())
+        assert kept.decide(snap, Trigger.periodic()) == fresh
+
+
 # --- evolving requests (thesis 3.1.1.3 and 3.1.1.4) ------------------------------------------
 
 E = JobKind.EVOLVING

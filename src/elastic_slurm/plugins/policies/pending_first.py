@@ -11,6 +11,7 @@ requests); those are left to another policy.
 from __future__ import annotations
 
 import dataclasses
+import operator
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -88,6 +89,11 @@ class PendingFirst(Policy):
       as ``resizing``; the snapshot does not say how many nodes it will free, so a cycle run
       before it completes can shrink another job for the same pending job.
 
+    The schedule depends on the snapshot alone. What an instance keeps from one cycle to the
+    next (what each running job's view offers, worked out once per view since views are
+    immutable; the first pending job's minimum) only saves recomputing it: a simulator's
+    cycles mostly differ by one job.
+
     Parameters
     ----------
     config
@@ -138,8 +144,16 @@ class PendingFirst(Policy):
 
     def __init__(self, config: PendingFirst.Config | None = None) -> None:
         super().__init__(config)
-        # the last running-jobs tuple seen, and its jobs earliest-started first
-        self._by_start: tuple[tuple[JobView, ...], list[JobView]] | None = None
+        # The last running-jobs tuple seen and what its jobs offer a cycle; the entries of
+        # the views seen lately by id(view) (see _entry), the views kept alive in _kept so
+        # that no key can be another object's id.
+        self._seen: tuple[JobView, ...] | None = None
+        self._jobs = _Running([], [])
+        self._entries: dict[int, _Entry] = {}
+        self._kept: list[JobView] = []
+        # the first pending job seen last and its minimum size (start_range), kept while
+        # it is first in the queue: usually it does not fit, and no other job is looked at
+        self._first: tuple[JobView | None, int] = (None, 0)
 
     def decide(self, snapshot: ClusterSnapshot, trigger: Trigger) -> list[Decision]:
         """Return this cycle's shrinks, starts and expansions (see the class docstring).
@@ -163,103 +177,187 @@ class PendingFirst(Policy):
         """
         config: PendingFirst.Config = self.config
         running = snapshot.running()
-        last = self._by_start
-        if last is not None and last[0] is running:
-            by_start = last[1]  # the same (immutable) tuple as last cycle: the same order
+        if running is not self._seen:  # views and tuples are immutable: else the same jobs
+            self._see(running)
+        jobs = self._jobs
+        idle = len(snapshot.idle_nodes()) + jobs.released  # nodes free this cycle
+        capacity = idle + jobs.preemptible if config.shrink_for_pending else idle
+        if capacity < 1:
+            return []  # nothing can start, grow or be released (a release would be idle)
+        # 1. maximum fit, FCFS, at minimum sizes
+        pending = snapshot.pending()
+        machine = snapshot.node_count
+        first = self._first
+        if pending and pending[0] is not first[0]:
+            first = self._first = (pending[0], start_range(pending[0])[0])
+        if pending and capacity < first[1] <= machine:
+            # it could start on this cluster but does not fit now: _admit would stop at it
+            admitted, demand, blocked = (), 0, first[0]
         else:
-            by_start = sorted(running, key=start_order)
-            self._by_start = (running, by_start)
-        releases, growers = self._evolving(by_start) if config.serve_evolving else ([], [])
-        released = sum(d.count for d in releases)
-        decisions = self._schedule(snapshot, by_start, released, growers)
-        return [*releases, *decisions]
-
-    @staticmethod
-    def _evolving(by_start: Sequence[JobView]) -> tuple[list[Decision], list[JobView]]:
-        """Releases of running evolving jobs (served at once), and the jobs asking to grow."""
-        releases: list[Decision] = []
-        growers = []
-        for job in by_start:
-            if job.kind is not JobKind.EVOLVING or job.resizing or not job.evolving_request:
-                continue
-            if job.evolving_request < 0:
-                give = min(-job.evolving_request, job.size - max(1, job.nodes_min))
-                if give >= 1:
-                    releases.append(
-                        Shrink(
-                            job.job_id,
-                            give,
-                            f"the application gives back {give} node(s) (Ghafoor 3.1.1.3)",
-                        )
-                    )
-            elif job.size < job.nodes_max:
-                growers.append(job)
-        return releases, growers
-
-    def _schedule(
-        self,
-        snapshot: ClusterSnapshot,
-        by_start: Sequence[JobView],
-        released: int,
-        growers: list[JobView],
-    ) -> list[Decision]:
-        """Steps 1-4 of the class docstring (and 3b for ``growers``).
-
-        ``by_start`` are the running jobs, earliest-started first; ``released`` nodes are
-        about to be free (evolving jobs giving nodes back); evolving jobs asking to grow are
-        served after the pending jobs, before expansions.
-        """
-        config: PendingFirst.Config = self.config
-        cycle = _Cycle(snapshot, by_start, released, config.shrink_for_pending)
-        blocked = cycle.admit(snapshot.pending())  # 1. maximum fit, FCFS, at minimum sizes
-        cycle.shrink_for_pending()  # 2. release the shortfall
-        cycle.start_admitted()  # 3. leftover idle nodes to the jobs being started
-        for job in growers:  # 3b. evolving jobs asking to grow (thesis 3.1.1.4)
+            admitted, demand, blocked = _admit(pending, capacity, machine)
+        if not admitted and not jobs.growers:
+            if idle < 1 or not config.expand_idle or not jobs.room:
+                return list(jobs.releases)  # steps 2 to 4 would decide nothing
+        cycle = _Cycle(jobs, idle, config.shrink_for_pending)
+        if demand > idle:
+            cycle.shrink_for_pending(admitted, demand)  # 2. release the shortfall
+        cycle.start_admitted(admitted, demand)  # 3. leftover idle nodes to the jobs started
+        for job in jobs.growers:  # 3b. evolving jobs asking to grow (thesis 3.1.1.4)
             cycle.grow_evolving(job)
-        if config.expand_idle:  # 4. idle nodes no pending job can use
+        if config.expand_idle and cycle.leftover > 0:  # 4. idle nodes no pending job can use
             cycle.expand_idle(blocked)
-        return cycle.decisions
+        return [*jobs.releases, *cycle.decisions]
+
+    def _see(self, running: tuple[JobView, ...]) -> None:
+        """Take in a new running-jobs tuple: its views' entries, and what its jobs offer.
+
+        What a job contributes depends on its view alone, and views are immutable: it is
+        worked out once per view (:func:`_entry`) and looked up by the view's identity in
+        the next cycles. From one tuple to the next usually one view is new (a job started,
+        ended or was resized); when the entries that matter are the same objects as last
+        time, :class:`_Running` stays as it was.
+        """
+        known = self._entries
+        entries = list(map(known.get, map(id, running)))
+        if None in entries:
+            serve_evolving = self.config.serve_evolving
+            i = entries.index(None)
+            while i >= 0:
+                view = running[i]
+                entries[i] = known[id(view)] = _entry(view, serve_evolving)
+                self._kept.append(view)
+                i = entries.index(None, i + 1) if None in entries else -1
+            if len(known) > 4 * len(running) + 64:  # forget the views no longer running
+                self._entries = dict(zip(map(id, running), entries, strict=True))
+                self._kept = list(running)
+        self._seen = running
+        mattering = list(filter(None, entries))  # in submission order
+        if mattering != self._jobs.mattering:  # else the same entries, in the same order
+            self._jobs = _Running(sorted(mattering), mattering)
+
+
+class _Running:
+    """What a cycle needs of the running jobs that matter, from their entries (:func:`_entry`).
+
+    Only two kinds of running job matter to :class:`PendingFirst`: malleable jobs not
+    ``resizing`` (shrunk for pending and evolving jobs, expanded on idle nodes) and, with
+    ``serve_evolving``, evolving jobs not ``resizing`` with a request. Both are taken
+    earliest-started first (:func:`~elastic_slurm.plugins.kit.queue.start_order`); the other
+    running jobs are left out before sorting, which keeps the order of those that matter.
+    ``by_start`` are their entries in that order, ``mattering`` the same in any order (kept
+    to tell whether the next tuple's are the same).
+    """
+
+    __slots__ = (
+        "growers",
+        "mattering",
+        "preemptible",
+        "releases",
+        "released",
+        "resizable",
+        "room",
+    )
+
+    def __init__(self, by_start: list[_Entry], mattering: list[_Entry]) -> None:
+        self.mattering = mattering
+        # malleable jobs: (job, nodes it can give back, nodes it can take), earliest first
+        self.resizable: list[tuple[JobView, int, int]] = []
+        self.releases: list[Shrink] = []  # evolving jobs giving nodes back (3.1.1.3)
+        self.growers: list[JobView] = []  # evolving jobs asking for more nodes (3.1.1.4)
+        lists = {_RESIZE: self.resizable, _RELEASE: self.releases, _GROW: self.growers}
+        for _, _, role, what in by_start:
+            lists[role].append(what)
+        self.preemptible = sum(map(_GIVE, self.resizable))  # nodes shrinks can free
+        self.room = any(map(_ROOM, self.resizable))  # can idle nodes expand a job?
+        self.released = sum(d.count for d in self.releases) if self.releases else 0  # free now
+
+
+_RESIZE = "resize"  # a malleable job: shrunk for pending and evolving jobs, expanded on idle
+_RELEASE = "release"  # an evolving job giving nodes back
+_GROW = "grow"  # an evolving job asking for more nodes
+_GIVE = operator.itemgetter(1)
+_ROOM = operator.itemgetter(2)
+
+_Entry = (
+    tuple[()]
+    | tuple[tuple[float, float, int], int, str, tuple[JobView, int, int] | Shrink | JobView]
+)
+"""What one running job's view contributes to a cycle: ``()`` nothing, otherwise
+``(start_order(job), id(job), role, what)`` by role: :data:`_RESIZE`, a malleable job:
+``(job, nodes it can give back, nodes it can take)``; :data:`_RELEASE`, an evolving job
+giving nodes back: its :class:`Shrink`; :data:`_GROW`, an evolving job asking for more: the
+job. Entries sort by start order (unique: it ends with the job id); two entries of the same
+job compare by ``id(job)``, never by the views' fields."""
+
+_MALLEABLE = JobKind.MALLEABLE
+_EVOLVING = JobKind.EVOLVING
+
+
+def _entry(job: JobView, serve_evolving: bool) -> _Entry:
+    """What ``job`` (running) contributes to a cycle (see :data:`_Entry`)."""
+    kind = job.kind
+    if job.resizing or (kind is not _MALLEABLE and kind is not _EVOLVING):
+        return ()
+    if kind is _MALLEABLE:
+        return (start_order(job), id(job), _RESIZE, (job, releasable(job), growable(job)))
+    request = job.evolving_request
+    if not serve_evolving or not request:
+        return ()
+    if request < 0:
+        give = min(-request, job.size - max(1, job.nodes_min))
+        if give < 1:
+            return ()
+        why = f"the application gives back {give} node(s) (Ghafoor 3.1.1.3)"
+        return (start_order(job), id(job), _RELEASE, Shrink(job.job_id, give, why))
+    if job.size < job.nodes_max:
+        return (start_order(job), id(job), _GROW, job)
+    return ()
+
+
+def _admit(
+    pending: Sequence[JobView], capacity: int, machine: int
+) -> tuple[Sequence[tuple[JobView, int, int]], int, JobView | None]:
+    """Step 1: admit pending jobs in order at their minimum; the first that does not fit.
+
+    ``capacity`` is the idle nodes plus those shrinks could free, ``machine`` every node of
+    the snapshot. Returns the admitted jobs as ``(job, minimum, maximum)``, the sum of their
+    minimums, and the job that blocked the queue (``None`` when none did).
+    """
+    admitted = []
+    demand = 0
+    for job in pending:  # already first come, first served
+        low, high = start_range(job)
+        if low > machine:
+            continue  # wider than the whole cluster: it can never start, do not wait for it
+        if low > capacity - demand:
+            return admitted, demand, job
+        admitted.append((job, low, high))
+        demand += low
+    return admitted, demand, None
 
 
 class _Cycle:
-    """One cycle of :meth:`PendingFirst._schedule`: its admitted jobs, nodes and decisions."""
+    """Steps 2 to 4 of one cycle of :class:`PendingFirst`: its nodes and decisions."""
 
-    def __init__(
-        self, snapshot: ClusterSnapshot, by_start: Sequence[JobView], released: int, shrink: bool
-    ) -> None:
-        self.idle = len(snapshot.idle_nodes()) + released
-        self.machine = snapshot.node_count
+    def __init__(self, jobs: _Running, idle: int, shrink: bool) -> None:
+        self.idle = idle
         self.shrink = shrink
-        self.resizable = [j for j in by_start if j.kind is JobKind.MALLEABLE and not j.resizing]
-        self.admitted: list[tuple[JobView, int, int]] = []
-        self.demand = 0
+        self.resizable = jobs.resizable
         self.leftover = 0
         self.decisions: list[Decision] = []
         self.taken: dict[int, int] = {}  # nodes each malleable job gives back this cycle
 
-    def admit(self, pending: Sequence[JobView]) -> JobView | None:
-        """Step 1: admit pending jobs in order at their minimum; the first that does not fit."""
-        preemptible = sum(releasable(j) for j in self.resizable) if self.shrink else 0
-        capacity = self.idle + preemptible
-        for job in pending:  # already first come, first served
-            low, high = start_range(job)
-            if low > self.machine:
-                continue  # wider than the whole cluster: it can never start, do not wait for it
-            if low > capacity:
-                return job
-            self.admitted.append((job, low, high))
-            capacity -= low
-            self.demand += low
-        return None
+    def shrink_for_pending(self, admitted: Sequence[tuple[JobView, int, int]], demand: int) -> None:
+        """Step 2: the shortfall from the earliest-started malleable job first, maximum first.
 
-    def shrink_for_pending(self) -> None:
-        """Step 2: the shortfall from the earliest-started malleable job first, maximum first."""
-        shortfall = self.demand - self.idle
+        ``admitted`` are the jobs admitted in step 1, ``demand`` the sum of their minimums.
+        """
+        shortfall = demand - self.idle
         if shortfall <= 0:
             return
-        served = _served_by_shrinking(self.admitted, self.idle)
-        for job in self.resizable:
-            take = min(releasable(job), shortfall)
+        served = _served_by_shrinking(admitted, self.idle)
+        for job, give, _ in self.resizable:
+            take = min(give, shortfall)
             if take < 1:
                 continue
             self.decisions.append(
@@ -275,13 +373,15 @@ class _Cycle:
             if shortfall == 0:
                 break
 
-    def start_admitted(self) -> None:
+    def start_admitted(self, admitted: Sequence[tuple[JobView, int, int]], demand: int) -> None:
         """Step 3: start the admitted jobs, leftover idle nodes to them FCFS up to their max."""
-        self.leftover = max(0, self.idle - self.demand)
+        idle = self.idle
+        leftover = max(0, idle - demand)
         used = 0
-        for job, low, high in self.admitted:
-            extra = min(high - low, self.leftover)
-            self.leftover -= extra
+        decisions = self.decisions
+        for job, low, high in admitted:
+            extra = min(high - low, leftover)
+            leftover -= extra
             used += low
             if extra > 0:
                 reason = f"first come, first served: minimum {low} + {extra} leftover idle node(s)"
@@ -289,9 +389,10 @@ class _Cycle:
                 reason = f"first come, first served: at its minimum of {low} node(s)"
             else:
                 reason = f"first come, first served: {low} node(s)"
-            if used > self.idle:
+            if used > idle:
                 reason += ", using nodes released by shrinking malleable jobs"
-            self.decisions.append(Start(job.job_id, low + extra, reason))
+            decisions.append(Start(job.job_id, low + extra, reason))
+        self.leftover = leftover
 
     def grow_evolving(self, job: JobView) -> None:
         """Step 3b: from the idle nodes left, then from malleable jobs; partly if need be."""
@@ -299,8 +400,8 @@ class _Cycle:
         from_idle = min(want, self.leftover)
         self.leftover -= from_idle
         need = want - from_idle
-        for victim in self.resizable if self.shrink else []:
-            take = min(releasable(victim) - self.taken.get(victim.job_id, 0), need)
+        for victim, give, _ in self.resizable if self.shrink else []:
+            take = min(give - self.taken.get(victim.job_id, 0), need)
             if take < 1:
                 continue
             self._take(
@@ -338,10 +439,10 @@ class _Cycle:
             if blocked is not None
             else "no other pending job can start"
         )
-        for job in self.resizable:
+        for job, _, room in self.resizable:
             if self.taken.get(job.job_id):
                 continue  # being shrunk for an evolving job this very cycle
-            give = min(growable(job), self.leftover)
+            give = min(room, self.leftover)
             if give < 1:
                 continue
             self.decisions.append(
