@@ -20,7 +20,13 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from elastic_slurm.plugins.kit import compiled_placement
-from elastic_slurm.plugins.kit.compiled_placement import Kernel, RequestTable, kernel, plain
+from elastic_slurm.plugins.kit.compiled_placement import (
+    ArrayProfile,
+    Kernel,
+    RequestTable,
+    kernel,
+    plain,
+)
 from elastic_slurm.plugins.kit.occupancy import Occupancy
 from elastic_slurm.plugins.policies import coorm, klein_perez_fast
 from elastic_slurm.simulator import Workload, run
@@ -106,6 +112,38 @@ def test_queue_scan_is_coorm_s_scan(
         got = copy(occ)
         assert k.queue_scan(got, need, duration, first, cap, 0.0, free) == expected
         assert (got.times, got.vals) == (ref.times, ref.vals)
+        kept = ArrayProfile.of(occ, data.draw(st.integers(0, 60)))  # in arrays, room or not
+        assert k.queue_scan(kept, need, duration, first, cap, 0.0, free) == expected
+        assert kept.same(ref) and kept.occupancy().same(ref)
+
+
+@settings(max_examples=300, deadline=None)
+@given(HOLDS, st.integers(1, 10), DURATIONS, st.integers(1, 9), TIMES)
+def test_the_kernel_s_earliest_is_occupancy_s(
+    holds: list[tuple[float, float, int]], need: int, duration: float, cap: int, t0: float
+) -> None:
+    # the kernel walks a candidate's segments forward, Occupancy.earliest backward
+    from elastic_slurm.plugins.kit import placement
+
+    occ = profile(holds)
+    times, vals = np.array(occ.times), np.array(occ.vals, np.int64)
+    got = placement.earliest(times, vals, len(times), need, duration, cap, t0)
+    assert got == copy(occ).earliest(need, duration, cap, t0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(HOLDS, TIMES, TIMES)
+def test_an_array_profile_is_its_occupancy(
+    holds: list[tuple[float, float, int]], t: float, at: float
+) -> None:
+    occ = profile(holds)
+    kept = ArrayProfile.of(occ)
+    assert kept.same(occ) and kept.same(ArrayProfile.of(occ, 5))
+    assert kept.value_at(at) == occ.value_at(at)
+    later = kept.after(t)  # (t at or after the origin, 0)
+    assert later.occupancy().same(occ.after(t))
+    assert later.same(ArrayProfile.of(occ.after(t)))
+    assert later.value_at(at) == occ.after(t).value_at(at)
 
 
 @settings(max_examples=300, deadline=None)

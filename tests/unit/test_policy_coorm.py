@@ -208,3 +208,50 @@ def test_request_columns_kept_across_cycles_are_the_fresh_ones():
         fresh_need, fresh_duration = _Requests().columns(queue, config)
         assert need.tolist() == fresh_need.tolist()
         assert duration.tolist() == fresh_duration.tolist()
+
+
+def test_request_columns_over_many_cycles_of_starts_and_arrivals():
+    # Starts anywhere in the queue (several a cycle, first and last included), arrivals past
+    # the buffers' room, views made again unchanged (equal, not the same objects): the kept
+    # columns are always the fresh ones.
+    pytest.importorskip("numpy")
+    import random
+
+    config = EquiPartition.Config()
+    rng = random.Random(5)
+    jobs = [
+        _job(k, (M, R, E)[k % 3], 2, 1, 4 + k % 5, running=False, end=float(k % 7))
+        for k in range(1, 1200)
+    ]
+    kept = _Requests()
+    queue: tuple[JobView, ...] = ()
+    arrivals = iter(jobs)
+    for cycle in range(300):
+        queue += tuple(next(arrivals) for _ in range(rng.choice([0, 1, 3, 9])))
+        if cycle % 50 == 49:  # the same jobs, their views made again
+            queue = tuple(JobView.from_fields(vars(j)) for j in queue)
+        need, duration = kept.columns(queue, config)
+        fresh_need, fresh_duration = _Requests().columns(queue, config)
+        assert need.tolist() == fresh_need.tolist()
+        assert duration.tolist() == fresh_duration.tolist()
+        k = rng.choice([0, 1, 2, 4])
+        started = sorted(rng.sample(range(len(queue)), min(k, len(queue))))
+        rest = tuple(j for i, j in enumerate(queue) if i not in started)
+        kept.started(queue, rest, started)
+        queue = rest
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_zero_durations_are_found_among_views_made_again(compiled):
+    # A view made again, equal to the one cached, may skip the cache (its columns' rows are
+    # kept): its zero duration is still found, after the old views were forgotten too.
+    if compiled:
+        pytest.importorskip("numpy")
+    config = EquiPartition.Config()
+    jobs = tuple(_job(k, R, 2, 1, 4, running=False, end=0.0 if k == 3 else 5.0) for k in range(5))
+    kept = _Requests()
+    assert kept.zero_durations(jobs, 0, config, compiled) == [3]
+    again = tuple(JobView.from_fields(vars(j)) for j in jobs)
+    kept.by_id.clear()  # the old views forgotten
+    assert kept.zero_durations(again, 1, config, compiled) == [3]
+    assert kept.zero_durations(again, 4, config, compiled) == []

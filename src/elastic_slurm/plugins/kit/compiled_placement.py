@@ -5,7 +5,8 @@
 and Pérez 2011, section 3.1) as plain Python over NumPy arrays; :func:`kernel` compiles it
 with ``numba.njit``. A policy asks :func:`kernel` once per cycle and, when it gets one,
 places its queue with :meth:`Kernel.queue_scan` or :meth:`Kernel.list_scan` (which read and
-update an :class:`~elastic_slurm.plugins.kit.occupancy.Occupancy`), and the requests of its
+update an :class:`~elastic_slurm.plugins.kit.occupancy.Occupancy`, or an :class:`ArrayProfile`
+that keeps the profile in arrays between scans), and the requests of its
 queue from a :class:`RequestTable` (each job's request computed once). The results are those
 of the policy's own Python scan, which stays its definition.
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 import functools
 import logging
 import types
+from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -62,7 +64,8 @@ class Kernel:
         Parameters
         ----------
         occ
-            The busy nodes; the requests placed are added to it.
+            The busy nodes (an :class:`Occupancy` or an :class:`ArrayProfile`); the requests
+            placed are added to it.
         need, duration_s
             The whole queue's requests: nodes (int64) and seconds (float64, ``inf`` for no
             limit), shapes ``(q,)``.
@@ -91,7 +94,7 @@ class Kernel:
         n, stop, s = self._queue_scan(
             times, vals, n, need, duration_s, first, cap, now_s, free, places, started
         )
-        occ.reset(times[:n].tolist(), vals[:n].tolist())
+        _update(occ, times, vals, n)
         return places[: stop - first].tolist(), started[:s].tolist(), stop
 
     def list_scan(
@@ -123,14 +126,101 @@ class Kernel:
         times, vals, n = _arrays(occ, 6 * (q - first))
         starts = np.empty(q)
         n, stop = self._list_scan(times, vals, n, duration_s, need, own, first, cap, now_s, starts)
-        occ.reset(times[:n].tolist(), vals[:n].tolist())
+        _update(occ, times, vals, n)
         return starts[first:stop].tolist(), stop
 
 
-def _arrays(occ: Occupancy, room: int) -> tuple[np.ndarray, np.ndarray, int]:
-    """``occ`` as a profile of :mod:`~elastic_slurm.plugins.kit.placement`, ``room`` to spare."""
+class ArrayProfile:
+    """An :class:`Occupancy`'s step function kept in NumPy arrays, for the compiled scans.
+
+    The same profile (``vals[i]`` nodes busy on ``[times[i], times[i + 1])``, ``vals[n - 1]``
+    from ``times[n - 1]`` on, seconds and nodes) as a profile of
+    :mod:`~elastic_slurm.plugins.kit.placement`: ``times`` (float64) and ``vals`` (int64)
+    with room to grow, ``n`` entries in use. A policy that scans every cycle and continues
+    from last cycle's profile (``coorm``'s kept plan) keeps it so: the scans read and update
+    it in place, without a copy to Python lists and back per cycle. It offers what a kept
+    plan and the policy ask of a profile: :meth:`after`, :meth:`same`, :meth:`value_at`.
+
+    >>> occ = Occupancy(0.0)
+    >>> occ.add(0.0, 10.0, 3)
+    >>> later = ArrayProfile.of(occ).after(4.0)
+    >>> later.value_at(5.0), later.same(occ.after(4.0)), later.occupancy().times
+    (3, True, [4.0, 10.0])
+    """
+
+    __slots__ = ("n", "times", "vals")
+
+    def __init__(self, times: np.ndarray, vals: np.ndarray, n: int) -> None:
+        self.times, self.vals, self.n = times, vals, n
+
+    @classmethod
+    def of(cls, occ: Occupancy | ArrayProfile, room: int = 0) -> ArrayProfile:
+        """``occ``'s step function in new arrays, with ``room`` entries to spare."""
+        return cls(*_arrays(occ, room))
+
+    def after(self, t: float) -> ArrayProfile:
+        """A copy that starts at ``t`` (at or after ``times[0]``): :meth:`Occupancy.after`."""
+        import numpy as np
+
+        n = self.n
+        j = max(bisect_right(self.times, t, 0, n) - 1, 0)  # (bisect: no ufunc's cost)
+        m = n - j
+        room = m + 64  # for a scan's new breakpoints, mostly: a copy only past that
+        times, vals = np.empty(m + room), np.empty(m + room, np.int64)
+        times[:m] = self.times[j:n]
+        times[0] = t
+        vals[:m] = self.vals[j:n]
+        return ArrayProfile(times, vals, m)
+
+    def same(self, other: Occupancy | ArrayProfile) -> bool:
+        """True when ``other`` has the same breakpoints and values (the same step function)."""
+        if isinstance(other, ArrayProfile):
+            n = self.n
+            return bool(
+                n == other.n
+                and (self.times[:n] == other.times[:n]).all()
+                and (self.vals[:n] == other.vals[:n]).all()
+            )
+        return self.occupancy().same(other)
+
+    def value_at(self, t: float) -> int:
+        """Nodes busy at time ``t`` (seconds)."""
+        j = bisect_right(self.times, t, 0, self.n) - 1
+        return 0 if j < 0 else int(self.vals[j])
+
+    def occupancy(self) -> Occupancy:
+        """The same step function as an :class:`Occupancy`."""
+        n = self.n
+        occ = Occupancy(float(self.times[0]) if n else 0.0)
+        occ.reset(self.times[:n].tolist(), self.vals[:n].tolist())
+        return occ
+
+
+def _update(occ: Occupancy | ArrayProfile, times: np.ndarray, vals: np.ndarray, n: int) -> None:
+    """Make ``occ`` the profile ``times[:n]``, ``vals[:n]`` that a scan left."""
+    if isinstance(occ, ArrayProfile):
+        occ.times, occ.vals, occ.n = times, vals, n
+    else:
+        occ.reset(times[:n].tolist(), vals[:n].tolist())
+
+
+def _arrays(occ: Occupancy | ArrayProfile, room: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """``occ`` as a profile of :mod:`~elastic_slurm.plugins.kit.placement`, ``room`` to spare.
+
+    An :class:`ArrayProfile` with that much room already gives its own arrays (the scans add
+    to it in place).
+    """
     import numpy as np
 
+    if isinstance(occ, ArrayProfile):
+        n = occ.n
+        if len(occ.times) >= n + room + 2:
+            return occ.times, occ.vals, n
+        times = np.empty(n + room + 2)
+        vals = np.empty(n + room + 2, np.int64)
+        times[:n] = occ.times[:n]
+        vals[:n] = occ.vals[:n]
+        return times, vals, n
     n = len(occ.times)
     times = np.empty(n + room + 2)
     vals = np.empty(n + room + 2, np.int64)
@@ -291,4 +381,4 @@ class RequestTable:
         self._last = self._columns = None
 
 
-__all__ = ["Kernel", "RequestTable", "kernel", "plain"]
+__all__ = ["ArrayProfile", "Kernel", "RequestTable", "kernel", "plain"]

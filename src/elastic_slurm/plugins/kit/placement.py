@@ -121,6 +121,13 @@ def earliest(
     :meth:`Occupancy.earliest` (Klein and Pérez's ``fit`` for a one-step request, in one
     pass), without the memory of earlier searches, which never changes a result: for
     ``duration_s`` seconds on a machine of ``cap`` nodes; ``inf`` when never.
+
+    Where :meth:`Occupancy.earliest` looks at a candidate's segments from the last one back
+    (and may look at a segment again for the next candidate), this walks them forward and
+    stops at the first one too busy: each segment is looked at once. Exact: a start before
+    the end of a segment too busy that the request would cover overlaps it, so the next
+    candidate is the first segment after it with few enough busy, which both walks reach;
+    the earliest start that fits is unique.
     """
     if need > cap:
         return INFINITY
@@ -139,12 +146,13 @@ def earliest(
         if i < n:
             start = times[i]
     while i < n:  # segment i (where start is) has at most ``limit`` busy
-        # of the segments after i that start before the request would end, the last one
-        # over the limit: no start up to its start can work
-        j = bisect_left(times, start + duration_s, i + 1, n) - 1
-        while j > i and vals[j] <= limit:
-            j -= 1
-        if j == i:
+        # the first segment after i that starts before the request would end and is over
+        # the limit: no start up to its start can work (each segment is looked at once)
+        end = start + duration_s
+        j = i + 1
+        while j < n and times[j] < end and vals[j] <= limit:
+            j += 1
+        if j == n or not times[j] < end:
             return start
         i = j + 1
         while i < n and vals[i] > limit:

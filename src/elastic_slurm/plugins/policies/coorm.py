@@ -33,7 +33,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-import operator
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar
 
@@ -55,6 +54,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 INFINITY = math.inf
+_Profile = Occupancy | compiled_placement.ArrayProfile  # in arrays for the compiled scans
 
 
 def equipartition(requests: Sequence[int], pool: int, *, smart: bool = True) -> list[int]:
@@ -205,7 +205,7 @@ class EquiPartition(Policy):
     def __init__(self, config: EquiPartition.Config | None = None) -> None:
         super().__init__(config)
         self._warned = False  # wide pre-allocations are reported once
-        self._plan: KeptPlan[Occupancy] | None = None  # the last cycle's reservations, to build on
+        self._plan: KeptPlan[_Profile] | None = None  # the last cycle's reservations, to build on
         self._requests = _Requests()  # each pending view's request
 
     def prepare(self) -> None:
@@ -254,16 +254,16 @@ class _Cycle:
         self.now = snapshot.time_s
         self.cap = machine_nodes(snapshot)
         self.running, self.pending = split_by_start(snapshot)
-        self.occ = Occupancy(self.now)
+        self.occ: _Profile = Occupancy(self.now)
         self.starts: list[JobView] = []
         self.sizes = {j.job_id: j.size for j in self.running}
         self.wide: JobView | None = None  # a pending pre-allocation over twice its request
 
     def nonpreemptible_view(
         self,
-        plan: KeptPlan[Occupancy] | None = None,
+        plan: KeptPlan[_Profile] | None = None,
         requests: _Requests | None = None,
-    ) -> KeptPlan[Occupancy]:
+    ) -> KeptPlan[_Profile]:
         """Step 1: running jobs' non-preemptible holds, then CBF of the queue's requests.
 
         Once no job left in the queue could start now (no node left non-preemptibly now, or
@@ -271,8 +271,10 @@ class _Cycle:
         of zero duration could still start now, and later reservations do not change what is
         used now: the scan stops placing the others (the schedule now is the same, and long
         queues cost little). ``plan`` (the last cycle's) lets the reservations it still holds
-        be kept instead of recomputed (see :mod:`~elastic_slurm.plugins.kit.kept_plan`);
-        ``requests`` caches each pending
+        be kept instead of recomputed (see :mod:`~elastic_slurm.plugins.kit.kept_plan`); with
+        the compiled scan, the profile stays in NumPy arrays from cycle to cycle
+        (:class:`~elastic_slurm.plugins.kit.compiled_placement.ArrayProfile`, the same step
+        function). ``requests`` caches each pending
         view's request (by ``id``; see :func:`_np_request`). Returns this cycle's plan.
         """
         now, cap, config = self.now, self.cap, self.config
@@ -288,9 +290,13 @@ class _Cycle:
         def ask(k: int) -> tuple[JobView, int, float]:
             return requests.of(pending[k], config)
 
-        known = 0  # pending[:known] are last cycle's queue, whose requests are all cached
-        if plan is not None and plan.follows(now, cap, held, pending):
-            known = len(plan.keep)
+        # last cycle's plan, when this cycle follows it (the queue compared once, here, with
+        # views equal field by field as good as the same: follows is asked about plan.keep)
+        if (
+            plan is not None
+            and _begins_with(pending, plan.keep)
+            and plan.follows(now, cap, held, plan.keep)
+        ):
             occ, places = plan.final.after(now), plan.places
             due = min(places, default=INFINITY) == now  # reservations that are now start
             started = [k for k, t in enumerate(places) if t == now] if due else []
@@ -303,12 +309,14 @@ class _Cycle:
         if not full and k < len(pending):
             if kernel is None:
                 k = self._scan(pending, requests, occ, places, started, k, free)
-            else:  # the same scan, compiled
+            else:  # the same scan, compiled, on the profile in arrays (kept so: the plan's)
                 need, duration = requests.columns(pending, config)
+                if not isinstance(occ, compiled_placement.ArrayProfile):
+                    occ = compiled_placement.ArrayProfile.of(occ, 2 * (len(pending) - k))
                 placed, now_placed, k = kernel.queue_scan(occ, need, duration, k, cap, now, free)
                 places += placed
                 started += now_placed
-        for j in requests.zero_durations(pending, k, known, config, kernel is not None):
+        for j in requests.zero_durations(pending, k, config, kernel is not None):
             if ask(j)[1] <= cap:  # zero durations fit anywhere, now included
                 started.append(j)
         self.occ = occ
@@ -316,7 +324,7 @@ class _Cycle:
         for k in started:  # what the next cycle's holds should be, if all goes as planned
             _, need, duration = ask(k)
             held.add(now, now + duration, need)
-        queue = without_started(pending, places, started)
+        queue = tuple(without_started(pending, places, started))
         requests.started(pending, queue, started)
         return KeptPlan.of(now, cap, held, occ, queue, places)
 
@@ -384,6 +392,8 @@ class _Cycle:
         evolving = [j for j in self.running if j.kind is JobKind.EVOLVING and not j.resizing]
         releases: list[Shrink] = []
         growth: list[Decision] = []
+        if not evolving:
+            return releases, growth
         np_free = self.cap - self.occ.value_at(self.now)  # for growth without a pre-allocation
         for job in evolving:
             if job.evolving_request < 0:
@@ -408,10 +418,14 @@ class _Cycle:
         self, releases: list[Shrink]
     ) -> tuple[list[Decision], list[Decision], list[Decision]]:
         """Step 3: share the preemptible nodes; the shrinks, starts and expansions it takes."""
-        malleable = [j for j in self.running if j.kind is JobKind.MALLEABLE and not j.resizing]
-        used = sum(max(1, j.nodes_min) for j in malleable)  # non-preemptibly used now
-        resized = {id(j) for j in malleable}  # the running jobs sized by equi-partitioning
-        used += sum(self.sizes[j.job_id] for j in self.running if id(j) not in resized)
+        malleable: list[JobView] = []  # the running jobs sized by equi-partitioning
+        used = 0  # nodes used non-preemptibly now
+        for j in self.running:
+            if j.kind is JobKind.MALLEABLE and not j.resizing:
+                malleable.append(j)
+                used += max(1, j.nodes_min)
+            else:
+                used += self.sizes[j.job_id]
         for job in self.starts:
             if job.kind is JobKind.MALLEABLE:
                 malleable.append(job)
@@ -477,14 +491,17 @@ class _Requests:
     """Each pending view's :func:`_np_request`, cached by ``id(view)``.
 
     The view is kept with its request, so that its id is not reused while cached.
-    ``zero`` holds the ids of those of zero duration (which start whenever they fit now).
-    ``queue``, ``need`` and ``duration`` are the last :meth:`columns` asked for, kept across
-    cycles: the next cycle's queue is mostly this one without its starts and with arrivals
-    at the end (:meth:`started`), whose columns are this one's plus the arrivals' rows.
+    ``zero`` tells whether a request of zero duration was ever seen (such a request starts
+    whenever it fits now): a view equal to one seen (:func:`_begins_with`) may be in the
+    queue without going through :meth:`of`, so the hint never goes back to false.
+    ``queue`` is the last queue :meth:`columns` was asked for and ``need`` and ``duration``
+    (buffers, its rows first) its columns, kept across cycles: the next cycle's queue is
+    mostly this one without its starts and with arrivals at the end (:meth:`started`), whose
+    columns are this one's with the starts' rows taken out and the arrivals' rows added.
     """
 
     by_id: dict[int, tuple[JobView, int, float]] = dataclasses.field(default_factory=dict)
-    zero: set[int] = dataclasses.field(default_factory=set)
+    zero: bool = False
     queue: Sequence[JobView] = ()
     need: np.ndarray | None = None
     duration: np.ndarray | None = None
@@ -495,7 +512,7 @@ class _Requests:
         if hit is None:
             hit = self.by_id[id(job)] = (job, *_np_request(job, config))
             if hit[2] == 0.0:
-                self.zero.add(id(job))
+                self.zero = True
         return hit
 
     def columns(
@@ -503,71 +520,80 @@ class _Requests:
     ) -> tuple[np.ndarray, np.ndarray]:
         """The requests of ``pending``: nodes (int64) and ``duration_s`` (float64), ``(q,)``.
 
-        The same arrays again for the same queue object (do not write to them).
+        Views of the first ``len(pending)`` rows of :attr:`need` and :attr:`duration`,
+        buffers with room for arrivals (do not write to them; valid until the next call).
         """
+        n = len(self.queue)
         if pending is self.queue and self.need is not None and self.duration is not None:
-            return self.need, self.duration
+            return self.need[:n], self.duration[:n]
         import numpy as np
 
-        old, n = self.queue, len(self.queue)
-        if self.need is not None and len(pending) >= n and all(map(operator.is_, pending, old)):
+        if (
+            self.need is not None
+            and self.duration is not None
+            and _begins_with(pending, self.queue)
+        ):
             rows = [self.of(job, config) for job in pending[n:]]  # the arrivals only
-            need = np.concatenate([self.need, np.fromiter((r[1] for r in rows), np.int64)])
-            duration = np.concatenate([self.duration, np.fromiter((r[2] for r in rows), float)])
         else:
-            rows = [self.of(job, config) for job in pending]
-            need = np.fromiter((r[1] for r in rows), np.int64, len(rows))
-            duration = np.fromiter((r[2] for r in rows), float, len(rows))
-        self.queue, self.need, self.duration = pending, need, duration
-        return need, duration
+            n, rows = 0, [self.of(job, config) for job in pending]
+        m = n + len(rows)
+        if self.need is None or self.duration is None or m > len(self.need):
+            need, duration = np.empty(2 * m + 256, np.int64), np.empty(2 * m + 256)
+            if n and self.need is not None and self.duration is not None:
+                need[:n], duration[:n] = self.need[:n], self.duration[:n]
+            self.need, self.duration = need, duration
+        if rows:
+            self.need[n:m] = [r[1] for r in rows]
+            self.duration[n:m] = [r[2] for r in rows]
+        self.queue = pending
+        return self.need[:m], self.duration[:m]
 
     def started(
         self, pending: Sequence[JobView], queue: Sequence[JobView], started: Sequence[int]
     ) -> None:
-        """The cycle's ``pending`` leaves ``queue``, its positions ``started`` removed."""
+        """The cycle's ``pending`` leaves ``queue``, its positions ``started`` removed.
+
+        The rows after each start move up, in place (``started`` ascending).
+        """
         if self.queue is not pending or self.need is None or self.duration is None:
             return
-        if started:
-            import numpy as np
-
-            keep = np.ones(len(self.need), bool)
-            keep[started] = False
-            self.need, self.duration = self.need[keep], self.duration[keep]
+        need, duration, m = self.need, self.duration, len(pending)
+        for i, k in enumerate(started):  # rows k + 1 .. next start - 1 move up i + 1
+            stop = started[i + 1] if i + 1 < len(started) else m
+            need[k - i : stop - i - 1] = need[k + 1 : stop]
+            duration[k - i : stop - i - 1] = duration[k + 1 : stop]
         self.queue = queue
 
     def zero_durations(
         self,
         pending: Sequence[JobView],
         first: int,
-        known: int,
         config: EquiPartition.Config,
         compiled: bool,
     ) -> list[int]:
         """The positions from ``first`` on of the requests of zero duration in ``pending``.
 
-        The requests of ``pending[:known]`` are cached already (last cycle's queue); from
-        the :meth:`columns` when ``compiled``.
+        From the :meth:`columns` when ``compiled``, else from the cache (the requests of
+        ``pending[first:]`` computed first where missing).
         """
         if compiled:
             duration = self.columns(pending, config)[1][first:]  # (notes zero durations)
-            if not self.zero:  # (ids of zero durations seen, pending or not: a hint)
+            if not self.zero:
                 return []
             return [first + j for j in (duration == 0.0).nonzero()[0].tolist()]
-        rest = max(first, known)  # cache the requests of the rest too: any zero duration?
-        if rest < len(pending) and not self.by_id.keys() >= set(map(id, pending[rest:])):
-            for j in range(rest, len(pending)):
+        if first < len(pending) and not self.by_id.keys() >= set(map(id, pending[first:])):
+            for j in range(first, len(pending)):
                 self.of(pending[j], config)
-        zero = self.zero
-        if not zero:
+        if not self.zero:
             return []
-        return [j for j in range(first, len(pending)) if id(pending[j]) in zero]
+        by_id = self.by_id
+        return [j for j in range(first, len(pending)) if by_id[id(pending[j])][2] == 0.0]
 
     def forget(self, pending: Sequence[JobView]) -> None:
         """Drop the views no longer pending, once there are many of them."""
         if len(self.by_id) > 4 * len(pending) + 1024:
             keep = {id(j) for j in pending}
             self.by_id = {k: v for k, v in self.by_id.items() if k in keep}
-            self.zero &= keep
 
 
 def _np_request(job: JobView, config: EquiPartition.Config) -> tuple[int, float]:
@@ -578,6 +604,23 @@ def _np_request(job: JobView, config: EquiPartition.Config) -> tuple[int, float]
     """
     duration = job.walltime_at_s(_np_start(job))
     return _np_need(job, config), (INFINITY if duration is None else max(duration, 0.0))
+
+
+def _begins_with(queue: Sequence[JobView], head: Sequence[JobView]) -> bool:
+    """Whether ``queue``'s first ``len(head)`` views are ``head``'s, in order.
+
+    Compared as tuples, in C: a view is equal to itself at once, and views equal field by
+    field (a view made again, unchanged) ask for the same request (:func:`_np_request`
+    reads only fields), so that the places and request columns kept for ``head`` hold for
+    ``queue``'s first views just as for the same objects. One pass, about a nanosecond a
+    view (``all(map(operator.is_, ...))`` costs about thirty).
+
+    >>> a, b = object(), object()
+    >>> _begins_with((a, b, a), (a, b)), _begins_with((a,), (a, b)), _begins_with([b, a], (a,))
+    (True, False, False)
+    """
+    n = len(head)
+    return len(queue) >= n and tuple(queue[:n]) == tuple(head)
 
 
 def _may_start(occ: Occupancy, ask: tuple[JobView, int, float], cap: int, now: float) -> bool:
