@@ -102,4 +102,27 @@ USER_ESTIMATES = UserEstimates()
 TRUE_RUNTIMES = TrueRuntimes()
 """The shared :class:`TrueRuntimes` (it has no state)."""
 
-__all__ = ["TRUE_RUNTIMES", "USER_ESTIMATES", "RuntimeEstimates", "TrueRuntimes", "UserEstimates"]
+
+def ends_ignore_now(estimates: RuntimeEstimates) -> bool:
+    """True when ``estimates.end_s(job, now_s)`` is known not to depend on ``now_s``.
+
+    So for :class:`TrueRuntimes` and :class:`UserEstimates` (a view's end is a field of the
+    immutable view): a policy may keep a running view's release time with the view across
+    cycles. False for any other provider (a history-based one may revise its belief).
+
+    >>> ends_ignore_now(TRUE_RUNTIMES), ends_ignore_now(USER_ESTIMATES)
+    (True, True)
+    """
+    return type(estimates) in _ENDS_IGNORE_NOW
+
+
+_ENDS_IGNORE_NOW = (TrueRuntimes, UserEstimates)
+
+__all__ = [
+    "TRUE_RUNTIMES",
+    "USER_ESTIMATES",
+    "RuntimeEstimates",
+    "TrueRuntimes",
+    "UserEstimates",
+    "ends_ignore_now",
+]

@@ -46,6 +46,7 @@ from elastic_slurm.plugins.kit.kept_plan import KeptPlan
 from elastic_slurm.plugins.kit.nodes import machine_nodes, within_free
 from elastic_slurm.plugins.kit.occupancy import Occupancy
 from elastic_slurm.plugins.kit.queue import without_started
+from elastic_slurm.plugins.kit.view_memo import ViewMemo
 from elastic_slurm.plugins.policy import Policy
 
 if TYPE_CHECKING:
@@ -488,9 +489,8 @@ def _np_need(job: JobView, config: EquiPartition.Config) -> int:
 
 @dataclasses.dataclass
 class _Requests:
-    """Each pending view's :func:`_np_request`, cached by ``id(view)``.
+    """Each pending view's :func:`_np_request`, cached per view (:class:`ViewMemo`).
 
-    The view is kept with its request, so that its id is not reused while cached.
     ``zero`` tells whether a request of zero duration was ever seen (such a request starts
     whenever it fits now): a view equal to one seen (:func:`_begins_with`) may be in the
     queue without going through :meth:`of`, so the hint never goes back to false.
@@ -500,7 +500,7 @@ class _Requests:
     columns are this one's with the starts' rows taken out and the arrivals' rows added.
     """
 
-    by_id: dict[int, tuple[JobView, int, float]] = dataclasses.field(default_factory=dict)
+    by_id: ViewMemo = dataclasses.field(default_factory=lambda: ViewMemo(factor=4, slack=1024))
     zero: bool = False
     queue: Sequence[JobView] = ()
     need: np.ndarray | None = None
@@ -510,7 +510,7 @@ class _Requests:
         """``(job, nodes, duration_s)``: the job's request, from the cache or computed."""
         hit = self.by_id.get(id(job))
         if hit is None:
-            hit = self.by_id[id(job)] = (job, *_np_request(job, config))
+            hit = self.by_id.remember((job, *_np_request(job, config)))
             if hit[2] == 0.0:
                 self.zero = True
         return hit
@@ -591,9 +591,7 @@ class _Requests:
 
     def forget(self, pending: Sequence[JobView]) -> None:
         """Drop the views no longer pending, once there are many of them."""
-        if len(self.by_id) > 4 * len(pending) + 1024:
-            keep = {id(j) for j in pending}
-            self.by_id = {k: v for k, v in self.by_id.items() if k in keep}
+        self.by_id.forget_others(pending)
 
 
 def _np_request(job: JobView, config: EquiPartition.Config) -> tuple[int, float]:

@@ -22,14 +22,14 @@ from elastic_slurm.model.decisions import Decision, Start
 from elastic_slurm.model.estimates import (
     USER_ESTIMATES,
     RuntimeEstimates,
-    TrueRuntimes,
-    UserEstimates,
+    ends_ignore_now,
 )
 from elastic_slurm.model.snapshot import ClusterSnapshot, JobView
 from elastic_slurm.model.triggers import Trigger
 from elastic_slurm.plugins.kit.backfill import estimates_for
 from elastic_slurm.plugins.kit.queue import INFINITY
 from elastic_slurm.plugins.kit.speedup import size_range
+from elastic_slurm.plugins.kit.view_memo import ViewMemo
 from elastic_slurm.plugins.policy import Policy
 
 ExecutionTime = Literal["runtime", "walltime"]
@@ -78,11 +78,6 @@ class FairShareConfig:
             raise ValueError(
                 f"execution_time must be 'runtime' or 'walltime', got {self.execution_time!r}"
             )
-
-
-#: Estimate providers whose ``end_s`` does not depend on ``now_s``: a running view's release
-#: time by them is kept with the view.
-_ENDS_IGNORE_NOW = (TrueRuntimes, UserEstimates)
 
 
 def _sqrt_weight(job: JobView, parallel: bool, estimates: RuntimeEstimates) -> float:
@@ -255,9 +250,8 @@ class ModifiedFairShare(Policy):
     def __init__(self, config: FairShareConfig | None = None) -> None:
         super().__init__(config)
         self._estimates: RuntimeEstimates = USER_ESTIMATES  # what the cached facts used
-        # running views by id: (view, sqrt weight, size, release time or _UNSET); the entry
-        # holds its view, so that an id cannot be reused while cached
-        self._running: dict[int, tuple[JobView, float, int, float | None | object]] = {}
+        # running views: (view, sqrt weight, size, release time or _UNSET)
+        self._running = ViewMemo(factor=2)
         self._queue: _Queue | None = None  # the last pending tuple and its facts
 
     def decide(self, snapshot: ClusterSnapshot, trigger: Trigger) -> list[Decision]:
@@ -389,23 +383,19 @@ class ModifiedFairShare(Policy):
     ) -> list[tuple[float, int, float | None]]:
         """``(sqrt weight, size, release time)`` of each running job, in order."""
         cache = self._running
-        ends_fixed = type(source) in _ENDS_IGNORE_NOW
-        facts = []
+        ends_fixed = ends_ignore_now(source)
+        facts, get = [], cache.get
         for job in running:
-            hit = cache.get(id(job))
+            hit = get(id(job))
             if hit is None:
                 parallel = size_range(job, "max_speedup")[1] > 1
                 end = source.end_s(job, now) if ends_fixed else _UNSET
-                hit = cache[id(job)] = (
-                    job,
-                    _sqrt_weight(job, parallel, source),
-                    len(job.nodes),
-                    end,
+                hit = cache.remember(
+                    (job, _sqrt_weight(job, parallel, source), len(job.nodes), end)
                 )
             end = hit[3]
             facts.append((hit[1], hit[2], _end_of(job, source, now) if end is _UNSET else end))
-        if len(cache) > 2 * len(running) + 256:  # forget the views of ended jobs
-            self._running = {id(job): cache[id(job)] for job in running}
+        cache.forget_others(running)  # the views of ended jobs
         return facts
 
     def _job_info(self, job: JobView) -> _Info:

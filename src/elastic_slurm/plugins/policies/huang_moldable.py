@@ -19,11 +19,12 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 from elastic_slurm.model.decisions import Decision, Start
-from elastic_slurm.model.estimates import RuntimeEstimates, TrueRuntimes, UserEstimates
+from elastic_slurm.model.estimates import RuntimeEstimates, ends_ignore_now
 from elastic_slurm.model.snapshot import ClusterSnapshot, JobView
 from elastic_slurm.model.triggers import Trigger
 from elastic_slurm.plugins.kit.backfill import estimates_for
 from elastic_slurm.plugins.kit.speedup import size_range
+from elastic_slurm.plugins.kit.view_memo import ViewMemo
 from elastic_slurm.plugins.policy import Policy
 
 ExecutionTime = Literal["runtime", "walltime"]
@@ -32,10 +33,6 @@ _EXECUTION_TIMES = ("runtime", "walltime")
 SizeCap = Literal["none", "max_speedup", "knee"]
 Variant = Literal["parallel", "serial", "improved", "auxiliary"]
 _VARIANTS = ("parallel", "serial", "improved", "auxiliary")
-
-#: Estimate providers whose ``end_s`` does not depend on ``now_s``: a running view's release
-#: time by them is kept with the view.
-_ENDS_IGNORE_NOW = (TrueRuntimes, UserEstimates)
 
 
 def _end_of(job: JobView, estimates: RuntimeEstimates, now: float) -> float | None:
@@ -241,10 +238,9 @@ class HuangMoldable(Policy):
         self._queue_cap: SizeCap | None = None
         self._ranges: list[tuple[int, int]] = []
         self._started = 0
-        # running views by id, with their release times (for the estimate providers whose
-        # end_s does not depend on now); the entry holds its view, so that an id cannot be
-        # reused while cached
-        self._ends: dict[int, tuple[JobView, float | None]] = {}
+        # running views with their release times (for the estimate providers whose end_s
+        # does not depend on now)
+        self._ends = ViewMemo(factor=2)
         self._ends_source: RuntimeEstimates | None = None
         self._last_releases: tuple[tuple[JobView, ...], int] | None = None  # running, count
 
@@ -346,7 +342,7 @@ class HuangMoldable(Policy):
         estimates = estimates_for(snapshot, self.config.execution_time)
         running = snapshot.running()
         now = snapshot.time_s
-        if type(estimates) in _ENDS_IGNORE_NOW:  # each view's release time kept with it
+        if ends_ignore_now(estimates):  # each view's release time kept with it
             if estimates is not self._ends_source:
                 self._ends.clear()
                 self._ends_source = estimates
@@ -355,14 +351,13 @@ class HuangMoldable(Policy):
             if last is not None and last[0] is running:  # the same running jobs: same count
                 return last[1]
             cache = self._ends
-            ends = []
+            ends, get = [], cache.get
             for job in running:
-                hit = cache.get(id(job))
+                hit = get(id(job))
                 if hit is None:
-                    hit = cache[id(job)] = (job, _end_of(job, estimates, now))
+                    hit = cache.remember((job, _end_of(job, estimates, now)))
                 ends.append(hit[1])
-            if len(cache) > 2 * len(running) + 256:  # forget the views of ended jobs
-                self._ends = {id(job): cache[id(job)] for job in running}
+            cache.forget_others(running)  # the views of ended jobs
             count = _distinct(ends)
             self._last_releases = (running, count)
             return count

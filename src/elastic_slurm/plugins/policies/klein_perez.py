@@ -50,6 +50,7 @@ from elastic_slurm.model.triggers import Trigger
 from elastic_slurm.plugins.kit.kept_plan import KeptPlan
 from elastic_slurm.plugins.kit.nodes import machine_nodes
 from elastic_slurm.plugins.kit.occupancy import Occupancy
+from elastic_slurm.plugins.kit.view_memo import ViewMemo
 from elastic_slurm.plugins.policies.klein_perez_fast import (
     _DUE_S,
     FastPath,
@@ -250,10 +251,10 @@ class KleinPerez(FastPath, Policy):
         self._suffixes = {job_id: _suffix_sums(steps) for job_id, steps in self.profiles.items()}
         self._published: dict[int, tuple[tuple[Step, ...], tuple[Step, ...]]] = {}
         self._warned = False
-        # per job view, by id(view) (the view is kept, so the id is not reused): a running
-        # view's (view, snapped estimated end or None when not a plain hold, size, nodes
-        # held); a pending view's (view, its one step or None, the nodes it needs now)
-        self._views: dict[int, tuple[object, ...]] = {}
+        # per job view: a running view's (view, snapped estimated end or None when not a
+        # plain hold, size, nodes held); a pending view's (view, its one step or None, the
+        # nodes it needs now)
+        self._views = ViewMemo(factor=4, slack=1024)
         self._last: KeptPlan[Occupancy] | None = None  # last fast cycle's placements
 
     def decide(self, snapshot: ClusterSnapshot, trigger: Trigger) -> list[Decision]:

@@ -28,6 +28,7 @@ from elastic_slurm.plugins.kit import compiled_placement
 from elastic_slurm.plugins.kit.holds import holds_from, split_by_start
 from elastic_slurm.plugins.kit.kept_plan import IdOf, KeptPlan
 from elastic_slurm.plugins.kit.occupancy import Occupancy
+from elastic_slurm.plugins.kit.view_memo import ViewMemo
 from elastic_slurm.plugins.policies.klein_perez_fit import Step
 
 if TYPE_CHECKING:
@@ -203,7 +204,7 @@ class FastPath:
     and its caches ``_views`` and ``_last``.
     """
 
-    _views: dict[int, tuple[object, ...]]
+    _views: ViewMemo
     _last: KeptPlan[Occupancy] | None
     _columns: compiled_placement.RequestTable | None = None  # the items' requests, compiled
     # the last pending tuple's least nodes_requested and items (a snapshot's tuples are
@@ -238,12 +239,13 @@ class FastPath:
         actors: list[_Entry] = []  # running entries due now (release, or grow by nodes_max)
         grows: list[_Item] = []
         views, floor = self._views, now + 2 * _DUE_S
+        seen = views.get
         held = 0  # nodes the running jobs hold (machine_nodes: these and the idle ones)
         for job in running:
-            hit = views.get(id(job))
-            if hit is None or hit[0] is not job:
+            hit = seen(id(job))
+            if hit is None:
                 end = _simple_end(job, self._profile(job))
-                hit = views[id(job)] = (job, end, job.size, len(job.nodes))
+                hit = views.remember((job, end, job.size, len(job.nodes)))
             held += hit[3]
             end = hit[1]
             if end is not None:  # a hold until its estimated end (soon, when past it)
@@ -307,9 +309,7 @@ class FastPath:
     def _forget(self, pending: Sequence[JobView], running: Sequence[JobView]) -> None:
         """Drop cached views long gone; warn of unprofiled evolving jobs as :meth:`plan` would."""
         views = self._views
-        if len(views) > 4 * (len(pending) + len(running)) + 1024:
-            keep = {id(j) for j in (*pending, *running)}
-            self._views = {k: v for k, v in views.items() if k in keep}
+        views.forget_others(pending, running)
         if not self._warned:  # the first such job in list order, in the first cycle with one
             new = [
                 j
@@ -322,10 +322,7 @@ class FastPath:
     def _pending_items(
         self, pending: Sequence[JobView], now: float, snapshot: ClusterSnapshot
     ) -> list[_Item] | None:
-        """The pending jobs to place, cached per view; ``None`` if one has several steps.
-
-        A cached view is kept with its item, so its ``id`` is not reused while cached.
-        """
+        """The pending jobs to place, cached per view; ``None`` if one has several steps."""
         memo = self._items
         if memo is not None and memo[0] is pending and type(pending) is tuple:
             return memo[1]
@@ -342,7 +339,7 @@ class FastPath:
                         (d, n), key = e.steps[0], (job.submit_time_s, job.job_id)
                         item = (*key, job, d, n, 0, "start")
                     need = INFINITY if item is None else _need(item)
-                    hits[k] = views[id(job)] = (job, item, need)
+                    hits[k] = views.remember((job, item, need))
         items = list(map(_ITEM, hits))
         out = None if None in items else items
         self._items = (pending, out)

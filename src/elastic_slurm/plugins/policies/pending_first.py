@@ -146,7 +146,8 @@ class PendingFirst(Policy):
         super().__init__(config)
         # The last running-jobs tuple seen and what its jobs offer a cycle; the entries of
         # the views seen lately by id(view) (see _entry), the views kept alive in _kept so
-        # that no key can be another object's id.
+        # that no key can be another object's id. (Not a kit ViewMemo, whose entries hold
+        # their views: _see filters the entries themselves in C, once per running tuple.)
         self._seen: tuple[JobView, ...] | None = None
         self._jobs = _Running([], [])
         self._entries: dict[int, _Entry] = {}
@@ -221,12 +222,11 @@ class PendingFirst(Policy):
         entries = list(map(known.get, map(id, running)))
         if None in entries:
             serve_evolving = self.config.serve_evolving
-            i = entries.index(None)
-            while i >= 0:
-                view = running[i]
-                entries[i] = known[id(view)] = _entry(view, serve_evolving)
-                self._kept.append(view)
-                i = entries.index(None, i + 1) if None in entries else -1
+            for i in range(entries.index(None), len(entries)):  # new views come last, mostly
+                if entries[i] is None:
+                    view = running[i]
+                    entries[i] = known[id(view)] = _entry(view, serve_evolving)
+                    self._kept.append(view)
             if len(known) > 4 * len(running) + 64:  # forget the views no longer running
                 self._entries = dict(zip(map(id, running), entries, strict=True))
                 self._kept = list(running)
