@@ -13,4 +13,6 @@ Queue order and start sizes, backfill windows and reservations, and node countin
   over such a profile written over NumPy arrays, compiled with Numba when it is installed.
 * :mod:`~elastic_slurm.plugins.kit.nodes`: how many nodes the machine has, and keeping a batch
   of decisions within the nodes that are free.
+* :mod:`~elastic_slurm.plugins.kit.view_memo`: what a policy worked out from a job's view,
+  kept across cycles by the view's identity.
 """
