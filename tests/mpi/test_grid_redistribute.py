@@ -119,6 +119,69 @@ def test_move_array_for_every_registered_distribution(mpirun, nprocs: int) -> No
     assert f"OK move_array on {nprocs} ranks" in result.stdout, result.describe()
 
 
+def test_failed_direct_copies_fall_back_to_messages(
+    mpirun, mpi_data, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every direct copy that rank 1 makes raises: those tiles go by message between the two
+    # ranks of each, every result is still right, and no rank waits forever.
+    monkeypatch.setenv("ELASTIC_SLURM_DIRECT_COPY", "1")
+    monkeypatch.setenv("ELASTIC_SLURM_DIRECT_MIN_RUN", "0")
+    monkeypatch.setenv("GRID_TEST_FAIL_DIRECT", "1")
+    cases = grid_cases(4, mpi_data.dtypes)[::3]
+    spec = tmp_path / "cases.json"
+    spec.write_text(json.dumps(cases))
+    result = mpirun(4, [WORKER, "cases", str(spec)], timeout_s=120)
+    assert result.returncode == 0, result.describe()
+    assert f"OK {len(cases)} grid cases on 4 ranks" in result.stdout, result.describe()
+
+
+def test_some_failed_direct_copies_between_two_ranks_are_told_apart(
+    mpirun, mpi_data, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Rank 1's direct copies fail every other time, in every case: where it copies two tiles
+    # with one peer (one each way) and only one fails, the peer must resend that one only.
+    monkeypatch.setenv("ELASTIC_SLURM_DIRECT_COPY", "1")
+    monkeypatch.setenv("ELASTIC_SLURM_DIRECT_MIN_RUN", "0")
+    monkeypatch.setenv("GRID_TEST_FAIL_DIRECT", "every-other")
+    cases = grid_cases(4, mpi_data.dtypes)
+    spec = tmp_path / "cases.json"
+    spec.write_text(json.dumps(cases))
+    result = mpirun(4, [WORKER, "cases", str(spec)], timeout_s=180)
+    assert result.returncode == 0, result.describe()
+    assert f"OK {len(cases)} grid cases on 4 ranks" in result.stdout, result.describe()
+
+
+def test_direct_copy_cuts_long_run_lists() -> None:
+    # process_vm_readv/writev on this very process: tiles of more than 1024 runs on each side,
+    # with run boundaries that differ between the sides, copied both ways like copy_local.
+    from elastic_slurm.mpi_runtime import cma, tiles
+
+    rng = np.random.default_rng(3)
+    src = rng.integers(0, 255, size=(3000, 96), dtype=np.uint8)
+    for rows, cols, dst_row in (
+        ([[5, 0, 2500]], [[8, 0, 40], [60, 40, 20]], 60),  # 2500 x 2 runs -> whole rows
+        ([[0, 7, 1200], [1300, 1207, 1500]], [[0, 3, 50], [70, 53, 26]], 90),  # both cut
+        ([[0, 0, 3000]], [[0, 0, 96]], 96),  # one run each side
+    ):
+        tile = (np.array(rows, dtype=np.int64), np.array(cols, dtype=np.int64), dst_row)
+        n_dst = int(tile[0][:, 1].max() + tile[0][:, 2].max())
+        want = np.zeros((n_dst, dst_row), dtype=np.uint8)
+        tiles.copy_local(src, tile, want)
+        for side in (0, 1):
+            row_bytes = src.shape[1] if side == 0 else dst_row
+            assert cma._count(tile, side, row_bytes) == len(cma.segments(tile, side, row_bytes)[0])
+        pulled = np.zeros_like(want)
+        pull_view = (tile[0], tile[1], src.shape[1])  # as the receiver sees it
+        try:
+            cma.copy(pulled, os.getpid(), src.ctypes.data, pull_view, read=True)
+        except OSError as exc:  # pragma: no cover (no cross-memory attach here)
+            pytest.skip(f"process_vm_readv is not allowed here: {exc}")
+        assert np.array_equal(pulled, want)
+        pushed = np.zeros_like(want)
+        cma.copy(src, os.getpid(), pushed.ctypes.data, tile, read=False)
+        assert np.array_equal(pushed, want)
+
+
 def test_mismatch_raises_on_all_ranks_without_hanging(mpirun) -> None:
     result = mpirun(4, [WORKER, "errors", "-"], timeout_s=60)
     assert result.returncode == 0, result.describe()
@@ -203,9 +266,27 @@ def _worker_cases(spec: str) -> int:
     cases = json.loads(Path(spec).read_text())
     errors: list[str] = []
     redistribute._ROWS_BY_ALLTOALLV = os.environ.get("GRID_TEST_ROWS_ENGINE") != "1"
+    failing = os.environ.get("GRID_TEST_FAIL_DIRECT") in ("1", "every-other")
+    alternate = os.environ.get("GRID_TEST_FAIL_DIRECT") == "every-other"
+    if failing and comm.Get_rank() == 1:
+        copy, calls = cma.copy, [0]
+
+        def refuse(*args: object, **kwargs: object) -> None:
+            calls[0] += 1
+            if alternate and calls[0] % 2:
+                return copy(*args, **kwargs)  # type: ignore[arg-type]
+            raise OSError("refused by the test")
+
+        cma.copy = refuse  # type: ignore[assignment]
+    logged = False
     for i, case in enumerate(cases):
         errors += _check_case(comm, case, use_out=bool(i % 2))
-    if cma.warned and os.environ.get("ELASTIC_SLURM_DIRECT_COPY") == "1":
+        logged = logged or bool(cma.warned)
+        if alternate:
+            cma.warned.clear()  # direct copies on again: some of the next case's fail too
+    if failing and comm.Get_rank() == 1 and not logged:
+        errors.append("rank 1: its direct copies failed but nothing was logged")
+    if logged and os.environ.get("ELASTIC_SLURM_DIRECT_COPY") == "1" and not failing:
         errors.append(f"rank {comm.Get_rank()}: direct copies fell back: {cma.warned}")
     for line in errors[:10]:
         print("MISMATCH", line, flush=True)

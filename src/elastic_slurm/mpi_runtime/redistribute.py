@@ -41,6 +41,7 @@ import dataclasses
 import math
 import operator
 import os
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -865,20 +866,25 @@ def redistribute_grid(
 
     With ``ELASTIC_SLURM_DIRECT_COPY=1``, the verdict exchange also tells every rank where its
     peers run (boot id, PID and mount namespaces, process id, buffer addresses), and a tile
-    between two processes of one machine whose contiguous runs average at least 2 KiB is
-    copied in one step from the source array into the result with ``process_vm_readv`` (the
-    receiver pulls, when the array grows to at least as many ranks) or ``process_vm_writev``
-    (the sender pushes, when it shrinks): Linux's cross-memory attach, which Open MPI's
-    shared-memory transport uses for large messages. The messages are started first and
-    travel meanwhile. An ``allgather`` at the end keeps every buffer alive until the copies
-    are done and sends every tile of a failed direct copy by message on all ranks (no
-    permission to attach, another PID namespace: logged once as a warning). It is off by
-    default: on the shared 2-core test machine it measured no faster than the messages.
+    between two processes of one machine whose runs are long enough (:func:`.cma.plan`: at
+    least 2 KiB per run, a run of the side that does not copy counting twice) is copied in one
+    step from the source array into the result with ``process_vm_readv`` (the receiver pulls)
+    or ``process_vm_writev`` (the sender pushes): Linux's cross-memory attach, which Open
+    MPI's shared-memory transport uses for large messages. The side whose array holds the tile
+    in more runs does the copy (its runs are the cheap ones for the kernel); a tie goes to the
+    side with more ranks. The messages are started first and travel meanwhile. Then the side
+    that copied sends the other a word (done, or failed); the other side waits for it before
+    returning, sleeping between looks rather than polling MPI (with more ranks than cores,
+    polling ranks take the cores from the ranks that copy). A failed copy (no permission to
+    attach, another PID namespace: logged once as a warning, and direct copies off for that
+    process afterwards) sends that tile by message between the same two ranks. It is off by
+    default: on the shared 2-core test machine it used about as much CPU time as the messages
+    and was not reliably faster (see :data:`.cma.ENABLED`).
 
     Cost on a rank: ``O(r log r)`` for the plan (``r`` owner runs of both axes), then each
     byte that changes rank is copied once when both sides are whole rows or with a direct
     copy, else by MPI's own packing (twice on one machine) or three times for a packed tile
-    (pack, transfer, unpack); one small collective (two with direct copies; plus a
+    (pack, transfer, unpack); one small collective (plus one word per direct tile, and a
     ``Comm.Dup`` at the first call on a communicator). Extra memory: MPI's buffers, and the
     packed tiles of more than ``MPI_INT_MAX`` bytes.
     """
@@ -898,6 +904,7 @@ def redistribute_grid(
     )
     plan: _GridPlan | None = None
     result: np.ndarray | None = None
+    me: tuple[object, ...] | None = None
     try:
         shape, dt = _normalise_layout(global_shape, dtype)
         signature = (shape, str(dt), _describe(src), _describe(dst))
@@ -915,9 +922,9 @@ def redistribute_grid(
         trailing = shape[1:] if both_rows else shape[2:]
         cell_bytes = math.prod(trailing) * dt.itemsize
         plan = _grid_plan(send, result, cell_bytes, s_axes, d_axes, rank)
+        me = plan.whoami()
     except Exception as exc:  # every local failure must reach the other ranks
         problem = _problem_of(exc)
-    me = plan.whoami() if plan is not None else None
     peers = _raise_if_any_rank_failed(comm, problem, signature, api=_GRID_API, payload=me)
     assert plan is not None and result is not None
     plan.run(comm, peers)  # type: ignore[arg-type]
@@ -1084,9 +1091,12 @@ class _GridPlan:
     ``sends``/``recvs`` map a peer to the tile that goes there (comes from there): ``(row
     pieces, column pieces, the peer's row bytes)``, pieces ``[src start, dst start, length]``
     in local rows and in bytes. The tile that stays on the rank is copied by NumPy; with a
-    peer on the same machine the tile is copied straight between the two processes' arrays
-    (:func:`.cma.copy`); every other tile travels as one contiguous MPI message: a view of
-    the local array when it is whole local rows, else a packed buffer (unpacked likewise).
+    peer on the same machine the tile may be copied straight between the two processes'
+    arrays (:func:`.cma.copy`); every other tile travels as one MPI message: a view of the
+    local array when it is whole local rows, else a derived datatype or a packed buffer.
+    ``pull`` (the destination has at least as many ranks) breaks a tie between pulling and
+    pushing a direct tile; ``direct`` maps ``(side, peer)`` (side 0: this rank sends, 1: it
+    receives) to whether the receiver pulls, for the tiles chosen for direct copies.
     """
 
     send: np.ndarray
@@ -1096,17 +1106,40 @@ class _GridPlan:
     pull: bool
     sends: dict[int, tuple[np.ndarray, np.ndarray, int]]
     recvs: dict[int, tuple[np.ndarray, np.ndarray, int]]
+    direct: dict[tuple[int, int], bool] = dataclasses.field(default_factory=dict)
 
     def whoami(self) -> tuple[object, ...]:
-        """What the peers need to copy directly: machine, pid, addresses, busy, direct on."""
+        """What the peers need to copy directly.
+
+        ``(machine, pid, source address, result address, busy, direct on)``: busy when a tile
+        crosses ranks. With direct copies on, this also decides which tiles would go directly
+        (:meth:`_choose_direct`), before the verdicts are exchanged.
+        """
+        enabled = cma.ENABLED and not cma.warned
+        if enabled:
+            self._choose_direct()
         return (
             cma.machine(),
             os.getpid(),
             self.send.ctypes.data if self.send.size else 0,
             self.recv.ctypes.data if self.recv.size else 0,
             bool(set(self.sends) - {self.rank}) or bool(set(self.recvs) - {self.rank}),
-            cma.ENABLED,
+            enabled,
         )
+
+    def _choose_direct(self) -> None:
+        """Fill :attr:`direct`: the same decision on both sides of a tile (same tile, rows)."""
+        row_bytes = (self.send.shape[1], self.recv.shape[1])
+        for r, tile in self.sends.items():
+            if r != self.rank:
+                ok, pull = cma.plan(tile, row_bytes[0], tile[2], self.pull)
+                if ok:
+                    self.direct[(0, r)] = pull
+        for r, tile in self.recvs.items():
+            if r != self.rank:
+                ok, pull = cma.plan(tile, tile[2], row_bytes[1], self.pull)
+                if ok:
+                    self.direct[(1, r)] = pull
 
     def run(self, comm: MPI.Intracomm, peers: list[tuple[object, ...]]) -> None:
         """Move every tile; direct copies where possible, MPI messages for the rest."""
@@ -1118,43 +1151,54 @@ class _GridPlan:
                 tiles.copy_local(self.send, own, self.recv)
             return  # nothing crosses ranks: no collective needed
         mine = peers[rank]
-        agreed = all(p[5] for p in peers)  # the same on every rank, whatever each one's setting
-        direct = agreed and mine[0] is not None
-        near = {r for r, p in enumerate(peers) if direct and p[0] == mine[0] and r != rank}
-        # Both sides of a pair decide alike (same tile, same machine): direct only for tiles
-        # made of long runs, where one system call per 1024 runs is faster than packing.
-        row_bytes = (self.send.shape[1], self.recv.shape[1])
-        direct_to = {
-            r for r in near & set(self.sends) if cma.long_runs(self.sends[r], row_bytes[0])
+        # A tile goes directly when both of its ranks run on one machine with direct copies
+        # on and both chose it (:meth:`_choose_direct`, the same decision on both sides).
+        near = {
+            r
+            for r, p in enumerate(peers)
+            if r != rank and mine[0] is not None and p[0] == mine[0] and p[5] and mine[5]
         }
-        direct_from = {
-            r for r in near & set(self.recvs) if cma.long_runs(self.recvs[r], row_bytes[1])
-        }
-        to, frm = set(self.sends) - direct_to, set(self.recvs) - direct_from
+        direct = {key: pull for key, pull in self.direct.items() if key[1] in near}
+        direct_to = {r for side, r in direct if side == 0}
+        direct_from = {r for side, r in direct if side == 1}
         private = _private(comm)  # no message of ours can match the caller's
         # The messages go first, so that they travel while this rank copies directly.
-        pending = self._post(private, to, frm)
-        failed = ""
-        try:
-            # Pull: this rank reads its tiles from the senders; push: writes to the receivers.
-            jobs = (self.recvs, direct_from) if self.pull else (self.sends, direct_to)
-            for peer in sorted(jobs[1], key=lambda r: (r - rank) % len(peers)):
-                info = peers[peer]
-                here, there = (self.recv, info[2]) if self.pull else (self.send, info[3])
-                cma.copy(here, int(info[1]), int(there), jobs[0][peer], read=self.pull)
-        except Exception as exc:  # noqa: BLE001 (any failure: fall back to messages)
-            failed = f"rank {rank}: {type(exc).__name__}: {exc}"
+        pending = self._post(private, set(self.sends) - direct_to, set(self.recvs) - direct_from)
+        # Pull: the receiver (side 1) reads the tile; push: the sender (side 0) writes it. The
+        # side that does not copy waits for the other's word (ok or failed) before returning.
+        mine_to_copy = sorted(
+            ((side, r) for (side, r), pull in direct.items() if pull == (side == 1)),
+            key=lambda key: (key[1] - rank) % len(peers),
+        )
+        words = {key: np.zeros(1, dtype=np.intc) for key in direct if key not in mine_to_copy}
+        # a word's tag names the copier's side of its tile (this rank's side is the other
+        # one): two tiles between the same two ranks, both copied by one of them, are told apart
+        waiting = [private.Irecv(words[key], key[1], _WORD_TAG + 1 - key[0]) for key in words]
+        said, failed = [], {}
+        for side, peer in mine_to_copy:
+            info = peers[peer]
+            try:
+                if side == 1:
+                    cma.copy(self.recv, int(info[1]), int(info[2]), self.recvs[peer], read=True)
+                else:
+                    cma.copy(self.send, int(info[1]), int(info[3]), self.sends[peer], read=False)
+                word = np.zeros(1, dtype=np.intc)
+            except Exception as exc:  # noqa: BLE001 (any failure: this tile goes by message)
+                failed[(side, peer)] = f"rank {rank}: {type(exc).__name__}: {exc}"
+                word = np.ones(1, dtype=np.intc)
+            said.append((word, private.Isend(word, peer, _WORD_TAG + side)))
         if own is not None:
             tiles.copy_local(self.send, own, self.recv)
         self._finish(pending)
-        if not agreed:
-            return
-        # Everyone learns whether every direct copy worked (this is also the barrier that keeps
-        # every array alive until the copies are done); if one failed, all go by messages.
-        failures = [f for f in comm.allgather(failed) if f]
-        if failures:
-            cma.warn_failed(failures[0])
-            self._finish(self._post(private, direct_to, direct_from))
+        _wait_idle(waiting)  # the peers' copies of this rank's tiles are done (or failed)
+        for key, word in words.items():
+            if word[0]:
+                failed[key] = f"rank {key[1]}: a direct copy with rank {rank} failed"
+        if failed:  # those tiles go by message, between the two ranks of each
+            cma.warn_failed(next(iter(failed.values())))
+            to = {r for side, r in failed if side == 0}
+            self._finish(self._post(private, to, {r for side, r in failed if side == 1}))
+        _wait_idle([request for _, request in said])
 
     def _post(self, private: MPI.Intracomm, to: set[int], frm: set[int]) -> _Messages:
         """Start the messages of the given tiles (receives first).
@@ -1271,6 +1315,26 @@ def _private(comm: MPI.Intracomm) -> MPI.Intracomm:
     return dup
 
 
+_IDLE_S = 0.0002
+"""How long a rank that waits for its peers' direct copies sleeps between two looks (s)."""
+_WORD_TAG = 8
+"""The tags of the word (ok or failed) that ends a direct copy, on the private communicator:
+``_WORD_TAG + side``, ``side`` the copier's (0: it sends the tile, 1: it receives it)."""
+
+
+def _wait_idle(requests: list[MPI.Request]) -> None:
+    """Wait for the requests without spinning: sleep between tests.
+
+    With more ranks than cores (a resize on a shared node), ranks polling MPI in a loop take
+    the cores from the ranks that still copy; these requests are small words whose senders
+    may still be copying for a while.
+    """
+    from mpi4py import MPI
+
+    while requests and not MPI.Request.Testall(requests):
+        time.sleep(_IDLE_S)
+
+
 def _cells(buf: np.ndarray, cell_bytes: int) -> int:
     cells = buf.nbytes // cell_bytes
     if cells > MPI_INT_MAX:  # pragma: no cover (above 2**31 cells in one message)
@@ -1291,7 +1355,7 @@ def _grid_plan(
         _as_bytes(a).reshape(a.shape[0], -1) if a.size else np.empty((0, 0), np.uint8)
         for a in (send, recv)
     ]
-    pull = _parts(d_axes) >= _parts(s_axes)  # the side with more ranks does the copying
+    pull = _parts(d_axes) >= _parts(s_axes)  # in a tie, the side with more ranks copies
     plan = _GridPlan(as2d[0], as2d[1], max(cell_bytes, 1), rank, pull, {}, {})
     if cell_bytes == 0 or s_axes[0].global_rows * s_axes[1].global_rows == 0:
         return plan
