@@ -1,8 +1,10 @@
 """The simulator's job views, built without ``JobView.from_fields``' check (issue 17).
 
-``simulator/cluster.py`` builds its views with ``_from_fields``, which skips the check of the field
-names that ``JobView.from_fields`` makes on every call. These tests are that check, made on
-every view of a run with rigid, malleable and evolving jobs: each names every field of
+``simulator/cluster.py`` builds its views without the check of the field names that
+``JobView.from_fields`` makes on every call (a pending view names every field itself; a running
+view is its pending view's fields with the running state's; ``_from_fields`` is the same
+shortcut for callers that name only some). These tests are that check, made on every view of a
+run with rigid, malleable and evolving jobs: each names every field of
 :class:`~elastic_slurm.model.snapshot.JobView` and equals (same hash) ``JobView(**fields)``.
 """
 

@@ -18,7 +18,7 @@ from elastic_slurm.model.speedup import Linear
 from elastic_slurm.plugins.policies.easy_backfill import EasyBackfill
 from elastic_slurm.plugins.policies.fcfs import FCFS
 from elastic_slurm.simulator import SimConfig, SimJob, Simulation, run
-from elastic_slurm.simulator.cluster import JobRecord
+from elastic_slurm.simulator.cluster import JobRecord, VirtualCluster
 
 
 def view(job_id: int, state: JobState, nodes: tuple[str, ...] = (), **kw: object) -> JobView:
@@ -156,14 +156,20 @@ def test_each_job_gets_one_pending_view_and_at_most_one_running_view(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     built: list[int] = []
-    original = JobView.from_fields.__func__  # type: ignore[attr-defined]
+    pending, running = VirtualCluster._pending_view, VirtualCluster._running_view
 
-    def counting(cls, values):  # noqa: ANN001, ANN202
-        built.append(values["job_id"])
-        return original(cls, values)
+    def counting_pending(self, job):  # noqa: ANN001, ANN202
+        view = pending(self, job)
+        built.append(view.job_id)
+        return view
 
-    monkeypatch.setattr(JobView, "from_fields", classmethod(counting))
-    monkeypatch.setattr("elastic_slurm.simulator.cluster._from_fields", JobView.from_fields)
+    def counting_running(self, job, now_s):  # noqa: ANN001, ANN202
+        view = running(self, job, now_s)
+        built.append(view.job_id)
+        return view
+
+    monkeypatch.setattr(VirtualCluster, "_pending_view", counting_pending)
+    monkeypatch.setattr(VirtualCluster, "_running_view", counting_running)
     # the general loop (FCFS on rigid jobs would otherwise run compiled, with no snapshot)
     result = Simulation(JOBS, FCFS(), 4, config=SimConfig(engine="general")).run()
     assert result.metrics.cycles > len(JOBS)  # many cycles ...

@@ -35,6 +35,11 @@ class NodeState(enum.StrEnum):
     UNKNOWN = "unknown"
 
 
+# members read by JobView's properties on every call, as module constants: reading a member
+# from its Enum class goes through the metaclass (about 80 ns more than a global's 15 ns)
+_RUNNING, _MALLEABLE = JobState.RUNNING, JobKind.MALLEABLE
+
+
 @dataclass(frozen=True)
 class JobView:
     """One job as observed.
@@ -132,12 +137,12 @@ class JobView:
     @property
     def size(self) -> int:
         """Current size in nodes (allocated nodes while running, requested while pending)."""
-        return len(self.nodes) if self.state is JobState.RUNNING else self.nodes_requested
+        return len(self.nodes) if self.state is _RUNNING else self.nodes_requested
 
     @property
     def malleable(self) -> bool:
         """True when a resource manager may resize the job while it runs."""
-        return self.kind is JobKind.MALLEABLE
+        return self.kind is _MALLEABLE
 
     def walltime_at_s(self, nodes: int) -> float | None:
         """The time limit scaled to a run on ``nodes`` nodes (seconds), ``None`` when unknown.

@@ -45,6 +45,7 @@ import bisect
 import operator
 from collections.abc import Iterable, Sequence
 from dataclasses import MISSING, dataclass, fields
+from functools import partial
 from typing import Any
 
 from elastic_slurm.errors import PolicyError
@@ -63,7 +64,18 @@ from elastic_slurm.simulator.engine import EventKind, EventQueue
 from elastic_slurm.simulator.workload import SimJob
 
 _PENDING, _STARTING, _RUNNING, _ENDED = 0, 1, 2, 3
+_new, _set = object.__new__, object.__setattr__  # for the records, views and triggers made here
+
+# the enum members this module uses on every event, as module constants: reading a member
+# from its Enum class goes through the metaclass (about 80 ns more than a global's 15 ns)
+_JOB_END, _RESIZE_DONE = EventKind.JOB_END, EventKind.RESIZE_DONE
+_EVOLVING_REQUEST = EventKind.EVOLVING_REQUEST
+_SUBMITTED, _ENDED_TRIGGER = TriggerKind.JOB_SUBMITTED, TriggerKind.JOB_ENDED
+_REQUEST_TRIGGER, _RESIZED_TRIGGER = TriggerKind.EVOLVING_REQUEST, TriggerKind.RESIZE_DONE
+_VIEW_PENDING, _VIEW_RUNNING = JobState.PENDING, JobState.RUNNING
+_EVOLVING = JobKind.EVOLVING
 _NO_COST = NoResizeCost()
+_NO_FIELDS: dict[str, Any] = {}  # a job's fields before it arrives, after it ends (read only)
 _INSORT_MAX = 16  # nodes released at once up to which _release inserts them one by one
 
 
@@ -138,8 +150,8 @@ class JobRecord:
         For the simulator's loops, which write one per job; the arguments are taken as they
         are (no checks), in the order of the fields.
         """
-        record = object.__new__(cls)
-        object.__setattr__(
+        record = _new(cls)
+        _set(
             record,
             "__dict__",
             {
@@ -206,6 +218,7 @@ class _Job:
         "waste_node_s",
         "acct_s",
         "nodes_start",
+        "fields",
     )
 
     def __init__(self, spec: SimJob, order: int) -> None:
@@ -235,6 +248,8 @@ class _Job:
         self.waste_node_s = 0.0
         self.acct_s = 0.0
         self.nodes_start = 0
+        # its pending view's fields while it is pending or running (832 bytes: let go at its end)
+        self.fields = _NO_FIELDS
 
 
 _ARRIVAL_KEY = operator.attrgetter("submit_s", "job_id")
@@ -245,15 +260,16 @@ _VIEW_DEFAULTS = {f.name: f.default for f in fields(JobView) if f.default is not
 
 
 def _from_fields(values: dict[str, Any]) -> JobView:
-    """``JobView.from_fields(values)`` without its check of the names, for this module's views.
+    """``JobView.from_fields(values)`` without its check of the names (defaults filled in).
 
-    Views are the simulator's most frequent object (one per arrival, start and change) and
-    their names are this module's own, fixed: ``tests/sim/test_sim_speed_views.py`` checks
-    that every view made here equals ``JobView(**fields)`` and names every field. Saves
-    about a third of ``from_fields``' cost (two set comparisons and a dict copy per view).
+    This module's own views name every field themselves, defaults included
+    (:meth:`VirtualCluster._pending_view`, :meth:`VirtualCluster._running_view`: no merge
+    with the defaults);
+    ``tests/sim/test_sim_speed_views.py`` checks that each equals ``JobView(**fields)`` and
+    names every field, and this function against ``JobView.from_fields``.
     """
-    view = object.__new__(JobView)
-    object.__setattr__(view, "__dict__", _VIEW_DEFAULTS | values)
+    view = _new(JobView)
+    _set(view, "__dict__", _VIEW_DEFAULTS | values)
     return view
 
 
@@ -267,20 +283,15 @@ class _Live:
         self.views: dict[int, JobView] = {}
 
 
-class _Lookup:
-    """A snapshot's ``JobLookup``: the simulator's index, until the cluster changes."""
+def _lookup(live: _Live, epoch: int, job_id: int) -> JobView | None:
+    """A snapshot's ``JobLookup``: the simulator's index, until the cluster changes.
 
-    __slots__ = ("epoch", "live")
-
-    def __init__(self, live: _Live, epoch: int) -> None:
-        self.live = live
-        self.epoch = epoch
-
-    def __call__(self, job_id: int) -> JobView | None:
-        live = self.live
-        if live.epoch != self.epoch:
-            return None
-        return live.views[job_id]
+    Bound to a snapshot with ``partial(_lookup, live, epoch)`` (cheaper to make than an
+    object per snapshot); ``None`` once ``live.epoch`` is no longer the snapshot's.
+    """
+    if live.epoch != epoch:
+        return None
+    return live.views[job_id]
 
 
 def node_names(count: int) -> list[str]:
@@ -406,8 +417,8 @@ class VirtualCluster:
         ``__init__`` (one ``object.__setattr__`` per field): one per cycle, millions per run.
         """
         ids = self.trigger_ids
-        trigger = object.__new__(Trigger)
-        object.__setattr__(
+        trigger = _new(Trigger)
+        _set(
             trigger,
             "__dict__",
             {
@@ -448,7 +459,7 @@ class VirtualCluster:
         answered from the simulator's index of views by id until the cluster next changes.
         """
         live = self._live
-        live.epoch += 1  # the views of jobs blocked on a request change with the time
+        epoch = live.epoch = live.epoch + 1  # the views of blocked jobs change with the time
         if self.dynamic:
             for job_id in self.dynamic:
                 job = self.by_id[job_id]
@@ -464,7 +475,7 @@ class VirtualCluster:
         idle = self._idle
         if idle is None:
             idle = self._idle = tuple(self.free)
-        lookup = _Lookup(live, live.epoch).__call__
+        lookup = partial(_lookup, live, epoch)
         snap = ClusterSnapshot.from_parts(
             now_s,
             pending,
@@ -475,7 +486,7 @@ class VirtualCluster:
             estimates=TRUE_RUNTIMES,
             starts_known=True,  # pending views are made without a start, running ones with
         )
-        self._last_snapshot = (live.epoch, snap)
+        self._last_snapshot = (epoch, snap)
         return snap
 
     def _refresh(self, now_s: float) -> None:
@@ -495,59 +506,74 @@ class VirtualCluster:
         self._stale[job.order] = job
 
     def _pending_view(self, job: _Job) -> JobView:
+        """A pending job's view: every field named (see :func:`_from_fields`), defaults as is.
+
+        Its fields are kept as ``job.fields``, the base of the job's running views.
+        """
         s = job.spec
-        return _from_fields(
-            {
-                "job_id": s.job_id,
-                "kind": s.kind,
-                "state": JobState.PENDING,
-                "nodes": (),
-                "nodes_requested": s.nodes_requested,
-                "nodes_min": s.nodes_min,
-                "nodes_max": s.nodes_max,
-                "submit_time_s": s.submit_s,
-                "walltime_s": s.walltime_s,
-                "runtime_s": s.runtime_s,
-                "speedup": s.speedup,
-                "resize_cost": s.resize_cost,
-                "evolution_profile": s.evolution_profile,
-            }
-        )
+        view = _new(JobView)
+        job.fields = {
+            "job_id": s.job_id,
+            "kind": s.kind,
+            "state": _VIEW_PENDING,
+            "nodes": (),
+            "nodes_requested": s.nodes_requested,
+            "nodes_min": s.nodes_min,
+            "nodes_max": s.nodes_max,
+            "submit_time_s": s.submit_s,
+            "start_time_s": None,
+            "resizing": False,
+            "batch_host": None,
+            "name": "",
+            "walltime_s": s.walltime_s,
+            "runtime_s": s.runtime_s,
+            "estimated_end_s": None,
+            "end_time_s": None,
+            "speedup": s.speedup,
+            "resize_cost": s.resize_cost,
+            "evolving_request": 0,
+            "evolving_blocking": False,
+            "expansions": 0,
+            "shrinks": 0,
+            "gain_nodes": 0,
+            "evolution_profile": s.evolution_profile,
+        }
+        _set(view, "__dict__", job.fields.copy())  # the view's own (frozen, never shared)
+        return view
 
     def _running_view(self, job: _Job, now_s: float) -> JobView:
-        s = job.spec
+        """A running job's view at ``now_s`` (seconds).
+
+        Its pending view's fields (``job.fields``: those that never change, copied in one
+        step) with the twelve a running job's state sets.
+        """
         base = job.anchor_s if job.computing else now_s
         end = base + (1.0 - job.done) * job.full_s
         est = None
         if job.est_full_s is not None:
             est = base + (1.0 - job.est_done) * job.est_full_s
-        return _from_fields(
-            {
-                "job_id": s.job_id,
-                "kind": s.kind,
-                "state": JobState.RUNNING,
-                "nodes": tuple(job.nodes),
-                "nodes_requested": s.nodes_requested,
-                "nodes_min": s.nodes_min,
-                "nodes_max": s.nodes_max,
-                "submit_time_s": s.submit_s,
+        nodes = job.nodes
+        view = _new(JobView)
+        _set(
+            view,
+            "__dict__",
+            job.fields
+            | {
+                "state": _VIEW_RUNNING,
+                "nodes": tuple(nodes),
                 "start_time_s": job.start_s,
                 "resizing": job.resize != 0 or job.claim != 0,
-                "batch_host": job.nodes[0] if job.nodes else None,
-                "walltime_s": s.walltime_s,
-                "runtime_s": s.runtime_s,
+                "batch_host": nodes[0] if nodes else None,
                 "estimated_end_s": est,
                 "end_time_s": end,
-                "speedup": s.speedup,
-                "resize_cost": s.resize_cost,
                 "evolving_request": job.request,
                 "evolving_blocking": job.request_blocking,
                 "expansions": job.expansions,
                 "shrinks": job.shrinks,
                 "gain_nodes": job.gain,
-                "evolution_profile": s.evolution_profile,
-            }
+            },
         )
+        return view
 
     # ------------------------------------------------------------------ events
     def submit(self, job: _Job) -> None:
@@ -564,7 +590,7 @@ class VirtualCluster:
             self._pending_views.insert(i, view)
         self._live.views[job.spec.job_id] = view
         self._pending_tuple = None
-        self.trigger_kinds.add(TriggerKind.JOB_SUBMITTED)
+        self.trigger_kinds.add(_SUBMITTED)
         self.trigger_ids.add(job.spec.job_id)
 
     def event(self, kind: int, job: _Job, version: int, now_s: float) -> None:
@@ -572,9 +598,9 @@ class VirtualCluster:
         if version != job.version or job.state != _RUNNING:
             return
         self._live.epoch += 1
-        if kind == EventKind.RESIZE_DONE:
+        if kind == _RESIZE_DONE:
             self._finish_resize(job, now_s)
-        elif kind == EventKind.JOB_END:
+        elif kind == _JOB_END:
             self._end(job, now_s)
         else:
             self._milestone(job, now_s)
@@ -605,10 +631,10 @@ class VirtualCluster:
         events = job.spec.evolving
         if job.next_event < len(events):
             target = events[job.next_event].at_work
-            kind = EventKind.EVOLVING_REQUEST
+            kind = _EVOLVING_REQUEST
         else:
             target = 1.0
-            kind = EventKind.JOB_END
+            kind = _JOB_END
         left = target - job.done
         when = now_s + (left * job.full_s if left > 0.0 else 0.0)
         self.queue.push(when, kind, (job, job.version))
@@ -657,6 +683,7 @@ class VirtualCluster:
             self._cancel_claim(job)
         released = job.nodes
         job.nodes = []
+        job.fields = _NO_FIELDS
         self.timeline.append((now_s, spec.job_id, 0))
         self.records.append(
             JobRecord.quick(
@@ -676,7 +703,7 @@ class VirtualCluster:
             )
         )
         self.ended += 1
-        self.trigger_kinds.add(TriggerKind.JOB_ENDED)
+        self.trigger_kinds.add(_ENDED_TRIGGER)
         self.trigger_ids.add(spec.job_id)
         self._release(released, now_s)
 
@@ -699,7 +726,7 @@ class VirtualCluster:
         job.request_blocking = event.blocking and delta != 0
         self._dirty(job)
         if delta != 0:
-            self.trigger_kinds.add(TriggerKind.EVOLVING_REQUEST)
+            self.trigger_kinds.add(_REQUEST_TRIGGER)
             self.trigger_ids.add(spec.job_id)
             if event.blocking:
                 job.computing = False
@@ -746,7 +773,7 @@ class VirtualCluster:
             self.dynamic.discard(spec.job_id)
             self._schedule(job, now_s)
         self.timeline.append((now_s, spec.job_id, len(job.nodes)))
-        self.trigger_kinds.add(TriggerKind.RESIZE_DONE)
+        self.trigger_kinds.add(_RESIZED_TRIGGER)
         self.trigger_ids.add(spec.job_id)
         if released:
             self._release(released, now_s)
@@ -830,6 +857,8 @@ class VirtualCluster:
     def end_cycle(self) -> None:
         """After a policy cycle: non-blocking requests it saw lapse if not served."""
         self._live.epoch += 1
+        if not self.requests:
+            return
         for job_id in self.requests:
             job = self.by_id[job_id]
             if job.request and not job.request_blocking:
@@ -869,7 +898,7 @@ class VirtualCluster:
         job = self.by_id[d.job_id]
         spec = job.spec
         grow = type(d) is Expand
-        if spec.kind is JobKind.EVOLVING:
+        if spec.kind is _EVOLVING:
             job.request += -d.count if grow else d.count
             if job.request == 0:
                 self.requests.discard(spec.job_id)
@@ -901,7 +930,7 @@ class VirtualCluster:
         job.computing = False
         job.version += 1  # cancels the pending milestone
         self.in_flight += 1
-        self.queue.push(now_s + cost, EventKind.RESIZE_DONE, (job, job.version))
+        self.queue.push(now_s + cost, _RESIZE_DONE, (job, job.version))
         if len(job.nodes) != job.size:
             self.timeline.append((now_s, job.spec.job_id, len(job.nodes)))
 

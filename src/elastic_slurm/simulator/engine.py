@@ -137,34 +137,17 @@ class EventQueue:
             When the queue is empty.
         """
         heap, later, k = self._heap, self._sorted, self._next
-        if k == len(later):  # the common case once the arrivals are all in
-            return self._pop_heap()
-        time_s = later[k][0]
-        if heap and heap[0][0] <= time_s:
-            if heap[0][0] < time_s:
-                return self._pop_heap()
-            # events at this time in both: merge them by (priority, seq)
-            entries = []
-            while heap and heap[0][0] == time_s:
-                entries.append(heapq.heappop(heap))
-            mixed = True
-        else:
-            entries, mixed = [], False
-        n = len(later)
-        while k < n and later[k][0] == time_s:
-            entries.append(later[k])
-            k += 1
-        self._next = k
-        if k == n:
-            self._sorted, self._next = [], 0  # let the list go
-        if mixed:
-            entries.sort(key=_rank)
-        self.advance_to(time_s)
-        return time_s, [(priority, payload) for _, priority, _, payload in entries]
-
-    def _pop_heap(self) -> tuple[float, list[tuple[int, Any]]]:
-        """:meth:`pop_batch` from the heap alone (its next time has nothing in the list)."""
-        heap = self._heap
+        if k < len(later):
+            time_s = later[k][0]
+            if heap:
+                first_s = heap[0][0]
+                if first_s == time_s:
+                    return self._pop_merged(time_s)
+                if first_s > time_s:
+                    return self._pop_sorted(time_s)
+            else:
+                return self._pop_sorted(time_s)
+        # the heap alone has events at its next time (the common case once the arrivals are in)
         pop = heapq.heappop
         time_s, priority, _, payload = pop(heap)
         self.advance_to(time_s)
@@ -173,6 +156,43 @@ class EventQueue:
             _, priority, _, payload = pop(heap)
             batch.append((priority, payload))
         return time_s, batch
+
+    def _pop_sorted(self, time_s: float) -> tuple[float, list[tuple[int, Any]]]:
+        """:meth:`pop_batch` from the arrivals' list alone (the heap has nothing at ``time_s``)."""
+        later, k = self._sorted, self._next
+        n = len(later)
+        batch = []
+        while k < n:
+            _, priority, _, payload = later[k]
+            batch.append((priority, payload))
+            k += 1
+            if k == n or later[k][0] != time_s:
+                break
+        self._next = k
+        if k == n:
+            self._sorted, self._next = [], 0  # let the list go
+        self.advance_to(time_s)
+        return time_s, batch
+
+    def _pop_merged(self, time_s: float) -> tuple[float, list[tuple[int, Any]]]:
+        """:meth:`pop_batch` when the heap and the arrivals' list both have events at ``time_s``.
+
+        The two are merged by ``(priority, seq)``.
+        """
+        heap, later, k = self._heap, self._sorted, self._next
+        entries = []
+        while heap and heap[0][0] == time_s:
+            entries.append(heapq.heappop(heap))
+        n = len(later)
+        while k < n and later[k][0] == time_s:
+            entries.append(later[k])
+            k += 1
+        self._next = k
+        if k == n:
+            self._sorted, self._next = [], 0  # let the list go
+        entries.sort(key=_rank)
+        self.advance_to(time_s)
+        return time_s, [(priority, payload) for _, priority, _, payload in entries]
 
 
 def _rank(entry: tuple[float, int, int, Any]) -> tuple[int, int]:
