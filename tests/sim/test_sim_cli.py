@@ -124,6 +124,30 @@ def test_fraction_sweep_plots(
         call(str(trace), "--plot", str(tmp_path), "--fractions", "0,x")
 
 
+def test_compare_policies_alone_compares_at_the_elastic_fraction(
+    trace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # without --fractions the policies are compared at --elastic-fraction, not ignored
+    call(str(trace), "--json", "--compare-policies", "fcfs, easy_backfill")
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    sweep = {point["policy"]: point for point in summary["sweep"]}
+    assert sorted(sweep) == ["easy_backfill", "fcfs"]
+    assert {point["elastic_fraction"] for point in sweep.values()} == {0.0}
+    assert sweep["easy_backfill"]["avg_wait_s"] == pytest.approx(52.5)
+    assert sweep["fcfs"]["avg_wait_s"] > sweep["easy_backfill"]["avg_wait_s"]
+    assert summary["baseline"]["policy"] == "easy_backfill"
+
+
+def test_an_unknown_compared_policy_stops_before_any_run(
+    trace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(PolicyError, match="no scheduling policy named 'nope'"):
+        call(str(trace), "--json", "--compare-policies", "fcfs,nope")
+    with pytest.raises(PolicyError, match="'nothing'"):
+        call(str(trace), "--json", "--fractions", "0,1", "--baseline", "nothing")
+    assert capsys.readouterr().out == ""  # nothing ran, nothing printed
+
+
 def test_records_counts_lines_and_zero_runtime_jobs_can_be_dropped(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -185,7 +185,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         "--compare-policies",
         default=None,
         metavar="P1,P2,...",
-        help="policies for --fractions (default: --policy)",
+        help="policies compared at each of --fractions, or at --elastic-fraction without "
+        "it (default: --policy)",
     )
     p.add_argument(
         "--baseline",
@@ -430,6 +431,22 @@ def _check(args: argparse.Namespace) -> None:
         raise InvalidRequest(f"--elastic-fraction must be in [0, 1], got {args.elastic_fraction}")
 
 
+def _known_policies(args: argparse.Namespace) -> None:
+    """Every policy named by ``--policy``, ``--compare-policies`` and ``--baseline`` exists.
+
+    Raises
+    ------
+    PolicyError
+        For the first unknown name (before any run), listing the known ones.
+    """
+    from elastic_slurm.plugins.registry import load_policy_class
+
+    names = [args.policy, *(args.compare_policies or "").split(","), args.baseline or ""]
+    for name in names:
+        if name.strip():
+            load_policy_class(name.strip())
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the simulations described by ``args``; print the results; return 0.
 
@@ -452,6 +469,9 @@ def run(args: argparse.Namespace) -> int:
     _check(args)
     seeds = _seeds(args.seeds, args.seed)
     fractions = _fractions(args.fractions) if args.fractions else []
+    if args.compare_policies and not fractions:
+        fractions = [args.elastic_fraction]  # compared at the main run's fraction
+    _known_policies(args)
     window = _window(args.window)
     options = _options(args.option)
     _require_extras(confidence=len(seeds) > 1, plots=args.plot is not None)
@@ -506,7 +526,8 @@ def _simulate_all(
     """Every run, under one progress bar: the results per seed, the baseline, the sweep."""
     from elastic_slurm.simulator.replay import run as simulate
 
-    policies = (args.compare_policies or args.policy).split(",") if fractions else []
+    names = (args.compare_policies or args.policy).split(",") if fractions else []
+    policies = [name.strip() for name in names if name.strip()]
     baseline_policy = args.baseline or (DEFAULT_BASELINE if fractions else None)
     runs = len(seeds) * (1 + len(policies) * len(fractions)) + (1 if baseline_policy else 0)
     bar = _Progress(args.progress, runs * len(workload.jobs))
