@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import logging
 import random
 
 import pytest
@@ -73,9 +74,20 @@ def test_from_swf_options() -> None:
         from_swf(trace(), nodes=0)
 
 
-def test_machine_size_without_header_is_the_widest_job() -> None:
-    w = from_swf(read_swf(io.StringIO(line(1, 0, 5, 3, 3, 9))))
+def test_machine_size_without_header_is_the_widest_job(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, "elastic_slurm.simulator.workload"):
+        w = from_swf(read_swf(io.StringIO(line(1, 0, 5, 3, 3, 9))))
     assert w.nodes == 3
+    assert "no machine size" in caplog.text and "3 node(s)" in caplog.text  # never silent
+    caplog.clear()
+    header = "; MaxNodes: 0\n; MaxProcs: N/A\n"  # neither is a machine size
+    with caplog.at_level(logging.WARNING, "elastic_slurm.simulator.workload"):
+        w = from_swf(read_swf(io.StringIO(header + line(1, 0, 5, 4, 4, 9))))
+    assert w.nodes == 4 and "no machine size" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, "elastic_slurm.simulator.workload"):
+        w = from_swf(read_swf(io.StringIO("; MaxNodes: 16\n" + line(1, 0, 5, 4, 4, 9))))
+    assert w.nodes == 16 and caplog.text == ""
 
 
 def jobs(n: int) -> list[SimJob]:

@@ -17,7 +17,7 @@ From SWF to jobs (:func:`from_swf`):
   fitted the real machine fits (a warning says which machine is assumed); without both
   directives, 1.
 * **Machine size.** ``nodes`` if given; else the ``MaxNodes`` directive; else ``MaxProcs /
-  procs_per_node``; else the widest job.
+  procs_per_node``; else the widest job (with a warning).
 * **Run time** is field 4 (the job's real run time). Jobs are never killed at their time limit
   (as in AccaSim), so a job that overran its estimate in the log overruns it here too.
 * **Time limit** (``walltime_s``) is field 9. When it is missing, ``walltime_fallback``
@@ -342,6 +342,13 @@ def from_swf(
         if not candidates:
             raise TraceError(f"{trace.source}: no usable job and no MaxNodes/MaxProcs header")
         nodes = max(n for _, n in candidates)
+        log.warning(
+            "%s: the header gives no machine size (no MaxNodes or MaxProcs above 0): "
+            "assuming a machine as wide as the widest job, %d node(s); give nodes "
+            "(simulate --nodes) to choose it",
+            trace.source,
+            nodes,
+        )
     candidates.sort(key=lambda c: (c[0].submit_time, c[0].job_number))
     jobs: list[SimJob] = []
     from_runtime = 0
