@@ -2,9 +2,8 @@
 
 ``simulator/cluster.py`` builds its views without the check of the field names that
 ``JobView.from_fields`` makes on every call (a pending view names every field itself; a running
-view is its pending view's fields with the running state's; ``_from_fields`` is the same
-shortcut for callers that name only some). These tests are that check, made on every view of a
-run with rigid, malleable and evolving jobs: each names every field of
+view is its pending view's fields with the running state's). These tests are that check,
+made on every view of a run with rigid, malleable and evolving jobs: each names every field of
 :class:`~elastic_slurm.model.snapshot.JobView` and equals (same hash) ``JobView(**fields)``.
 """
 
@@ -17,7 +16,6 @@ import pytest
 from elastic_slurm.model import ClusterSnapshot, Decision, JobKind, JobState, JobView, Trigger
 from elastic_slurm.plugins.policies.lina import LinaElastic
 from elastic_slurm.simulator import run
-from elastic_slurm.simulator.cluster import _from_fields
 from elastic_slurm.simulator.generators.downey import lina_synthetic
 
 FIELDS = {f.name for f in fields(JobView)}
@@ -63,19 +61,3 @@ def test_starts_are_as_guaranteed(views: list[JobView]) -> None:
     assert {v.state for v in views} == {JobState.PENDING, JobState.RUNNING}
     for view in views:
         assert (view.start_time_s is None) == (view.state is JobState.PENDING), view
-
-
-def test_view_fills_defaults_as_from_fields_does() -> None:
-    given = {
-        "job_id": 7,
-        "kind": JobKind.RIGID,
-        "state": JobState.PENDING,
-        "nodes": (),
-        "nodes_requested": 2,
-        "nodes_min": 2,
-        "nodes_max": 2,
-        "submit_time_s": 5.0,
-    }
-    fast, checked = _from_fields(given), JobView.from_fields(given)
-    assert fast == checked and fast.__dict__ == checked.__dict__
-    assert set(fast.__dict__) == FIELDS

@@ -44,7 +44,7 @@ from __future__ import annotations
 import bisect
 import operator
 from collections.abc import Iterable, Sequence
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -253,24 +253,6 @@ class _Job:
 
 
 _ARRIVAL_KEY = operator.attrgetter("submit_s", "job_id")
-
-
-# JobView's defaults, for _from_fields
-_VIEW_DEFAULTS = {f.name: f.default for f in fields(JobView) if f.default is not MISSING}
-
-
-def _from_fields(values: dict[str, Any]) -> JobView:
-    """``JobView.from_fields(values)`` without its check of the names (defaults filled in).
-
-    This module's own views name every field themselves, defaults included
-    (:meth:`VirtualCluster._pending_view`, :meth:`VirtualCluster._running_view`: no merge
-    with the defaults);
-    ``tests/sim/test_sim_speed_views.py`` checks that each equals ``JobView(**fields)`` and
-    names every field, and this function against ``JobView.from_fields``.
-    """
-    view = _new(JobView)
-    _set(view, "__dict__", _VIEW_DEFAULTS | values)
-    return view
 
 
 class _Live:
@@ -506,9 +488,11 @@ class VirtualCluster:
         self._stale[job.order] = job
 
     def _pending_view(self, job: _Job) -> JobView:
-        """A pending job's view: every field named (see :func:`_from_fields`), defaults as is.
+        """A pending job's view, without ``JobView.from_fields``' check of the names.
 
-        Its fields are kept as ``job.fields``, the base of the job's running views.
+        Every field is named here, defaults included (``tests/sim/test_sim_speed_views.py``
+        checks that each view names every field and equals ``JobView(**fields)``). The fields
+        are kept as ``job.fields``, the base of the job's running views.
         """
         s = job.spec
         view = _new(JobView)
