@@ -441,10 +441,13 @@ def _known_policies(args: argparse.Namespace) -> None:
     """
     from elastic_slurm.plugins.registry import load_policy_class
 
-    names = [args.policy, *(args.compare_policies or "").split(","), args.baseline or ""]
-    for name in names:
-        if name.strip():
-            load_policy_class(name.strip())
+    for name in [args.policy, *_names(args.compare_policies), *_names(args.baseline)]:
+        load_policy_class(name)
+
+
+def _names(text: str | None) -> list[str]:
+    """The names of a comma-separated list (spaces around them allowed); ``[]`` for None."""
+    return [name.strip() for name in (text or "").split(",") if name.strip()]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -526,8 +529,7 @@ def _simulate_all(
     """Every run, under one progress bar: the results per seed, the baseline, the sweep."""
     from elastic_slurm.simulator.replay import run as simulate
 
-    names = (args.compare_policies or args.policy).split(",") if fractions else []
-    policies = [name.strip() for name in names if name.strip()]
+    policies = _names(args.compare_policies or args.policy) if fractions else []
     baseline_policy = args.baseline or (DEFAULT_BASELINE if fractions else None)
     runs = len(seeds) * (1 + len(policies) * len(fractions)) + (1 if baseline_policy else 0)
     bar = _Progress(args.progress, runs * len(workload.jobs))
