@@ -65,6 +65,7 @@ from elastic_slurm.controller.observe import (
     snapshot,
     stale_helpers,
     sweeps,
+    torn_nodes,
 )
 from elastic_slurm.errors import ElasticSlurmError, SlurmCommandError, SlurmUnavailableError
 from elastic_slurm.model.decisions import Decision, Expand, Shrink, Start
@@ -452,9 +453,28 @@ class Controller:
             self._cancel_refused.pop(helper, None)
 
     def _observe(self) -> tuple[list[SlurmJob], list[SlurmNode]]:
-        """Slurm's jobs and nodes, both or neither (an outage raises)."""
-        listed = self._slurm.jobs()
-        nodes = self._slurm.nodes()
+        """Slurm's jobs and nodes, both or neither (an outage raises), read to agree.
+
+        They are two queries: a job that ends between them is listed running on nodes
+        already idle (:func:`~elastic_slurm.controller.observe.torn_nodes`). Then the jobs
+        are read again, and if the view is still torn (a job started between the reads), the
+        nodes; a node a listed running job still holds after that is never shown idle.
+        """
+        slurm = self._slurm
+        listed = slurm.jobs()
+        nodes = slurm.nodes()
+        for again in ("jobs", "nodes"):
+            torn = torn_nodes(listed, nodes)
+            if not torn:
+                return listed, nodes
+            log.debug("nodes %s idle but held by a running job: reading the %s again", torn, again)
+            if again == "jobs":
+                listed = slurm.jobs()
+            else:
+                nodes = slurm.nodes()
+        torn = set(torn_nodes(listed, nodes))
+        if torn:
+            nodes = [replace(n, state="allocated") if n.name in torn else n for n in nodes]
         return listed, nodes
 
     def _screen(self, listed: list[SlurmJob]) -> list[SlurmJob]:

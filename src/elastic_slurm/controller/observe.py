@@ -20,7 +20,7 @@ from elastic_slurm.adapter.tags import ElasticTag, decode
 from elastic_slurm.controller.starts import awaits_controller as awaits
 from elastic_slurm.model.request import JobKind
 from elastic_slurm.model.resize_order import AckStatus, ResizeAction
-from elastic_slurm.model.snapshot import ClusterSnapshot, JobState, JobView, NodeView
+from elastic_slurm.model.snapshot import ClusterSnapshot, JobState, JobView, NodeState, NodeView
 from elastic_slurm.model.speedup import SpeedupModel, from_spec
 from elastic_slurm.protocol.jobdir import JobDirs
 
@@ -41,6 +41,16 @@ def held_nodes(jobs: Sequence[SlurmJob]) -> dict[int, tuple[str, ...]]:
         ):
             held[parent] = (*held[parent], *j.nodes)
     return held
+
+
+def torn_nodes(jobs: Sequence[SlurmJob], nodes: Sequence[SlurmNode]) -> list[str]:
+    """Nodes reported idle that a job listed as running holds: a torn view.
+
+    Jobs and nodes are two queries; a job that ends between them is listed running on nodes
+    already idle (and one that starts between them, the other way round).
+    """
+    held = {name for names in held_nodes(jobs).values() for name in names}
+    return [n.name for n in nodes if n.model_state is NodeState.IDLE and n.name in held]
 
 
 def orphan_helpers(jobs: Sequence[SlurmJob]) -> list[int]:
