@@ -293,9 +293,11 @@ class Simulation:
         PolicyError
             When a decision breaks the rules, or the policy loops at one instant.
         """
-        if self._compiled_result is not None:
-            return False  # the compiled engine ran it all
-        cluster = self.cluster  # made on first use: the arrivals go into the queue
+        cluster = self._cluster
+        if cluster is None:
+            if self._compiled_result is not None:
+                return False  # the compiled engine ran it all
+            cluster = self.cluster  # made on first use: the arrivals go into the queue
         queue = self.queue
         if not len(queue):
             return False
