@@ -397,3 +397,43 @@ def test_no_idle_node_starts_only_what_the_shrinks_can_cover() -> None:
         ("shrink", 2, 3),
         ("start", 10, 9),
     ]
+
+
+def test_queue_minimum_follows_a_queue_that_grows_and_shrinks():
+    """The cached minima equal a fresh reading of every queue, whether jobs came or went."""
+    import random
+
+    from elastic_slurm.plugins.policies.lina import _QueueMinimum, _start_range
+
+    rng = random.Random(7)
+    kinds = (R, M, JobKind.MOLDABLE, E)
+    queue: tuple[JobView, ...] = ()
+    minimum = _QueueMinimum()
+    next_id = 1
+    grew = 0
+    for _ in range(400):
+        if queue and rng.random() < 0.4:  # jobs start: from the head, or anywhere
+            k = rng.randrange(len(queue))
+            queue = queue[1:] if rng.random() < 0.5 else queue[:k] + queue[k + 1 :]
+        else:  # jobs arrive at the end, in submission order
+            added = []
+            for _ in range(rng.randint(1, 3)):
+                size = rng.randint(1, 64)
+                low = rng.randint(0, size)
+                kind = rng.choice(kinds)
+                added.append(pending(next_id, size, kind=kind, nmin=low, nmax=size + 5))
+                next_id += 1
+            queue = queue + tuple(added)
+            grew += 1
+        if rng.random() < 0.3:
+            queue = tuple(list(queue))  # the same jobs in another tuple
+        expect_low = min((_start_range(j)[0] for j in queue), default=float("inf"))
+        if rng.random() < 0.5:
+            assert minimum.low(queue) == expect_low
+        expect = (
+            min((j.nodes_min for j in queue), default=float("inf")),
+            min((j.nodes_requested for j in queue), default=float("inf")),
+        )
+        assert minimum.of(queue) == expect
+        assert minimum.low(queue) == expect_low
+    assert grew > 100

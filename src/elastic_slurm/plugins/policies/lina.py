@@ -222,6 +222,7 @@ class LinaElastic(Policy):
     def __init__(self, config: LinaElastic.Config | None = None) -> None:
         super().__init__(config)
         self._minimum = _QueueMinimum()
+        self._shrinkable = _Shrinkable()
 
     def decide(self, snapshot: ClusterSnapshot, trigger: Trigger) -> list[Decision]:
         """Return this cycle's shrinks, starts and expansions (see the class docstring).
@@ -257,17 +258,9 @@ class LinaElastic(Policy):
         cycle decides.
         """
         config = self.config
-        shrinkable = 0  # nodes the malleable jobs hold above their minimum
-        for job in snapshot.running():
-            kind = job.kind
-            if kind is _MALLEABLE:
-                if not job.resizing:
-                    size = len(job.nodes)
-                    low = job.nodes_min if job.nodes_min > 1 else 1
-                    if size > low:
-                        shrinkable += size - low
-            elif kind is _EVOLVING and job.evolving_request and not job.resizing:
-                return False  # Algorithm 2 may act on it
+        shrinkable = self._shrinkable.of(snapshot.running())
+        if shrinkable is None:
+            return False  # Algorithm 2 may act on an evolving request
         if shrinkable == 0:
             return True
         if (
@@ -706,14 +699,28 @@ class _QueueMinimum:
         """``(smallest nodes_min, smallest nodes_requested)`` of ``queue``; ``inf`` if empty.
 
         The smaller of the two bounds every job's ``p_r`` (``_start_range`` low end) from
-        below, at less cost than :meth:`low`.
+        below, at less cost than :meth:`low`. A queue that is the last one with jobs added at
+        its end (arrivals come in submission order) is read from the last one's minima and
+        its new jobs only.
         """
-        if queue is not self._queue:
+        last = self._queue
+        if queue is not last:
             self._queue = queue  # held, so that its identity cannot be reused
-            self._low = None
-            if queue:
+            n = len(last) if last else 0
+            if n and len(queue) > n and queue[:n] == last:
+                added = queue[n:]
+                low_min, low_requested = self._minimum
+                self._minimum = (
+                    min(low_min, min(map(_NODES_MIN, added))),
+                    min(low_requested, min(map(_NODES_REQUESTED, added))),
+                )
+                if self._low is not None:
+                    self._low = min(self._low, _smallest_start(added))
+            elif queue:
+                self._low = None
                 self._minimum = (min(map(_NODES_MIN, queue)), min(map(_NODES_REQUESTED, queue)))
             else:
+                self._low = None
                 self._minimum = (INFINITY, INFINITY)
         return self._minimum
 
@@ -721,13 +728,52 @@ class _QueueMinimum:
         """The smallest ``p_r`` (``_start_range`` low end) of ``queue``; ``inf`` if empty."""
         self.of(queue)
         if self._low is None:
-            if queue:
-                sizeable = _SIZEABLE
-                low = min([j.nodes_min if j.kind in sizeable else j.nodes_requested for j in queue])
-                self._low = low if low > 1 else 1
-            else:
-                self._low = INFINITY
+            self._low = _smallest_start(queue) if queue else INFINITY
         return self._low
+
+
+class _Shrinkable:
+    """The nodes running malleable jobs hold above their minimum (internal).
+
+    Kept for the last tuple of running jobs seen, as :class:`_QueueMinimum` is for the queue
+    (a third of the cycles that take the shortcut see the same running jobs).
+    """
+
+    __slots__ = ("_running", "_nodes")
+
+    def __init__(self) -> None:
+        self._running: Sequence[JobView] | None = None
+        self._nodes: int | None = 0
+
+    def of(self, running: Sequence[JobView]) -> int | None:
+        """Nodes, summed over the malleable jobs not resizing, of ``running``.
+
+        ``None`` when a running evolving job (not resizing) asks for a change.
+        """
+        if running is self._running:
+            return self._nodes
+        self._running = running  # held, so that its identity cannot be reused
+        shrinkable: int | None = 0
+        for job in running:
+            kind = job.kind
+            if kind is _MALLEABLE:
+                if not job.resizing:
+                    size = len(job.nodes)
+                    low = job.nodes_min if job.nodes_min > 1 else 1
+                    if size > low:
+                        shrinkable += size - low  # type: ignore[operator]
+            elif kind is _EVOLVING and job.evolving_request and not job.resizing:
+                shrinkable = None
+                break
+        self._nodes = shrinkable
+        return shrinkable
+
+
+def _smallest_start(queue: Sequence[JobView]) -> int:
+    """The smallest ``p_r`` (``_start_range`` low end) of a non-empty ``queue``."""
+    sizeable = _SIZEABLE
+    low = min([j.nodes_min if j.kind in sizeable else j.nodes_requested for j in queue])
+    return low if low > 1 else 1
 
 
 def _start_order(job: JobView) -> tuple[float, float, int]:
