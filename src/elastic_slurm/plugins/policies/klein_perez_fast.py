@@ -134,21 +134,23 @@ def _kept(
     final: Occupancy,
     items: Sequence[_Item],
     places: list[float],
+    due: Sequence[int],
 ) -> KeptPlan[Occupancy]:
     """The cycle's placements to build on (:mod:`~elastic_slurm.plugins.kit.kept_plan`).
 
-    The items placed to start by ``now + _DUE_S`` count as started: their holds join
+    ``places``: the starts of the first items (taken over); ``due``: the positions, ascending,
+    of those placed to start by ``now + _DUE_S``, which count as started: their holds join
     ``base``. Running jobs waiting to grow are never kept (their steps change with the time).
+    With none due, the plan keeps ``items`` itself (a tuple, when the next cycle's queue is
+    the same tuple, is known to be the same queue at once).
     """
-    horizon = now + _DUE_S
-    due = []
-    if min(places, default=INFINITY) <= horizon:  # mostly none: spare the pass
-        due = [k for k, s in enumerate(places) if s <= horizon]
-    queue, places = list(items), list(places)
-    for k in reversed(due):
-        s, d, n = places[k], items[k][3], items[k][4]
-        base.add(s, s + d, n)
-        del queue[k], places[k]
+    queue = items
+    if due:
+        queue = list(items)
+        for k in reversed(due):
+            s, d, n = places[k], items[k][3], items[k][4]
+            base.add(s, s + d, n)
+            del queue[k], places[k]
     return KeptPlan.of(now, cap, base, final, queue, places, _VIEW_ID)
 
 
@@ -210,7 +212,7 @@ class FastPath:
     # the last pending tuple's least nodes_requested and items (a snapshot's tuples are
     # immutable and the simulator passes the same one until the queue changes)
     _least: tuple[Sequence[JobView], float] | None = None
-    _items: tuple[Sequence[JobView], list[_Item] | None] | None = None
+    _items: tuple[Sequence[JobView], tuple[_Item, ...] | None] | None = None
     _needs: list[float] | None = None  # the last items' needs (:func:`_need`), in list order
     _warned: bool
     config: Any
@@ -301,10 +303,14 @@ class FastPath:
             if self._columns is None and compiled_placement.kernel() is not None:
                 self._columns = compiled_placement.RequestTable(_item_request)
             starts, placed = _backfill(items, occ, cap, now, first, self._columns)
+        starts = starts[:placed]  # the items not placed start at inf: not now
+        horizon = now + _DUE_S
+        due = []  # the items placed to start now, in list order
+        if min(starts, default=INFINITY) <= horizon:  # mostly none: spare the pass
+            due = [k for k, s in enumerate(starts) if s <= horizon]
         if not grows:  # a cycle with growths keeps the last plan (its successors may follow it)
-            self._last = _kept(now, cap, base, occ, items, starts[:placed])
-        # the items not placed start at inf: not now
-        return self._fast_decisions(snapshot, now, actors, items[:placed], starts[:placed])
+            self._last = _kept(now, cap, base, occ, items, starts, due)
+        return self._fast_decisions(snapshot, actors, items, due)
 
     def _forget(self, pending: Sequence[JobView], running: Sequence[JobView]) -> None:
         """Drop cached views long gone; warn of unprofiled evolving jobs as :meth:`plan` would."""
@@ -321,8 +327,8 @@ class FastPath:
 
     def _pending_items(
         self, pending: Sequence[JobView], now: float, snapshot: ClusterSnapshot
-    ) -> list[_Item] | None:
-        """The pending jobs to place, cached per view; ``None`` if one has several steps."""
+    ) -> Sequence[_Item] | None:
+        """The pending jobs to place, a tuple cached per view; ``None`` if one has several steps."""
         memo = self._items
         if memo is not None and memo[0] is pending and type(pending) is tuple:
             return memo[1]
@@ -340,7 +346,7 @@ class FastPath:
                         item = (*key, job, d, n, 0, "start")
                     need = INFINITY if item is None else _need(item)
                     hits[k] = views.remember((job, item, need))
-        items = list(map(_ITEM, hits))
+        items = tuple(map(_ITEM, hits))
         out = None if None in items else items
         self._items = (pending, out)
         self._needs = None if out is None else list(map(_NEED, hits))
@@ -358,17 +364,16 @@ class FastPath:
     def _fast_decisions(
         self,
         snapshot: ClusterSnapshot,
-        now: float,
         actors: list[_Entry],
-        items: list[_Item],
-        starts: list[float],
+        items: Sequence[_Item],
+        starts_now: Sequence[int],
     ) -> list[Decision]:
-        """:meth:`_decisions` for :meth:`_fast_decide`: releases, then the rest in list order."""
-        horizon = now + _DUE_S
+        """:meth:`_decisions` for :meth:`_fast_decide`: releases, then the rest in list order.
+
+        ``starts_now``: the positions in ``items`` of those placed to start now, ascending.
+        """
         due = [(e.job.submit_time_s, e.job.job_id, e.job, e.action) for e in actors]
-        if min(starts, default=INFINITY) <= horizon:  # mostly none: spare the pass
-            placed = zip(items, starts, strict=True)
-            due += [(i[0], i[1], i[2], i[6]) for i, s in placed if s <= horizon]
+        due += [(i[0], i[1], i[2], i[6]) for i in map(items.__getitem__, starts_now)]
         if not due:
             return []
         if actors:
