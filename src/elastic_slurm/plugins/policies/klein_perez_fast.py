@@ -62,7 +62,7 @@ def _backfill(
     cap: int,
     now: float,
     first: list[float],
-    columns: compiled_placement.RequestTable | None = None,
+    columns: tuple[Any, Any, Any] | None = None,
 ) -> tuple[list[float], int]:
     """Place each item in turn at its earliest start (Algorithm 2 for one step).
 
@@ -76,13 +76,14 @@ def _backfill(
     busies at least the nodes its item reserved, so what cannot start now never will in
     this cycle). Items not placed get ``inf``.
 
-    With the compiled kernel and ``columns`` (the items' requests, see :func:`_item_request`),
-    the same scan runs compiled
+    With the compiled kernel and ``columns`` (the items' requests :func:`_item_request` as
+    NumPy arrays ``(nodes, duration_s, own)``, int64, float64, int64, shapes ``(q,)``), the
+    same scan runs compiled
     (:meth:`~elastic_slurm.plugins.kit.compiled_placement.Kernel.list_scan`).
     """
     kernel = compiled_placement.kernel()
     if kernel is not None and columns is not None:
-        n, d, own = columns.columns(items)
+        n, d, own = columns
         placed, k = kernel.list_scan(occ, d, n, own, len(first), cap, now)
         return first + placed + [INFINITY] * (len(items) - k), k
     needs = [(i[4] - i[5] if i[3] > 0.0 else -INFINITY) for i in items]
@@ -199,6 +200,133 @@ def _simple_end(job: JobView, profile: tuple[Step, ...] | None) -> float | None:
     return _snap(job.estimated_end_s)
 
 
+def _without(seq: Any, positions: Sequence[int]) -> Any:
+    """``seq`` (a tuple or a list) without the entries at ``positions`` (ascending)."""
+    if not positions:
+        return seq
+    out, lo = seq[:0], 0
+    for k in positions:
+        out += seq[lo:k]
+        lo = k + 1
+    return out + seq[lo:]
+
+
+class _Queue:
+    """The pending jobs' items, followed from one pending tuple to the next.
+
+    The simulator hands the policy the same pending tuple until the queue changes, and the
+    next one is mostly this one without the jobs the policy started (:attr:`gone`) and with
+    arrivals at the end. :meth:`follow` checks that (one comparison of tuples, in C) and then
+    only takes the started jobs' entries out and adds the arrivals'; any other change builds
+    every entry again. Per view of the pending tuple, in its order: its item
+    (:data:`_Item`, ``None`` for a job of several steps), its need (:func:`_need`) and its
+    ``nodes_requested``; the items' requests also in NumPy columns for the compiled scan
+    (:meth:`columns`). The same as building them from the tuple each time (every entry of a
+    view is a function of the view's fields, and views equal field by field give equal
+    entries).
+    """
+
+    __slots__ = ("_columns", "_least", "gone", "items", "needs", "requested", "several", "views")
+
+    def __init__(self) -> None:
+        self.views: Sequence[JobView] = ()  # the pending tuple described
+        self.items: tuple[_Item | None, ...] = ()
+        self.needs: list[float] = []
+        self.requested: list[int] = []
+        self.several = 0  # how many items are None
+        self.gone: Sequence[int] = ()  # positions in views expected to leave next (started)
+        self._least: float | None = INFINITY  # min(requested); None: to compute
+        # (nodes, duration_s, own) buffers, the items' rows first, and how many rows are set
+        self._columns: tuple[Any, Any, Any, int] | None = None
+
+    def follow(self, pending: Sequence[JobView], entry: Any) -> None:
+        """Describe ``pending`` (a tuple); ``entry(view)`` is a view's ``(view, item, need)``."""
+        if pending is self.views:
+            return
+        old, gone = self.views, self.gone
+        self.gone = ()
+        kept = _without(old, gone)
+        m = len(kept)
+        if type(pending) is tuple and len(pending) >= m and pending[:m] == kept:
+            if gone:  # the started jobs' entries out
+                out = [self.items[k] for k in gone]
+                self.items = _without(self.items, gone)
+                self.needs = _without(self.needs, gone)
+                lost = [self.requested[k] for k in gone]
+                self.requested = _without(self.requested, gone)
+                self.several -= out.count(None)
+                if self._least is not None and min(lost) <= self._least:
+                    self._least = None
+                self._drop_rows(gone)
+        else:
+            m = 0
+            self.items, self.needs, self.requested, self.several = (), [], [], 0
+            self._least, self._columns = INFINITY, None
+        if len(pending) > m:  # the arrivals' entries in
+            hits = list(map(entry, pending[m:]))
+            items = tuple(map(_ITEM, hits))
+            self.items += items
+            self.needs += map(_NEED, hits)
+            added = list(map(_REQUESTED, pending[m:]))
+            self.requested += added
+            self.several += items.count(None)
+            if self._least is not None:
+                self._least = min(self._least, *added)
+            self._add_rows(m, items)
+        self.views = pending
+
+    def least_requested(self) -> float:
+        """The fewest nodes a pending job requests (``inf`` for none)."""
+        if self._least is None:
+            self._least = min(self.requested, default=INFINITY)
+        return self._least
+
+    def columns(self) -> tuple[Any, Any, Any]:
+        """The items' ``(nodes, duration_s, own)`` (int64, float64, int64; shapes ``(q,)``).
+
+        Views of buffers that the next :meth:`follow` changes: read them before. Only for
+        items all of one step.
+        """
+        import numpy as np
+
+        q = len(self.items)
+        cols = self._columns
+        if cols is None or cols[3] != q:
+            room = 2 * q + 256
+            nodes, duration, own = (
+                np.empty(room, np.int64),
+                np.empty(room),
+                np.zeros(room, np.int64),
+            )
+            nodes[:q] = [i[4] for i in self.items]  # type: ignore[index]
+            duration[:q] = [i[3] for i in self.items]  # type: ignore[index]
+            cols = self._columns = (nodes, duration, own, q)
+        return cols[0][:q], cols[1][:q], cols[2][:q]
+
+    def _drop_rows(self, gone: Sequence[int]) -> None:
+        """Take the rows at ``gone`` (ascending) out of the columns; the rows after move up."""
+        cols = self._columns
+        if cols is None:
+            return
+        nodes, duration, own, m = cols
+        for i, k in enumerate(gone):  # rows k + 1 .. next - 1 move up i + 1
+            stop = gone[i + 1] if i + 1 < len(gone) else m
+            nodes[k - i : stop - i - 1] = nodes[k + 1 : stop]
+            duration[k - i : stop - i - 1] = duration[k + 1 : stop]
+        self._columns = (nodes, duration, own, m - len(gone))
+
+    def _add_rows(self, m: int, items: tuple[_Item | None, ...]) -> None:
+        """Set the rows from ``m`` on to ``items``' requests (when the buffers have room)."""
+        cols = self._columns
+        if cols is None or cols[3] != m or m + len(items) > len(cols[0]) or None in items:
+            self._columns = None  # built again when asked
+            return
+        nodes, duration, own, _ = cols
+        nodes[m : m + len(items)] = [i[4] for i in items]  # type: ignore[index]
+        duration[m : m + len(items)] = [i[3] for i in items]  # type: ignore[index]
+        self._columns = (nodes, duration, own, m + len(items))
+
+
 class FastPath:
     """The fast path of :class:`~elastic_slurm.plugins.policies.klein_perez.KleinPerez`.
 
@@ -208,12 +336,9 @@ class FastPath:
 
     _views: ViewMemo
     _last: KeptPlan[Occupancy] | None
-    _columns: compiled_placement.RequestTable | None = None  # the items' requests, compiled
-    # the last pending tuple's least nodes_requested and items (a snapshot's tuples are
-    # immutable and the simulator passes the same one until the queue changes)
-    _least: tuple[Sequence[JobView], float] | None = None
-    _items: tuple[Sequence[JobView], tuple[_Item, ...] | None] | None = None
-    _needs: list[float] | None = None  # the last items' needs (:func:`_need`), in list order
+    # the requests of a cycle's items with running jobs waiting to grow, compiled
+    _columns: compiled_placement.RequestTable | None = None
+    _queue: _Queue | None = None  # the pending jobs' items, followed from cycle to cycle
     _warned: bool
     config: Any
 
@@ -274,17 +399,18 @@ class FastPath:
             return []
         idle = len(snapshot.idle_nodes())
         cap = idle + held
+        queue = self._pending(pending, now, snapshot)
         if not any(e.action == "release" for e in actors):
             # a start needs its nodes_requested idle, a growth its 1 <= want idle
-            least = self._least_requested(pending)
+            least = queue.least_requested()
             for job in [g[2] for g in grows] + [e.job for e in actors]:
                 want = min(job.evolving_request, job.nodes_max - job.size)
                 least = min(least, want if want >= 1 else INFINITY)
             if least > idle:
                 return []  # nothing can start or grow, whatever the schedule
-        items = self._pending_items(pending, now, snapshot)
-        if items is None:
+        if queue.several:
             return None
+        items: Sequence[_Item] = queue.items  # type: ignore[assignment]
         if grows:  # into the list order (submit time, then id), as sorting would
             items = list(items)
             for g in grows:
@@ -295,14 +421,20 @@ class FastPath:
             occ, first = last.final.after(now), list(last.places)
         else:
             occ, first = base.after(now), []
-        needs = self._needs if not grows and self._needs is not None else list(map(_need, items))
+        needs = queue.needs if not grows else list(map(_need, items))
         if len(first) >= len(items) or cap - _least_busy(occ, now) < min(needs[len(first) :]):
             # the scan's first cut, before anything is placed: spare the scan itself
             starts, placed = first + [INFINITY] * (len(items) - len(first)), len(first)
         else:
-            if self._columns is None and compiled_placement.kernel() is not None:
-                self._columns = compiled_placement.RequestTable(_item_request)
-            starts, placed = _backfill(items, occ, cap, now, first, self._columns)
+            columns = None
+            if compiled_placement.kernel() is not None:
+                if grows:
+                    if self._columns is None:
+                        self._columns = compiled_placement.RequestTable(_item_request)
+                    columns = self._columns.columns(items)
+                else:
+                    columns = queue.columns()
+            starts, placed = _backfill(items, occ, cap, now, first, columns)
         starts = starts[:placed]  # the items not placed start at inf: not now
         horizon = now + _DUE_S
         due = []  # the items placed to start now, in list order
@@ -310,6 +442,7 @@ class FastPath:
             due = [k for k, s in enumerate(starts) if s <= horizon]
         if not grows:  # a cycle with growths keeps the last plan (its successors may follow it)
             self._last = _kept(now, cap, base, occ, items, starts, due)
+            queue.gone = due  # (items are the pending jobs, in order) started, unless too big
         return self._fast_decisions(snapshot, actors, items, due)
 
     def _forget(self, pending: Sequence[JobView], running: Sequence[JobView]) -> None:
@@ -325,41 +458,29 @@ class FastPath:
             if new:
                 self._warn_unprofiled(min(new, key=lambda j: (j.submit_time_s, j.job_id)))
 
-    def _pending_items(
-        self, pending: Sequence[JobView], now: float, snapshot: ClusterSnapshot
-    ) -> Sequence[_Item] | None:
-        """The pending jobs to place, a tuple cached per view; ``None`` if one has several steps."""
-        memo = self._items
-        if memo is not None and memo[0] is pending and type(pending) is tuple:
-            return memo[1]
-        self._needs = None
+    def _pending(self, pending: Sequence[JobView], now: float, snapshot: ClusterSnapshot) -> _Queue:
+        """The pending jobs' items (:class:`_Queue`), each view's entry cached in the memo."""
+        queue = self._queue
+        if queue is None:
+            queue = self._queue = _Queue()
+        if pending is queue.views:
+            return queue
         views = self._views
-        hits = list(map(views.get, map(id, pending)))
-        if None in hits:
-            for k in range(hits.index(None), len(hits)):  # new views come last, mostly
-                job = pending[k]
-                if hits[k] is None:
-                    e = self._entry(job, now, snapshot)
-                    item = None
-                    if len(e.steps) == 1:
-                        (d, n), key = e.steps[0], (job.submit_time_s, job.job_id)
-                        item = (*key, job, d, n, 0, "start")
-                    need = INFINITY if item is None else _need(item)
-                    hits[k] = views.remember((job, item, need))
-        items = tuple(map(_ITEM, hits))
-        out = None if None in items else items
-        self._items = (pending, out)
-        self._needs = None if out is None else list(map(_NEED, hits))
-        return out
 
-    def _least_requested(self, pending: Sequence[JobView]) -> float:
-        """The fewest nodes a pending job requests (``inf`` for none), of the last tuple."""
-        memo = self._least
-        if memo is not None and memo[0] is pending and type(pending) is tuple:
-            return memo[1]
-        least = min(map(_REQUESTED, pending), default=INFINITY)
-        self._least = (pending, least)
-        return least
+        def entry(job: JobView) -> tuple[Any, ...]:
+            hit = views.get(id(job))
+            if hit is None:
+                e = self._entry(job, now, snapshot)
+                item = None
+                if len(e.steps) == 1:
+                    (d, n), key = e.steps[0], (job.submit_time_s, job.job_id)
+                    item = (*key, job, d, n, 0, "start")
+                need = INFINITY if item is None else _need(item)
+                hit = views.remember((job, item, need))
+            return hit
+
+        queue.follow(pending, entry)
+        return queue
 
     def _fast_decisions(
         self,
