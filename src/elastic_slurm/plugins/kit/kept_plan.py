@@ -158,14 +158,16 @@ def _names(queue: Sequence[Any], ident: Callable[[Any], int]) -> list[int]:
 def _same_entries(queue: Sequence[Any], keep: Sequence[Any], ident: Callable[[Any], int]) -> bool:
     """Whether ``queue`` and ``keep`` (of one length) name the same entries in order.
 
-    ``_names(queue, ident) == _names(keep, ident)``; compared object by object for ``id``
-    and :class:`IdOf` (the objects are alive, held by ``keep`` and ``queue``: the same
-    ``id`` is the same object).
+    ``_names(queue, ident) == _names(keep, ident)``; the entries compared object by object
+    first (the same entries have the same names), then, for :class:`IdOf`, their fields (the
+    objects are alive, held by ``keep`` and ``queue``: the same ``id`` is the same object).
     """
     if queue is keep and type(queue) is tuple:
         return True
+    if all(map(operator.is_, queue, keep)):  # the same entries, so the same names
+        return True
     if ident is id:
-        return all(map(operator.is_, queue, keep))
+        return False
     if isinstance(ident, IdOf):
         return all(map(operator.is_, ident.fields(queue), ident.fields(keep)))
     return _names(queue, ident) == _names(keep, ident)
