@@ -41,7 +41,7 @@ import logging
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from elastic_slurm.model.decisions import Decision, Expand, Shrink, Start
 from elastic_slurm.model.request import JobKind
@@ -255,7 +255,7 @@ class KleinPerez(FastPath, Policy):
         # plain hold, size, nodes held); a pending view's (view, its one step or None, the
         # nodes it needs now)
         self._views = ViewMemo(factor=4, slack=1024)
-        self._last: KeptPlan[Occupancy] | None = None  # last fast cycle's placements
+        self._last: KeptPlan[Any] | None = None  # last fast cycle's placements
 
     def decide(self, snapshot: ClusterSnapshot, trigger: Trigger) -> list[Decision]:
         """Re-run Algorithm 1 and return what it schedules now (see the class docstring).

@@ -18,7 +18,7 @@ import bisect
 import math
 import operator
 from collections.abc import Sequence
-from itertools import accumulate
+from itertools import accumulate, compress
 from typing import TYPE_CHECKING, Any
 
 from elastic_slurm.model.decisions import Decision, Expand, Shrink, Start
@@ -58,7 +58,7 @@ grow keeps its size), and its action (``"start"`` or ``"grow"``)."""
 
 def _backfill(
     items: Sequence[_Item],
-    occ: Occupancy,
+    occ: Occupancy | compiled_placement.ArrayProfile,
     cap: int,
     now: float,
     first: list[float],
@@ -69,7 +69,8 @@ def _backfill(
     Returns every item's start and how many were placed: ``first`` (the starts of the first
     items, already in ``occ``: see :func:`_kept`), then those placed here.
 
-    ``occ`` holds the running jobs' holds and the items' reservations. An item's
+    ``occ`` holds the running jobs' holds and the items' reservations (an
+    ``ArrayProfile`` only with ``columns``). An item's
     reservation is lifted while it is placed; a running job that does not grow now keeps its
     nodes until it does. The list is cut as :meth:`KleinPerez.plan` cuts it (:func:`_slack`)
     and, finer, once no item left could start now (:func:`_may_fit_now`: each placement
@@ -118,6 +119,45 @@ def _backfill(
     return starts, k
 
 
+def _with_grows(
+    items: Sequence[_Item],
+    needs: list[float],
+    grows: list[_Item],
+    columns: Any,
+) -> tuple[list[_Item], list[float], Any]:
+    """The pending items with the running jobs waiting to grow, in list order.
+
+    ``items`` and ``needs`` (:func:`_need`) of the pending jobs, in list order; ``grows``,
+    items of running jobs; ``columns``, ``None`` or a callable returning the pending items'
+    request columns (:meth:`_Queue.columns`). Returns the merged items, their needs and,
+    with ``columns``, a callable returning their columns: each grow goes where sorting by
+    submit time, then id, would put it.
+    """
+    grows = sorted(grows, key=_ORDER)
+    at = [bisect.bisect(items, _ORDER(g), key=_ORDER) for g in grows]  # in the pending list
+    merged, merged_needs = list(items), list(needs)
+    for k, g in enumerate(grows):  # k grows before it, inserted already
+        merged.insert(at[k] + k, g)
+        merged_needs.insert(at[k] + k, _need(g))
+
+    def merged_columns() -> tuple[Any, Any, Any]:
+        import numpy as np
+
+        out = []
+        for column, field in zip(columns(), (4, 3, 5), strict=True):  # nodes, duration, own
+            merged_column = np.empty(len(column) + len(grows), column.dtype)
+            lo = 0
+            for k, p in enumerate(at):  # rows lo .. p - 1 move down k, grow k goes at p + k
+                merged_column[lo + k : p + k] = column[lo:p]
+                merged_column[p + k] = grows[k][field]
+                lo = p
+            merged_column[lo + len(at) :] = column[lo:]
+            out.append(merged_column)
+        return out[0], out[1], out[2]
+
+    return merged, merged_needs, None if columns is None else merged_columns
+
+
 def _need(item: _Item) -> float:
     """Nodes an item must find free now beyond its reservation (``-inf`` for no duration)."""
     return item[4] - item[5] if item[3] > 0.0 else -INFINITY
@@ -132,11 +172,11 @@ def _kept(
     now: float,
     cap: int,
     base: Occupancy,
-    final: Occupancy,
+    final: Occupancy | compiled_placement.ArrayProfile,
     items: Sequence[_Item],
     places: list[float],
     due: Sequence[int],
-) -> KeptPlan[Occupancy]:
+) -> KeptPlan[Any]:
     """The cycle's placements to build on (:mod:`~elastic_slurm.plugins.kit.kept_plan`).
 
     ``places``: the starts of the first items (taken over); ``due``: the positions, ascending,
@@ -172,17 +212,21 @@ def _may_fit_now(occ: Occupancy, item: _Item, cap: int, now: float) -> bool:
     return occ.max_and_last_end(now + _DUE_S, now + d)[0] - own + n <= cap
 
 
-def _least_busy(occ: Occupancy, now: float) -> int:
-    """The fewest nodes busy at any time in ``[now, now + _DUE_S]``."""
+def _least_busy(occ: Occupancy | compiled_placement.ArrayProfile, now: float) -> int:
+    """The fewest nodes busy at any time in ``[now, now + _DUE_S]``.
+
+    ``occ``: a profile as lists (:class:`Occupancy`) or in arrays (``ArrayProfile``).
+    """
     times, vals = occ.times, occ.vals
-    j = max(0, bisect.bisect_right(times, now) - 1)
+    n = len(times) if isinstance(occ, Occupancy) else occ.n
+    j = max(0, bisect.bisect_right(times, now, 0, n) - 1)
     least = vals[j] if times[j] <= now else 0
     horizon = now + _DUE_S
     j += 1
-    while j < len(times) and times[j] <= horizon:
+    while j < n and times[j] <= horizon:
         least = min(least, vals[j])
         j += 1
-    return least
+    return int(least)
 
 
 def _simple_end(job: JobView, profile: tuple[Step, ...] | None) -> float | None:
@@ -335,9 +379,7 @@ class FastPath:
     """
 
     _views: ViewMemo
-    _last: KeptPlan[Occupancy] | None
-    # the requests of a cycle's items with running jobs waiting to grow, compiled
-    _columns: compiled_placement.RequestTable | None = None
+    _last: KeptPlan[Any] | None  # final: an Occupancy, or in arrays (compiled)
     _queue: _Queue | None = None  # the pending jobs' items, followed from cycle to cycle
     _warned: bool
     config: Any
@@ -400,6 +442,7 @@ class FastPath:
         idle = len(snapshot.idle_nodes())
         cap = idle + held
         queue = self._pending(pending, now, snapshot)
+        kernel = compiled_placement.kernel()
         if not any(e.action == "release" for e in actors):
             # a start needs its nodes_requested idle, a growth its 1 <= want idle
             least = queue.least_requested()
@@ -411,35 +454,31 @@ class FastPath:
         if queue.several:
             return None
         items: Sequence[_Item] = queue.items  # type: ignore[assignment]
+        needs = queue.needs
+        columns = queue.columns if kernel is not None else None
         if grows:  # into the list order (submit time, then id), as sorting would
-            items = list(items)
-            for g in grows:
-                bisect.insort(items, g, key=_ORDER)
+            items, needs, columns = _with_grows(items, needs, grows, columns)
         base = holds_from(now, holds_at)
         last = self._last
         if not grows and last is not None and last.follows(now, cap, base, items, _VIEW_ID):
-            occ, first = last.final.after(now), list(last.places)
+            occ, first = last.final.after(now), last.places  # (read, not changed)
         else:
             occ, first = base.after(now), []
-        needs = queue.needs if not grows else list(map(_need, items))
         if len(first) >= len(items) or cap - _least_busy(occ, now) < min(needs[len(first) :]):
             # the scan's first cut, before anything is placed: spare the scan itself
             starts, placed = first + [INFINITY] * (len(items) - len(first)), len(first)
         else:
-            columns = None
-            if compiled_placement.kernel() is not None:
-                if grows:
-                    if self._columns is None:
-                        self._columns = compiled_placement.RequestTable(_item_request)
-                    columns = self._columns.columns(items)
-                else:
-                    columns = queue.columns()
-            starts, placed = _backfill(items, occ, cap, now, first, columns)
+            cols = None
+            if columns is not None:  # compiled: the profile in arrays, kept so for next cycle
+                cols = columns()
+                if isinstance(occ, Occupancy):
+                    occ = compiled_placement.ArrayProfile.of(occ, 6 * (len(items) - len(first)))
+            starts, placed = _backfill(items, occ, cap, now, first, cols)
         starts = starts[:placed]  # the items not placed start at inf: not now
         horizon = now + _DUE_S
         due = []  # the items placed to start now, in list order
         if min(starts, default=INFINITY) <= horizon:  # mostly none: spare the pass
-            due = [k for k, s in enumerate(starts) if s <= horizon]
+            due = list(compress(range(len(starts)), map(horizon.__ge__, starts)))
         if not grows:  # a cycle with growths keeps the last plan (its successors may follow it)
             self._last = _kept(now, cap, base, occ, items, starts, due)
             queue.gone = due  # (items are the pending jobs, in order) started, unless too big
