@@ -23,7 +23,6 @@ from elastic_slurm.plugins.kit import compiled_placement
 from elastic_slurm.plugins.kit.compiled_placement import (
     ArrayProfile,
     Kernel,
-    RequestTable,
     kernel,
     plain,
 )
@@ -182,46 +181,14 @@ def test_list_scan_is_klein_perez_fast_s_backfill(
     placed = placed[:first]  # the first items' places, in the profile already, say
     ref = copy(occ)
     expected = klein_perez_fast._backfill(items, ref, cap, 0.0, list(placed))
+    nodes = np.array([i[4] for i in items], np.int64)  # the columns _Queue keeps
+    duration = np.array([i[3] for i in items], np.float64)
+    own = np.array([i[5] for i in items], np.int64)
     for k in kernels():
-        table = RequestTable(klein_perez_fast._item_request)
-        rows = table.rows(items)
         got = copy(occ)
-        placed_now, stop = k.list_scan(
-            got, table.duration_s[rows], table.nodes[rows], table.own[rows], first, cap, 0.0
-        )
+        placed_now, stop = k.list_scan(got, duration, nodes, own, first, cap, 0.0)
         assert (placed + placed_now + [INF] * (len(items) - stop), stop) == expected
         assert (got.times, got.vals) == (ref.times, ref.vals)
-
-
-@settings(max_examples=100, deadline=None)
-@given(st.lists(st.integers(0, 30), max_size=40), st.lists(st.integers(0, 30), max_size=40))
-def test_a_request_table_computes_each_request_once(first: list[int], second: list[int]) -> None:
-    objects = [object() for _ in range(31)]
-    calls: list[object] = []
-
-    def request(obj: object) -> tuple[int, float, int]:
-        calls.append(obj)
-        k = objects.index(obj)
-        return k, k / 2.0, k % 3
-
-    table = RequestTable(request)
-    for queue in (first, second, first):
-        views = [objects[k] for k in queue]
-        rows = table.rows(views)
-        assert table.nodes[rows].tolist() == queue
-        assert table.duration_s[rows].tolist() == [k / 2.0 for k in queue]
-        assert table.own[rows].tolist() == [k % 3 for k in queue]
-    assert len(calls) == len(set(first) | set(second)) == len(set(map(id, calls)))
-
-
-def test_a_request_table_forgets_what_left_the_queue() -> None:
-    objects = [object() for _ in range(3000)]
-    table = RequestTable(lambda obj: (objects.index(obj), 1.0, 0))
-    for k in range(0, 3000, 100):
-        queue = objects[k : k + 100]
-        rows = table.rows(queue)
-        assert table.nodes[rows].tolist() == list(range(k, k + 100))
-    assert len(table._kept) <= 4 * 100 + 1024 + 100
 
 
 def _records(policy: str, workload: Workload) -> tuple[Any, ...]:

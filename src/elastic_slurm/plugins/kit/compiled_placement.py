@@ -6,9 +6,9 @@ and Pérez 2011, section 3.1) as plain Python over NumPy arrays; :func:`kernel` 
 with ``numba.njit``. A policy asks :func:`kernel` once per cycle and, when it gets one,
 places its queue with :meth:`Kernel.queue_scan` or :meth:`Kernel.list_scan` (which read and
 update an :class:`~elastic_slurm.plugins.kit.occupancy.Occupancy`, or an :class:`ArrayProfile`
-that keeps the profile in arrays between scans), and the requests of its
-queue from a :class:`RequestTable` (each job's request computed once). The results are those
-of the policy's own Python scan, which stays its definition.
+that keeps the profile in arrays between scans), with its queue's requests in NumPy columns
+it keeps itself. The results are those of the policy's own Python scan, which stays its
+definition.
 
 How it degrades: Numba and NumPy are optional (the ``sim`` extra installs them). Without
 them, or when Numba cannot compile the kernel (a warning says so, once), :func:`kernel`
@@ -21,7 +21,7 @@ import functools
 import logging
 import types
 from bisect import bisect_right
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from elastic_slurm.plugins.kit.occupancy import Occupancy
@@ -291,94 +291,4 @@ def _warm_up(compiled: Kernel, np: Any) -> None:
     compiled.list_scan(Occupancy(0.0), duration, need, np.zeros(2, np.int64), 0, 2, 0.0)
 
 
-class RequestTable:
-    """Each queued object's request, computed once, in NumPy columns (by the object's ``id``).
-
-    A policy that places a deep queue every cycle asks for the requests of mostly the same
-    jobs: :meth:`rows` computes a request only for an object not seen before (the object is
-    kept, so that its ``id`` is not reused) and returns where each one's is. Columns:
-    ``nodes`` (int64), ``duration_s`` (float64, seconds) and ``own`` (int64, nodes already
-    reserved).
-
-    Parameters
-    ----------
-    request
-        An object's ``(nodes, duration_s, own)``.
-    """
-
-    def __init__(self, request: Callable[[Any], tuple[int, float, int]]) -> None:
-        import numpy as np
-
-        self._request = request
-        self._row: dict[int, int] = {}
-        self._kept: list[object] = []
-        self.nodes = np.zeros(256, np.int64)
-        self.duration_s = np.zeros(256)
-        self.own = np.zeros(256, np.int64)
-        self._last: tuple[Sequence[object], np.ndarray] | None = None
-        self._columns: tuple[Sequence[object], tuple[np.ndarray, ...]] | None = None
-
-    def rows(self, queue: Sequence[object]) -> np.ndarray:
-        """The rows of ``queue``'s requests (int64, shape ``(len(queue),)``).
-
-        Index the columns after the call: a new request may make them anew. Forgets the
-        objects not in ``queue`` once they are many.
-        """
-        import numpy as np
-
-        last = self._last
-        if last is not None and last[0] is queue:
-            return last[1]
-        rows = list(map(self._row.get, map(id, queue)))
-        if None in rows:
-            if len(self._kept) > 4 * len(queue) + 1024:
-                self._forget(queue)
-                rows = list(map(self._row.get, map(id, queue)))
-            for k in range(rows.index(None), len(rows)):  # new objects come last, mostly
-                if rows[k] is None:
-                    again = self._row.get(id(queue[k]))  # in the queue twice
-                    rows[k] = self._new(queue[k]) if again is None else again
-        out = np.array(rows, np.int64)
-        self._last = (queue, out)
-        return out
-
-    def columns(self, queue: Sequence[object]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``queue``'s requests: ``(nodes, duration_s, own)``, shapes ``(len(queue),)``.
-
-        The same arrays again for the same queue object (do not write to them).
-        """
-        last = self._columns
-        if last is not None and last[0] is queue:
-            return last[1]  # type: ignore[return-value]
-        rows = self.rows(queue)
-        out = (self.nodes[rows], self.duration_s[rows], self.own[rows])
-        self._columns = (queue, out)
-        return out
-
-    def _new(self, obj: object) -> int:
-        """Compute ``obj``'s request into a new row."""
-        import numpy as np
-
-        row = len(self._kept)
-        if row == len(self.nodes):
-            self.nodes = np.concatenate([self.nodes, np.zeros_like(self.nodes)])
-            self.duration_s = np.concatenate([self.duration_s, np.zeros_like(self.duration_s)])
-            self.own = np.concatenate([self.own, np.zeros_like(self.own)])
-        self.nodes[row], self.duration_s[row], self.own[row] = self._request(obj)
-        self._kept.append(obj)
-        self._row[id(obj)] = row
-        return row
-
-    def _forget(self, queue: Sequence[object]) -> None:
-        """Keep only the rows of ``queue``'s objects (renumbered)."""
-        keep = [(obj, self._row[id(obj)]) for obj in queue if id(obj) in self._row]
-        old = [row for _, row in keep]
-        self.nodes = self.nodes[old + [0] * 256]
-        self.duration_s = self.duration_s[old + [0] * 256]
-        self.own = self.own[old + [0] * 256]
-        self._kept = [obj for obj, _ in keep]
-        self._row = {id(obj): k for k, obj in enumerate(self._kept)}
-        self._last = self._columns = None
-
-
-__all__ = ["ArrayProfile", "Kernel", "RequestTable", "kernel", "plain"]
+__all__ = ["ArrayProfile", "Kernel", "kernel", "plain"]

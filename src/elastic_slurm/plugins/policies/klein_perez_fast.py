@@ -77,9 +77,9 @@ def _backfill(
     busies at least the nodes its item reserved, so what cannot start now never will in
     this cycle). Items not placed get ``inf``.
 
-    With the compiled kernel and ``columns`` (the items' requests :func:`_item_request` as
-    NumPy arrays ``(nodes, duration_s, own)``, int64, float64, int64, shapes ``(q,)``), the
-    same scan runs compiled
+    With the compiled kernel and ``columns`` (the items' requests ``item[4]``, ``item[3]``
+    and ``item[5]`` as NumPy arrays ``(nodes, duration_s, own)``: int64, float64, int64,
+    shapes ``(q,)``), the same scan runs compiled
     (:meth:`~elastic_slurm.plugins.kit.compiled_placement.Kernel.list_scan`).
     """
     kernel = compiled_placement.kernel()
@@ -161,11 +161,6 @@ def _with_grows(
 def _need(item: _Item) -> float:
     """Nodes an item must find free now beyond its reservation (``-inf`` for no duration)."""
     return item[4] - item[5] if item[3] > 0.0 else -INFINITY
-
-
-def _item_request(item: _Item) -> tuple[int, float, int]:
-    """An item's ``(nodes, duration_s, own)``, for a :class:`~.compiled_placement.RequestTable`."""
-    return item[4], item[3], item[5]
 
 
 def _kept(
