@@ -461,20 +461,19 @@ class Controller:
         nodes; a node a listed running job still holds after that is never shown idle.
         """
         slurm = self._slurm
-        listed = slurm.jobs()
-        nodes = slurm.nodes()
-        for again in ("jobs", "nodes"):
+        listed, nodes = slurm.jobs(), slurm.nodes()
+        torn = torn_nodes(listed, nodes)
+        if torn:  # a job ended between the reads: its end is in the jobs read now
+            log.debug("nodes %s idle but held by a running job: reading the jobs again", torn)
+            listed = slurm.jobs()
             torn = torn_nodes(listed, nodes)
-            if not torn:
-                return listed, nodes
-            log.debug("nodes %s idle but held by a running job: reading the %s again", torn, again)
-            if again == "jobs":
-                listed = slurm.jobs()
-            else:
-                nodes = slurm.nodes()
-        torn = set(torn_nodes(listed, nodes))
-        if torn:
-            nodes = [replace(n, state="allocated") if n.name in torn else n for n in nodes]
+        if torn:  # a job started between the reads: its nodes are in the nodes read now
+            log.debug("nodes %s idle but held by a running job: reading the nodes again", torn)
+            nodes = slurm.nodes()
+            torn = torn_nodes(listed, nodes)
+        if torn:  # still torn: never show a node a listed running job holds as idle
+            held = set(torn)
+            nodes = [replace(n, state="allocated") if n.name in held else n for n in nodes]
         return listed, nodes
 
     def _screen(self, listed: list[SlurmJob]) -> list[SlurmJob]:
