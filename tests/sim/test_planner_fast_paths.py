@@ -27,9 +27,12 @@ from .trace_runs import TRACES, logged_run, needs_traces, trace_slice
 @needs_traces
 @pytest.mark.parametrize("trace", TRACES)
 @pytest.mark.parametrize("fit", ["noX", "2X+c"])
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "python"])
 def test_klein_perez_decides_what_the_plain_algorithm_plans(
-    trace: str, fit: str, monkeypatch: pytest.MonkeyPatch
+    trace: str, fit: str, compiled: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    if not compiled:  # the Python scan and KeptPlan, as without Numba
+        monkeypatch.setattr(compiled_placement, "kernel", lambda: None)
     workload = trace_slice(trace, 3000, 400)
     policy = make_policy("klein_perez", {"fit": fit})
     assert isinstance(policy, klein_perez.KleinPerez)
@@ -49,7 +52,15 @@ def test_klein_perez_decides_what_the_plain_algorithm_plans(
         assert got == list(policy.plan(snapshot, complete=True).decisions), snapshot.time_s
         return got
 
-    monkeypatch.setattr(KeptPlan, "follows", counted)
+    cycle = compiled_placement.ListPlan.cycle
+
+    def compiled(self: Any, *args: Any) -> tuple[list[int], bool]:
+        due, followed = cycle(self, *args)
+        kept.append(followed)
+        return due, followed
+
+    monkeypatch.setattr(KeptPlan, "follows", counted)  # the Python scan's plan
+    monkeypatch.setattr(compiled_placement.ListPlan, "cycle", compiled)  # the compiled one's
     policy.decide = checked  # type: ignore[method-assign]
     Simulation(workload.jobs, policy, workload.nodes).run()
     assert all(paths), "jobs without profiles are one step each: the fast path every cycle"

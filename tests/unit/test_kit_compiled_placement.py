@@ -23,9 +23,11 @@ from elastic_slurm.plugins.kit import compiled_placement
 from elastic_slurm.plugins.kit.compiled_placement import (
     ArrayProfile,
     Kernel,
+    ListPlan,
     kernel,
     plain,
 )
+from elastic_slurm.plugins.kit.holds import holds_from
 from elastic_slurm.plugins.kit.occupancy import Occupancy
 from elastic_slurm.plugins.policies import coorm, klein_perez_fast
 from elastic_slurm.simulator import Workload, run
@@ -191,6 +193,92 @@ def test_list_scan_is_klein_perez_fast_s_backfill(
         assert (got.times, got.vals) == (ref.times, ref.vals)
 
 
+class _Cycles(klein_perez_fast.FastPath):
+    """The end of ``FastPath``'s cycle alone: Python (KeptPlan) or compiled (ListPlan)."""
+
+    def __init__(self) -> None:
+        self._last = None
+        self._plan = _Plan()
+
+
+class _Plan(ListPlan):
+    """A :class:`ListPlan` that notes whether each cycle kept the last plan."""
+
+    __slots__ = ("followed",)
+
+    def cycle(self, *args: Any) -> tuple[list[int], bool]:
+        due, self.followed = super().cycle(*args)
+        return due, self.followed
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(1, 9),
+    st.lists(
+        st.tuples(
+            st.sampled_from([0.0, 0.0, DUE, 0.5, 2.0]),  # time since the last cycle
+            st.booleans(),  # the holds: last cycle's with its starts (else drawn anew)
+            st.booleans(),  # the queue: last plan's, then arrivals (else all new)
+            st.lists(st.tuples(ENDS, st.integers(0, 4)), max_size=6),  # holds drawn
+            st.lists(st.tuples(DURATIONS, st.integers(1, 10), st.integers(0, 3)), max_size=8),
+            st.booleans(),  # the arrivals may be running jobs waiting to grow (nothing kept)
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+)
+# the starts of a cycle join its holds, and the next cycle at the same time keeps its plan
+@example(2, [(0.0, True, True, [], [(1.0, 1, 0), (5.0, 2, 0)], False)] * 2)
+def test_list_plan_cycles_are_the_python_cycles(cap: int, cycles: list[Any]) -> None:
+    # the compiled cycle (holds, kept plan, scan, starts due, plan kept) against the Python
+    # one, cycle after cycle: the same starts due, plans kept or not alike, the same plans
+    for k in kernels():
+        python, compiled = _Cycles(), _Cycles()
+        now, ends, nodes, started = 0.0, [], [], []
+        made = 0
+        for dt, same_holds, same_queue, holds, queue, grow in cycles:
+            if same_holds:  # last cycle's starts run, as the simulator starts them
+                ends = [*ends, *(now + i[3] for i in started)]
+                nodes = [*nodes, *(i[4] for i in started)]
+            else:
+                ends, nodes = [e for e, _ in holds], [n for _, n in holds]
+            now += dt
+            last = python._last
+            items = list(last.keep) if last is not None and same_queue else []
+            for d, n, own in queue:
+                own = min(own, n) if grow else 0
+                items.append((now, made, object(), d, n, own, "grow" if own else "start"))
+                made += 1
+                if own:  # its reservation
+                    ends, nodes = [*ends, now + d], [*nodes, own]
+            grows = [i for i in items if i[5]]
+            needs = [klein_perez_fast._need(i) for i in items]
+            columns = tuple(
+                np.array([i[f] for i in items], t)
+                for f, t in ((4, np.int64), (3, np.float64), (5, np.int64))
+            )
+            base = holds_from(now, zip(ends, nodes, strict=True))
+            followed = (
+                last is not None
+                and not grows
+                and last.follows(now, cap, base, items, klein_perez_fast._VIEW_ID)
+            )
+            due = python._python_cycle(items, needs, ends, nodes, now, cap, grows)
+            got = compiled._compiled_cycle(k, items, columns, ends, nodes, now, cap, grows)
+            assert got == due
+            assert compiled._plan.followed == followed
+            last, plan = python._last, compiled._plan
+            assert (plan.queue is None) == (last is None)
+            if last is not None:
+                assert [id(i[2]) for i in plan.queue] == last.ids
+                assert (plan.now, plan.cap) == (last.now, last.basis)
+                assert plan._kept[4][: plan.p].tolist() == last.places
+                base_t, base_v = plan._kept[0][: plan.base_n], plan._kept[1][: plan.base_n]
+                assert (base_t.tolist(), base_v.tolist()) == (last.base.times, last.base.vals)
+                assert ArrayProfile(plan._kept[2], plan._kept[3], plan.final_n).same(last.final)
+            started = [items[j] for j in due]
+
+
 def _records(policy: str, workload: Workload) -> tuple[Any, ...]:
     result = run(workload, policy, elastic_fraction=0.5, seed=1)
     return result.records, result.timeline, result.metrics
@@ -217,18 +305,16 @@ def test_without_numba_the_policies_schedule_the_same(
     sys.modules.pop("numba")
     assert kernel() is not None
     calls: list[str] = []
-    for name in ("queue_scan", "list_scan"):  # and the policy does use the compiled scan
-        scan = getattr(Kernel, name)
+    for owner, name in ((Kernel, "queue_scan"), (Kernel, "list_scan"), (ListPlan, "cycle")):
+        scan = getattr(owner, name)  # and the policy does use the compiled scan
 
         def counted(*args: Any, scan: Any = scan, name: str = name) -> Any:
             calls.append(name)
             return scan(*args)
 
-        monkeypatch.setattr(Kernel, name, counted)
+        monkeypatch.setattr(owner, name, counted)
     assert _records(policy, workload) == without
-    assert calls and set(calls) == {
-        "queue_scan" if policy == "coorm_equipartition" else "list_scan"
-    }
+    assert calls and set(calls) == {"queue_scan" if policy == "coorm_equipartition" else "cycle"}
 
 
 def test_when_numba_cannot_compile_the_kernel_the_python_scans_run(

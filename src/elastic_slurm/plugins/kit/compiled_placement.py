@@ -45,6 +45,7 @@ class Kernel:
     def __init__(self, functions: dict[str, Callable[..., Any]]) -> None:
         self._queue_scan = functions["queue_scan"]
         self._list_scan = functions["list_scan"]
+        self._list_cycle = functions["list_cycle"]
 
     def queue_scan(
         self,
@@ -128,6 +129,108 @@ class Kernel:
         n, stop = self._list_scan(times, vals, n, duration_s, need, own, first, cap, now_s, starts)
         _update(occ, times, vals, n)
         return starts[first:stop].tolist(), stop
+
+
+class ListPlan:
+    """``klein_perez_fast``'s cycles from the holds on, one compiled call each, with the kept plan.
+
+    :func:`~elastic_slurm.plugins.kit.placement.list_cycle` does in one call what the policy's
+    Python path does with :func:`~elastic_slurm.plugins.kit.holds.holds_from`,
+    :meth:`KeptPlan.follows <elastic_slurm.plugins.kit.kept_plan.KeptPlan.follows>`, its scan
+    and ``_kept``; this keeps last cycle's plan for it in NumPy arrays (its holds with its
+    starts added, its final profile, its places, its time and machine size) and the
+    buffers the next plan is written to (the two swap when a cycle's plan is kept).
+    :attr:`queue` holds the plan's items (those not started, in order), which the caller
+    compares with the next queue (:meth:`KeptPlan.follows`' condition 2).
+    """
+
+    __slots__ = ("_kept", "_new", "_out", "base_n", "cap", "final_n", "now", "p", "queue")
+
+    def __init__(self) -> None:
+        import numpy as np
+
+        self.queue: Any = None  # the kept plan's items, None: no plan
+        self.now, self.cap, self.p, self.base_n, self.final_n = 0.0, 0, 0, 1, 1
+        # (base times, base vals, final times, final vals, places): kept, and the next
+        self._kept = self._buffers(16)
+        self._new = self._buffers(16)
+        # hold ends, hold nodes, starts, due
+        self._out = (np.empty(16), np.empty(16, np.int64), np.empty(16), np.empty(16, np.int64))
+
+    @staticmethod
+    def _buffers(room: int) -> tuple[np.ndarray, ...]:
+        import numpy as np
+
+        times, vals = (
+            (np.empty(room) for _ in range(2)),
+            (np.zeros(room, np.int64) for _ in range(2)),
+        )
+        base_t, final_t = times
+        base_v, final_v = vals
+        return base_t, base_v, final_t, final_v, np.empty(room)
+
+    def cycle(
+        self,
+        kernel: Kernel,
+        ends: list[float],
+        nodes: list[int],
+        now_s: float,
+        cap: int,
+        columns: tuple[np.ndarray, np.ndarray, np.ndarray],
+        keep: bool,
+        update: bool,
+    ) -> tuple[list[int], bool]:
+        """Place the items of ``columns`` from ``now_s``; the positions of those due now.
+
+        Parameters
+        ----------
+        kernel
+            The kernel to run (:func:`kernel`, or :func:`plain`).
+        ends, nodes
+            The holds from now: ``[now_s, ends[i])`` of ``nodes[i]`` nodes (``holds_from``).
+        now_s, cap
+            The cycle's time (seconds) and the machine's nodes.
+        columns
+            The items' ``(nodes, duration_s, own)`` (int64, float64, int64; shapes ``(q,)``).
+        keep
+            Whether the items begin with :attr:`queue` (the kept plan's), with no item
+            reserving nodes; else the plan is not kept.
+        update
+            Make this cycle's plan the kept one (``queue`` is then the caller's to set).
+
+        Returns
+        -------
+        tuple
+            ``(due, kept)``: the positions of the items placed to start by ``now_s +
+            1 us``, ascending, and whether last cycle's plan was kept.
+        """
+        import numpy as np
+
+        need, duration, own = columns
+        q, r = len(need), len(ends)
+        hold_end, hold_nodes, starts, due = self._out
+        if len(hold_end) < r or len(starts) < q:
+            room = 2 * max(r, q) + 16
+            hold_end, hold_nodes = np.empty(room), np.empty(room, np.int64)
+            starts, due = np.empty(room), np.empty(room, np.int64)
+            self._out = (hold_end, hold_nodes, starts, due)
+        hold_end[:r] = ends
+        hold_nodes[:r] = nodes
+        kept, new = self._kept, self._new
+        base_room = r + 2 * q + 4
+        final_room = max(self.final_n, r + 1) + 6 * q + 4
+        if len(new[0]) < base_room or len(new[2]) < final_room or len(new[4]) < q:
+            new = self._new = self._buffers(2 * max(base_room, final_room))
+        keep = keep and self.queue is not None
+        base_n, final_n, p, d, followed = kernel._list_cycle(
+            hold_end, hold_nodes, r, now_s, cap, duration, need, own, keep,
+            self.now, self.cap, kept[0], kept[1], self.base_n, kept[2], kept[3], self.final_n,
+            kept[4], self.p, new[0], new[1], new[2], new[3], starts, due, new[4],
+        )  # fmt: skip
+        if update:
+            self._kept, self._new = new, kept
+            self.now, self.cap, self.p, self.base_n, self.final_n = now_s, cap, p, base_n, final_n
+        return (due[:d].tolist() if d else []), bool(followed)
 
 
 class ArrayProfile:
@@ -289,6 +392,11 @@ def _warm_up(compiled: Kernel, np: Any) -> None:
     need, duration = np.array([1, 2], np.int64), np.array([5.0, 5.0])
     compiled.queue_scan(occ, need, duration, 0, 2, 0.0, 1)
     compiled.list_scan(Occupancy(0.0), duration, need, np.zeros(2, np.int64), 0, 2, 0.0)
+    plan = ListPlan()
+    columns = (need, duration, np.zeros(2, np.int64))
+    plan.cycle(compiled, [10.0], [1], 0.0, 2, columns, False, True)
+    plan.queue = ()
+    plan.cycle(compiled, [10.0], [1], 1.0, 2, columns, True, True)
 
 
-__all__ = ["ArrayProfile", "Kernel", "kernel", "plain"]
+__all__ = ["ArrayProfile", "Kernel", "ListPlan", "kernel", "plain"]

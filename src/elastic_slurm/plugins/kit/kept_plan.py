@@ -117,7 +117,7 @@ class KeptPlan(Generic[P]):
             now >= self.now
             and (basis is self.basis or basis == self.basis)
             and len(queue) >= n
-            and _same_entries(queue[:n], self.keep, ident)
+            and same_entries(queue[:n], self.keep, ident)
             and min(self.places, default=INFINITY) >= now
             and self.base.after(now).same(base)
         )
@@ -155,7 +155,7 @@ def _names(queue: Sequence[Any], ident: Callable[[Any], int]) -> list[int]:
     return ident.names(queue) if isinstance(ident, IdOf) else list(map(ident, queue))
 
 
-def _same_entries(queue: Sequence[Any], keep: Sequence[Any], ident: Callable[[Any], int]) -> bool:
+def same_entries(queue: Sequence[Any], keep: Sequence[Any], ident: Callable[[Any], int]) -> bool:
     """Whether ``queue`` and ``keep`` (of one length) name the same entries in order.
 
     ``_names(queue, ident) == _names(keep, ident)``; the entries compared object by object

@@ -453,3 +453,175 @@ def _may_fit_now(
     if not d > 2 * DUE_S:
         return True
     return busiest(times, vals, n, now_s + DUE_S, now_s + d) - mine + nodes <= cap
+
+
+# ------------------------------------------------------------------------ one list cycle
+def holds_profile(
+    hold_end: np.ndarray,
+    hold_nodes: np.ndarray,
+    r: int,
+    now_s: float,
+    times: np.ndarray,
+    vals: np.ndarray,
+) -> int:
+    """Holds ``[now_s, hold_end[i])`` of ``hold_nodes[i]`` nodes, ``i < r``, as a profile.
+
+    :func:`~elastic_slurm.plugins.kit.holds.holds_from`: the same breakpoints (``now_s``,
+    then every distinct finite end after it, ascending) and values, written to ``times``
+    and ``vals`` (room for ``r + 1`` entries); returns their count. Holds ending at or before
+    ``now_s`` or of no nodes add nothing; an end of ``inf`` adds to every segment.
+    """
+    total = 0
+    m = 0  # distinct ends so far, in times[1 .. m], the nodes ending there in vals
+    for i in range(r):
+        end, nodes = hold_end[i], hold_nodes[i]
+        if end > now_s and nodes != 0:
+            total += nodes
+            if end < INFINITY:
+                j = bisect_left(times, end, 1, m + 1)
+                if j <= m and times[j] == end:
+                    vals[j] += nodes
+                else:
+                    _insert(times, vals, m + 1, j, end, nodes)
+                    m += 1
+    times[0] = now_s
+    if total == 0:
+        vals[0] = 0
+        return 1
+    vals[0] = total
+    for j in range(1, m + 1):  # what is still held after each end
+        vals[j] = vals[j - 1] - vals[j]
+    return m + 1
+
+
+def same_after(
+    times: np.ndarray,
+    vals: np.ndarray,
+    n: int,
+    t: float,
+    other_t: np.ndarray,
+    other_v: np.ndarray,
+    m: int,
+) -> bool:
+    """Whether profile ``times, vals, n`` from ``t`` on (``times[0] <= t``) is ``other``'s.
+
+    ``Occupancy.after(t).same(other)``: the same breakpoints and values, ``other`` starting
+    at ``t``.
+    """
+    j = max(bisect_right(times, t, 0, n) - 1, 0)
+    if n - j != m or other_t[0] != t:
+        return False
+    for i in range(1, m):
+        if times[j + i] != other_t[i]:
+            return False
+    for i in range(m):
+        if vals[j + i] != other_v[i]:
+            return False
+    return True
+
+
+def copy_after(
+    times: np.ndarray, vals: np.ndarray, n: int, t: float, out_t: np.ndarray, out_v: np.ndarray
+) -> int:
+    """Profile ``times, vals, n`` from ``t`` on, written to ``out_t, out_v``; its size.
+
+    ``ArrayProfile.after``: the segment ``t`` falls in starts at ``t``, those before go.
+    """
+    j = max(bisect_right(times, t, 0, n) - 1, 0)
+    m = n - j
+    for i in range(m):
+        out_t[i] = times[j + i]
+        out_v[i] = vals[j + i]
+    out_t[0] = t
+    return m
+
+
+def list_cycle(
+    hold_end: np.ndarray,
+    hold_nodes: np.ndarray,
+    r: int,
+    now_s: float,
+    cap: int,
+    duration_s: np.ndarray,
+    need: np.ndarray,
+    own: np.ndarray,
+    keep: bool,
+    kept_now: float,
+    kept_cap: int,
+    kept_base_t: np.ndarray,
+    kept_base_v: np.ndarray,
+    kept_base_n: int,
+    kept_t: np.ndarray,
+    kept_v: np.ndarray,
+    kept_n: int,
+    kept_places: np.ndarray,
+    p: int,
+    base_t: np.ndarray,
+    base_v: np.ndarray,
+    final_t: np.ndarray,
+    final_v: np.ndarray,
+    starts: np.ndarray,
+    due: np.ndarray,
+    places: np.ndarray,
+) -> tuple[int, int, int, int, bool]:
+    """One cycle of ``klein_perez_fast`` in one call: holds, kept plan, scan, starts due now.
+
+    What ``FastPath._fast_decide`` does from the holds on, with the kept plan
+    (:mod:`~elastic_slurm.plugins.kit.kept_plan`) in arrays:
+
+    1. the holds from now (:func:`holds_profile`: ``holds_from``) into ``base``;
+    2. whether last cycle's plan may be kept (``KeptPlan.follows``; ``keep`` says that the
+       queue's first ``p`` items are the plan's, which only the caller can check): then the
+       scan continues from the plan's final profile (from now on) after its ``p`` places,
+       else from ``base`` with none placed;
+    3. :func:`list_scan` into ``final``, ``starts``;
+    4. the items placed to start by ``now_s + DUE_S`` (due, ``due[:d]``, ascending) join
+       ``base`` (``_kept``), the other places go to ``places`` in order.
+
+    The kept plan (read only): ``kept_now``, ``kept_cap``, its base, final profile and
+    places (``kept_places[:p]``, seconds). Outputs: ``base``, ``final`` (room for ``r + 1 +
+    2 q`` and ``max(kept_n, r + 1) + 6 q`` entries, ``q`` items), ``starts``, ``due``,
+    ``places`` (shapes ``(q,)`` at least): together the next kept plan.
+
+    Returns
+    -------
+    tuple
+        ``(base_n, final_n, kept, d, followed)``: the sizes of ``base`` and ``final``, how
+        many places are in ``places``, how many items are due, and whether the plan was kept.
+    """
+    base_n = holds_profile(hold_end, hold_nodes, r, now_s, base_t, base_v)
+    followed = keep and now_s >= kept_now and cap == kept_cap
+    if followed:
+        for k in range(p):
+            if kept_places[k] < now_s:
+                followed = False
+                break
+    if followed:
+        followed = same_after(kept_base_t, kept_base_v, kept_base_n, now_s, base_t, base_v, base_n)
+    first = 0
+    if followed:
+        final_n = copy_after(kept_t, kept_v, kept_n, now_s, final_t, final_v)
+        for k in range(p):
+            starts[k] = kept_places[k]
+        first = p
+    else:
+        for i in range(base_n):
+            final_t[i] = base_t[i]
+            final_v[i] = base_v[i]
+        final_n = base_n
+    final_n, stop = list_scan(
+        final_t, final_v, final_n, duration_s, need, own, first, cap, now_s, starts
+    )
+    horizon = now_s + DUE_S
+    d = 0
+    m = 0
+    for k in range(stop):
+        s = starts[k]
+        if s <= horizon:
+            due[d] = k
+            d += 1
+            base_n = add(base_t, base_v, base_n, s, s + duration_s[k], need[k])
+        else:
+            places[m] = s
+            m += 1
+    return base_n, final_n, m, d, followed

@@ -26,7 +26,7 @@ from elastic_slurm.model.request import JobKind
 from elastic_slurm.model.snapshot import ClusterSnapshot, JobView
 from elastic_slurm.plugins.kit import compiled_placement
 from elastic_slurm.plugins.kit.holds import holds_from, split_by_start
-from elastic_slurm.plugins.kit.kept_plan import IdOf, KeptPlan
+from elastic_slurm.plugins.kit.kept_plan import IdOf, KeptPlan, same_entries
 from elastic_slurm.plugins.kit.occupancy import Occupancy
 from elastic_slurm.plugins.kit.view_memo import ViewMemo
 from elastic_slurm.plugins.policies.klein_perez_fit import Step
@@ -58,35 +58,27 @@ grow keeps its size), and its action (``"start"`` or ``"grow"``)."""
 
 def _backfill(
     items: Sequence[_Item],
-    occ: Occupancy | compiled_placement.ArrayProfile,
+    occ: Occupancy,
     cap: int,
     now: float,
     first: list[float],
-    columns: tuple[Any, Any, Any] | None = None,
 ) -> tuple[list[float], int]:
     """Place each item in turn at its earliest start (Algorithm 2 for one step).
 
     Returns every item's start and how many were placed: ``first`` (the starts of the first
     items, already in ``occ``: see :func:`_kept`), then those placed here.
 
-    ``occ`` holds the running jobs' holds and the items' reservations (an
-    ``ArrayProfile`` only with ``columns``). An item's
+    ``occ`` holds the running jobs' holds and the items' reservations. An item's
     reservation is lifted while it is placed; a running job that does not grow now keeps its
     nodes until it does. The list is cut as :meth:`KleinPerez.plan` cuts it (:func:`_slack`)
     and, finer, once no item left could start now (:func:`_may_fit_now`: each placement
     busies at least the nodes its item reserved, so what cannot start now never will in
     this cycle). Items not placed get ``inf``.
 
-    With the compiled kernel and ``columns`` (the items' requests ``item[4]``, ``item[3]``
-    and ``item[5]`` as NumPy arrays ``(nodes, duration_s, own)``: int64, float64, int64,
-    shapes ``(q,)``), the same scan runs compiled
-    (:meth:`~elastic_slurm.plugins.kit.compiled_placement.Kernel.list_scan`).
+    The compiled kernel runs the same scan
+    (:func:`~elastic_slurm.plugins.kit.placement.list_scan`, within
+    :func:`~elastic_slurm.plugins.kit.placement.list_cycle`).
     """
-    kernel = compiled_placement.kernel()
-    if kernel is not None and columns is not None:
-        n, d, own = columns
-        placed, k = kernel.list_scan(occ, d, n, own, len(first), cap, now)
-        return first + placed + [INFINITY] * (len(items) - k), k
     needs = [(i[4] - i[5] if i[3] > 0.0 else -INFINITY) for i in items]
     slack = list(accumulate(reversed(needs), min))[::-1]
     starts = first + [INFINITY] * (len(items) - len(first))
@@ -374,7 +366,8 @@ class FastPath:
     """
 
     _views: ViewMemo
-    _last: KeptPlan[Any] | None  # final: an Occupancy, or in arrays (compiled)
+    _last: KeptPlan[Any] | None  # last cycle's plan (the Python scan's)
+    _plan: compiled_placement.ListPlan | None = None  # the same, for the compiled one
     _queue: _Queue | None = None  # the pending jobs' items, followed from cycle to cycle
     _warned: bool
     config: Any
@@ -399,7 +392,8 @@ class FastPath:
         now = _snap(snapshot.time_s)
         running, pending = split_by_start(snapshot)
         self._forget(pending, running)
-        holds_at: list[tuple[float, int]] = []  # (end, nodes) of holds from now
+        ends: list[float] = []  # the holds from now: [now, ends[i]) of nodes[i] nodes
+        nodes: list[int] = []
         actors: list[_Entry] = []  # running entries due now (release, or grow by nodes_max)
         grows: list[_Item] = []
         views, floor = self._views, now + 2 * _DUE_S
@@ -414,7 +408,8 @@ class FastPath:
             end = hit[1]
             if end is not None:  # a hold until its estimated end (soon, when past it)
                 assert isinstance(end, float)
-                holds_at.append((end if end > floor else floor, hit[2]))
+                ends.append(end if end > floor else floor)
+                nodes.append(hit[2])
                 continue
             e = self._entry(job, now, snapshot)
             if e.steps:  # waiting to grow without a profile: placed like a pending job
@@ -422,14 +417,16 @@ class FastPath:
                     return None
                 (d, n), own = e.steps[0], min(e.steps[0][1], job.size)
                 grows.append((job.submit_time_s, job.job_id, job, d, n, own, "grow"))
-                holds_at.append((now + d, own))
+                ends.append(now + d)
+                nodes.append(own)
                 continue
             if e.action and not e.due_now:
                 return None
             for s, t, n in e.fixed:
                 if s != now:
                     return None
-                holds_at.append((t, n))
+                ends.append(t)
+                nodes.append(n)
             if e.action:
                 actors.append(e)
         if not pending and not grows and not actors:
@@ -453,7 +450,32 @@ class FastPath:
         columns = queue.columns if kernel is not None else None
         if grows:  # into the list order (submit time, then id), as sorting would
             items, needs, columns = _with_grows(items, needs, grows, columns)
-        base = holds_from(now, holds_at)
+        if columns is not None:  # compiled: the rest of the cycle in one call
+            due = self._compiled_cycle(kernel, items, columns(), ends, nodes, now, cap, grows)
+        else:
+            due = self._python_cycle(items, needs, ends, nodes, now, cap, grows)
+        if not grows:  # (items are the pending jobs, in order) started, unless too big
+            queue.gone = due
+        return self._fast_decisions(snapshot, actors, items, due)
+
+    def _python_cycle(
+        self,
+        items: Sequence[_Item],
+        needs: list[float],
+        ends: list[float],
+        nodes: list[int],
+        now: float,
+        cap: int,
+        grows: list[_Item],
+    ) -> list[int]:
+        """Place ``items`` against the holds (``[now, ends[i])`` of ``nodes[i]``); those due.
+
+        The holds' profile (:func:`holds_from`), last cycle's plan kept when it may be
+        (:meth:`KeptPlan.follows`), the scan (:func:`_backfill`), and this cycle's plan kept
+        for the next (:func:`_kept`) unless a running job waits to grow (``grows``). Returns
+        the positions in ``items`` of those placed to start by ``now + _DUE_S``, ascending.
+        """
+        base = holds_from(now, zip(ends, nodes, strict=True))
         last = self._last
         if not grows and last is not None and last.follows(now, cap, base, items, _VIEW_ID):
             occ, first = last.final.after(now), last.places  # (read, not changed)
@@ -463,12 +485,7 @@ class FastPath:
             # the scan's first cut, before anything is placed: spare the scan itself
             starts, placed = first + [INFINITY] * (len(items) - len(first)), len(first)
         else:
-            cols = None
-            if columns is not None:  # compiled: the profile in arrays, kept so for next cycle
-                cols = columns()
-                if isinstance(occ, Occupancy):
-                    occ = compiled_placement.ArrayProfile.of(occ, 6 * (len(items) - len(first)))
-            starts, placed = _backfill(items, occ, cap, now, first, cols)
+            starts, placed = _backfill(items, occ, cap, now, first)
         starts = starts[:placed]  # the items not placed start at inf: not now
         horizon = now + _DUE_S
         due = []  # the items placed to start now, in list order
@@ -476,8 +493,35 @@ class FastPath:
             due = list(compress(range(len(starts)), map(horizon.__ge__, starts)))
         if not grows:  # a cycle with growths keeps the last plan (its successors may follow it)
             self._last = _kept(now, cap, base, occ, items, starts, due)
-            queue.gone = due  # (items are the pending jobs, in order) started, unless too big
-        return self._fast_decisions(snapshot, actors, items, due)
+        return due
+
+    def _compiled_cycle(
+        self,
+        kernel: compiled_placement.Kernel,
+        items: Sequence[_Item],
+        columns: tuple[Any, Any, Any],
+        ends: list[float],
+        nodes: list[int],
+        now: float,
+        cap: int,
+        grows: list[_Item],
+    ) -> list[int]:
+        """:meth:`_python_cycle` in one compiled call (:class:`~.compiled_placement.ListPlan`).
+
+        ``columns``: the items' requests (:meth:`_Queue.columns`). The queue condition of
+        :meth:`KeptPlan.follows` (the items begin with the kept plan's) is checked here.
+        """
+        plan = self._plan
+        if plan is None:
+            plan = self._plan = compiled_placement.ListPlan()
+        kept = plan.queue
+        keep = False
+        if not grows and kept is not None and len(items) >= len(kept):
+            keep = same_entries(items[: len(kept)], kept, _VIEW_ID)
+        due, _ = plan.cycle(kernel, ends, nodes, now, cap, columns, keep, not grows)
+        if not grows:  # a cycle with growths keeps the last plan (its successors may follow it)
+            plan.queue = _without(items, due)
+        return due
 
     def _forget(self, pending: Sequence[JobView], running: Sequence[JobView]) -> None:
         """Drop cached views long gone; warn of unprofiled evolving jobs as :meth:`plan` would."""
