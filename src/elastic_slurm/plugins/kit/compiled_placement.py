@@ -144,10 +144,23 @@ class ListPlan:
     compares with the next queue (:meth:`KeptPlan.follows`' condition 2).
     """
 
-    __slots__ = ("_kept", "_new", "_out", "base_n", "cap", "final_n", "now", "p", "queue")
+    __slots__ = (
+        "_kept",
+        "_memory",
+        "_new",
+        "_out",
+        "base_n",
+        "cap",
+        "final_n",
+        "now",
+        "p",
+        "queue",
+    )
 
     def __init__(self) -> None:
         import numpy as np
+
+        from elastic_slurm.plugins.kit import placement
 
         self.queue: Any = None  # the kept plan's items, None: no plan
         self.now, self.cap, self.p, self.base_n, self.final_n = 0.0, 0, 0, 1, 1
@@ -156,6 +169,7 @@ class ListPlan:
         self._new = self._buffers(16)
         # hold ends, hold nodes, starts, due
         self._out = (np.empty(16), np.empty(16, np.int64), np.empty(16), np.empty(16, np.int64))
+        self._memory = placement.new_memory(0)  # the scan's, for its searches
 
     @staticmethod
     def _buffers(room: int) -> tuple[np.ndarray, ...]:
@@ -221,11 +235,16 @@ class ListPlan:
         final_room = max(self.final_n, r + 1) + 6 * q + 4
         if len(new[0]) < base_room or len(new[2]) < final_room or len(new[4]) < q:
             new = self._new = self._buffers(2 * max(base_room, final_room))
+        memory = self._memory
+        if len(memory[2]) <= cap:
+            from elastic_slurm.plugins.kit import placement
+
+            memory = self._memory = placement.new_memory(cap)
         keep = keep and self.queue is not None
         base_n, final_n, p, d, followed = kernel._list_cycle(
             hold_end, hold_nodes, r, now_s, cap, duration, need, own, keep,
             self.now, self.cap, kept[0], kept[1], self.base_n, kept[2], kept[3], self.final_n,
-            kept[4], self.p, new[0], new[1], new[2], new[3], starts, due, new[4],
+            kept[4], self.p, new[0], new[1], new[2], new[3], starts, due, new[4], *memory,
         )  # fmt: skip
         if update:
             self._kept, self._new = new, kept

@@ -397,6 +397,32 @@ def list_scan(
     tuple
         ``(n, stop)``: the profile's new size and the position where the scan stopped.
     """
+    durations, ends, sizes = new_memory(cap)
+    return list_scan_with(
+        times, vals, n, duration_s, need, own, first, cap, now_s, starts, durations, ends, sizes
+    )
+
+
+def list_scan_with(
+    times: np.ndarray,
+    vals: np.ndarray,
+    n: int,
+    duration_s: np.ndarray,
+    need: np.ndarray,
+    own: np.ndarray,
+    first: int,
+    cap: int,
+    now_s: float,
+    starts: np.ndarray,
+    durations: np.ndarray,
+    ends: np.ndarray,
+    sizes: np.ndarray,
+) -> tuple[int, int]:
+    """:func:`list_scan` with the memory of its searches given (:func:`new_memory`, reused).
+
+    The memory's arrays are the caller's to keep between scans (rows for ``cap + 1``
+    limits at least); ``sizes`` is emptied first.
+    """
     q = need.shape[0]
     gap = np.empty(q)  # nodes wanted beyond the reservation; -inf for a zero duration
     for k in range(q):
@@ -406,7 +432,7 @@ def list_scan(
     for k in range(q - 1, -1, -1):
         low = min(low, gap[k])
         slack[k] = low
-    durations, ends, sizes = new_memory(cap)
+    sizes[:] = 0  # nothing ruled out yet
     last = q - 1  # the last item that may still be given nodes now
     fits = False  # known: item ``last`` may start now against the profile
     for k in range(first, q):
@@ -563,6 +589,9 @@ def list_cycle(
     starts: np.ndarray,
     due: np.ndarray,
     places: np.ndarray,
+    durations: np.ndarray,
+    ends: np.ndarray,
+    sizes: np.ndarray,
 ) -> tuple[int, int, int, int, bool]:
     """One cycle of ``klein_perez_fast`` in one call: holds, kept plan, scan, starts due now.
 
@@ -581,7 +610,8 @@ def list_cycle(
     The kept plan (read only): ``kept_now``, ``kept_cap``, its base, final profile and
     places (``kept_places[:p]``, seconds). Outputs: ``base``, ``final`` (room for ``r + 1 +
     2 q`` and ``max(kept_n, r + 1) + 6 q`` entries, ``q`` items), ``starts``, ``due``,
-    ``places`` (shapes ``(q,)`` at least): together the next kept plan.
+    ``places`` (shapes ``(q,)`` at least): together the next kept plan. ``durations``,
+    ``ends``, ``sizes``: memory for the scan's searches (:func:`list_scan_with`).
 
     Returns
     -------
@@ -609,9 +639,10 @@ def list_cycle(
             final_t[i] = base_t[i]
             final_v[i] = base_v[i]
         final_n = base_n
-    final_n, stop = list_scan(
-        final_t, final_v, final_n, duration_s, need, own, first, cap, now_s, starts
-    )
+    final_n, stop = list_scan_with(
+        final_t, final_v, final_n, duration_s, need, own, first, cap, now_s, starts,
+        durations, ends, sizes,
+    )  # fmt: skip
     horizon = now_s + DUE_S
     d = 0
     m = 0
