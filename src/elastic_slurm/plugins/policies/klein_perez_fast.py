@@ -15,6 +15,7 @@ at every cycle of trace slices); the paper's algorithm itself stays in ``klein_p
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 import operator
 from collections.abc import Sequence
@@ -49,6 +50,9 @@ _REQUESTED = operator.attrgetter("nodes_requested")
 _ITEM = operator.itemgetter(1)
 _NEED = operator.itemgetter(2)  # a pending view's cached need (see _need)
 _ORDER = operator.itemgetter(0, 1)  # an item's place in the list: submit time, then job id
+# a running view's memo entry (view, snapped estimated end or None, size, nodes held)
+_END, _SIZE, _HELD = operator.itemgetter(1), operator.itemgetter(2), operator.itemgetter(3)
+_IS_NOT_NONE = functools.partial(operator.is_not, None)
 
 _Item = tuple[float, int, JobView, float, int, int, str]
 """A job to place in :meth:`KleinPerez._fast_decide`: submit time, id, view, its one step's
@@ -392,25 +396,28 @@ class FastPath:
         now = _snap(snapshot.time_s)
         running, pending = split_by_start(snapshot)
         self._forget(pending, running)
-        ends: list[float] = []  # the holds from now: [now, ends[i]) of nodes[i] nodes
-        nodes: list[int] = []
         actors: list[_Entry] = []  # running entries due now (release, or grow by nodes_max)
         grows: list[_Item] = []
         views, floor = self._views, now + 2 * _DUE_S
-        seen = views.get
-        held = 0  # nodes the running jobs hold (machine_nodes: these and the idle ones)
-        for job in running:
-            hit = seen(id(job))
-            if hit is None:
+        hits = list(map(views.get, map(id, running)))  # each running view's memo entry
+        if None in hits:
+            for k in compress(range(len(hits)), map(operator.not_, hits)):
+                job = running[k]
                 end = _simple_end(job, self._profile(job))
-                hit = views.remember((job, end, job.size, len(job.nodes)))
-            held += hit[3]
-            end = hit[1]
-            if end is not None:  # a hold until its estimated end (soon, when past it)
-                assert isinstance(end, float)
-                ends.append(end if end > floor else floor)
-                nodes.append(hit[2])
-                continue
+                hits[k] = views.remember((job, end, job.size, len(job.nodes)))
+        held = sum(map(_HELD, hits))  # nodes held (machine_nodes: these and the idle ones)
+        # the holds from now, [now, ends[i]) of nodes[i] nodes: first the plain holds, each
+        # until its estimated end (soon, when past it), then the other running jobs'
+        ends: list[float] = list(map(_END, hits))
+        nodes: list[int] = list(map(_SIZE, hits))
+        others: list[JobView] = []
+        if None in ends:
+            others = [h[0] for h in hits if h[1] is None]
+            nodes = list(compress(nodes, map(_IS_NOT_NONE, ends)))
+            ends = list(compress(ends, map(_IS_NOT_NONE, ends)))
+        if ends and min(ends) <= floor:
+            ends = [end if end > floor else floor for end in ends]
+        for job in others:  # in list order
             e = self._entry(job, now, snapshot)
             if e.steps:  # waiting to grow without a profile: placed like a pending job
                 if len(e.steps) > 1 or e.compactable or e.fixed or e.action != "grow":
