@@ -425,11 +425,11 @@ def list_scan_with(
     """
     q = need.shape[0]
     gap = np.empty(q)  # nodes wanted beyond the reservation; -inf for a zero duration
-    for k in range(q):
+    for k in range(first, q):  # (the items before first are not read)
         gap[k] = need[k] - own[k] if duration_s[k] > 0.0 else -INFINITY
     slack = np.empty(q)  # the least of gap[k:]
     low = INFINITY
-    for k in range(q - 1, -1, -1):
+    for k in range(q - 1, first - 1, -1):
         low = min(low, gap[k])
         slack[k] = low
     sizes[:] = 0  # nothing ruled out yet

@@ -261,7 +261,17 @@ class _Queue:
     entries).
     """
 
-    __slots__ = ("_columns", "_least", "gone", "items", "needs", "requested", "several", "views")
+    __slots__ = (
+        "_columns",
+        "_least",
+        "_sliced",
+        "gone",
+        "items",
+        "needs",
+        "requested",
+        "several",
+        "views",
+    )
 
     def __init__(self) -> None:
         self.views: Sequence[JobView] = ()  # the pending tuple described
@@ -273,6 +283,7 @@ class _Queue:
         self._least: float | None = INFINITY  # min(requested); None: to compute
         # (nodes, duration_s, own) buffers, the items' rows first, and how many rows are set
         self._columns: tuple[Any, Any, Any, int] | None = None
+        self._sliced: tuple[Any, tuple[Any, Any, Any]] = (None, ())  # columns(), and of what
 
     def follow(self, pending: Sequence[JobView], entry: Any) -> None:
         """Describe ``pending`` (a tuple); ``entry(view)`` is a view's ``(view, item, need)``."""
@@ -322,10 +333,12 @@ class _Queue:
         Views of buffers that the next :meth:`follow` changes: read them before. Only for
         items all of one step.
         """
+        cols = self._columns
+        if cols is not None and self._sliced[0] is cols:  # (the buffers as they were)
+            return self._sliced[1]
         import numpy as np
 
         q = len(self.items)
-        cols = self._columns
         if cols is None or cols[3] != q:
             room = 2 * q + 256
             nodes, duration, own = (
@@ -336,7 +349,9 @@ class _Queue:
             nodes[:q] = [i[4] for i in self.items]  # type: ignore[index]
             duration[:q] = [i[3] for i in self.items]  # type: ignore[index]
             cols = self._columns = (nodes, duration, own, q)
-        return cols[0][:q], cols[1][:q], cols[2][:q]
+        sliced = cols[0][:q], cols[1][:q], cols[2][:q]
+        self._sliced = (cols, sliced)
+        return sliced
 
     def _drop_rows(self, gone: Sequence[int]) -> None:
         """Take the rows at ``gone`` (ascending) out of the columns; the rows after move up."""
@@ -442,12 +457,13 @@ class FastPath:
         cap = idle + held
         queue = self._pending(pending, now, snapshot)
         kernel = compiled_placement.kernel()
-        if not any(e.action == "release" for e in actors):
+        if not actors or not any(e.action == "release" for e in actors):
             # a start needs its nodes_requested idle, a growth its 1 <= want idle
             least = queue.least_requested()
-            for job in [g[2] for g in grows] + [e.job for e in actors]:
-                want = min(job.evolving_request, job.nodes_max - job.size)
-                least = min(least, want if want >= 1 else INFINITY)
+            if grows or actors:
+                for job in [g[2] for g in grows] + [e.job for e in actors]:
+                    want = min(job.evolving_request, job.nodes_max - job.size)
+                    least = min(least, want if want >= 1 else INFINITY)
             if least > idle:
                 return []  # nothing can start or grow, whatever the schedule
         if queue.several:
