@@ -407,6 +407,10 @@ class FastPath:
         with a running job waiting to grow places every item again and leaves the kept plan
         of the cycle before it for later cycles (:meth:`KeptPlan.follows` checks that they
         may keep it). ``None`` (use :meth:`plan`) for a job with several steps left.
+
+        From the holds on (their profile, the kept plan, the scan, the starts due now), a
+        cycle is :meth:`_python_cycle`, or with the compiled kernel one call of it
+        (:meth:`_compiled_cycle`): the same starts.
         """
         now = _snap(snapshot.time_s)
         running, pending = split_by_start(snapshot)
