@@ -44,7 +44,8 @@ from __future__ import annotations
 import bisect
 import operator
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass
+from dataclasses import fields as dataclass_fields
 from functools import partial
 from typing import Any
 
@@ -87,6 +88,14 @@ _EVOLVING = JobKind.EVOLVING
 _NO_COST = NoResizeCost()
 _NO_FIELDS: dict[str, Any] = {}  # a job's fields before it arrives, after it ends (read only)
 _INSORT_MAX = 16  # nodes released at once up to which _release inserts them one by one
+# every field of a pending job's view, in field order, with the values common to all pending
+# jobs (the others are written over a copy: see VirtualCluster._pending_view)
+_PENDING_FIELDS: dict[str, Any] = {
+    **dict.fromkeys(f.name for f in dataclass_fields(JobView)),
+    **{f.name: f.default for f in dataclass_fields(JobView) if f.default is not MISSING},
+    "state": _VIEW_PENDING,
+    "nodes": (),
+}
 
 
 class SimulationError(PolicyError):
@@ -500,73 +509,55 @@ class VirtualCluster:
     def _pending_view(self, job: _Job) -> JobView:
         """A pending job's view, without ``JobView.from_fields``' check of the names.
 
-        Every field is named here, defaults included (``tests/sim/test_sim_speed_views.py``
-        checks that each view names every field and equals ``JobView(**fields)``). The fields
-        are kept as ``job.fields``, the base of the job's running views.
+        Every field is set here: a copy of :data:`_PENDING_FIELDS` (every field, in field
+        order, with a pending job's values) with the job's own values written over it
+        (``tests/sim/test_sim_speed_views.py`` checks that each view names every field and
+        equals ``JobView(**fields)``). A copied dict with values set is about three times
+        cheaper than a literal of the 24 fields. The fields are kept as ``job.fields``, the
+        base of the job's running views.
         """
         s = job.spec
+        fields = job.fields = _PENDING_FIELDS.copy()
+        fields["job_id"] = s.job_id
+        fields["kind"] = s.kind
+        fields["nodes_requested"] = s.nodes_requested
+        fields["nodes_min"] = s.nodes_min
+        fields["nodes_max"] = s.nodes_max
+        fields["submit_time_s"] = s.submit_s
+        fields["walltime_s"] = s.walltime_s
+        fields["runtime_s"] = s.runtime_s
+        fields["speedup"] = s.speedup
+        fields["resize_cost"] = s.resize_cost
+        fields["evolution_profile"] = s.evolution_profile
         view = _new(JobView)
-        job.fields = {
-            "job_id": s.job_id,
-            "kind": s.kind,
-            "state": _VIEW_PENDING,
-            "nodes": (),
-            "nodes_requested": s.nodes_requested,
-            "nodes_min": s.nodes_min,
-            "nodes_max": s.nodes_max,
-            "submit_time_s": s.submit_s,
-            "start_time_s": None,
-            "resizing": False,
-            "batch_host": None,
-            "name": "",
-            "walltime_s": s.walltime_s,
-            "runtime_s": s.runtime_s,
-            "estimated_end_s": None,
-            "end_time_s": None,
-            "speedup": s.speedup,
-            "resize_cost": s.resize_cost,
-            "evolving_request": 0,
-            "evolving_blocking": False,
-            "expansions": 0,
-            "shrinks": 0,
-            "gain_nodes": 0,
-            "evolution_profile": s.evolution_profile,
-        }
-        _set(view, "__dict__", job.fields.copy())  # the view's own (frozen, never shared)
+        _set(view, "__dict__", fields.copy())  # the view's own (frozen, never shared)
         return view
 
     def _running_view(self, job: _Job, now_s: float) -> JobView:
         """A running job's view at ``now_s`` (seconds).
 
         Its pending view's fields (``job.fields``: those that never change, copied in one
-        step) with the twelve a running job's state sets.
+        step) with the twelve a running job's state sets, written over the copy (keys keep
+        their field order).
         """
         base = job.anchor_s if job.computing else now_s
-        end = base + (1.0 - job.done) * job.full_s
-        est = None
-        if job.est_full_s is not None:
-            est = base + (1.0 - job.est_done) * job.est_full_s
         nodes = job.nodes
+        fields = job.fields.copy()
+        fields["state"] = _VIEW_RUNNING
+        fields["nodes"] = tuple(nodes)
+        fields["start_time_s"] = job.start_s
+        fields["resizing"] = job.resize != 0 or job.claim != 0
+        fields["batch_host"] = nodes[0] if nodes else None
+        if job.est_full_s is not None:
+            fields["estimated_end_s"] = base + (1.0 - job.est_done) * job.est_full_s
+        fields["end_time_s"] = base + (1.0 - job.done) * job.full_s
+        fields["evolving_request"] = job.request
+        fields["evolving_blocking"] = job.request_blocking
+        fields["expansions"] = job.expansions
+        fields["shrinks"] = job.shrinks
+        fields["gain_nodes"] = job.gain
         view = _new(JobView)
-        _set(
-            view,
-            "__dict__",
-            job.fields
-            | {
-                "state": _VIEW_RUNNING,
-                "nodes": tuple(nodes),
-                "start_time_s": job.start_s,
-                "resizing": job.resize != 0 or job.claim != 0,
-                "batch_host": nodes[0] if nodes else None,
-                "estimated_end_s": est,
-                "end_time_s": end,
-                "evolving_request": job.request,
-                "evolving_blocking": job.request_blocking,
-                "expansions": job.expansions,
-                "shrinks": job.shrinks,
-                "gain_nodes": job.gain,
-            },
-        )
+        _set(view, "__dict__", fields)
         return view
 
     # ------------------------------------------------------------------ events

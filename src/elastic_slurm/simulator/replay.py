@@ -62,6 +62,10 @@ from elastic_slurm.simulator.workload import (
     make_elastic,
 )
 
+# the event kinds the loop tells apart, as module constants: reading a member from its Enum
+# class goes through the metaclass (about 80 ns more than a global's 15 ns)
+_JOB_SUBMIT, _PERIODIC = EventKind.JOB_SUBMIT, EventKind.PERIODIC
+
 ENGINES = ("auto", "general")
 """The values of :attr:`SimConfig.engine`."""
 
@@ -298,57 +302,101 @@ class Simulation:
             if self._compiled_result is not None:
                 return False  # the compiled engine ran it all
             cluster = self.cluster  # made on first use: the arrivals go into the queue
-        queue = self.queue
-        if not len(queue):
-            return False
-        now, batch = queue.pop_batch()
-        tick = False
-        for priority, payload in batch:
-            if priority == EventKind.JOB_SUBMIT:
-                cluster.submit(payload)
-            elif priority == EventKind.PERIODIC:
-                if cluster.busy or len(queue):
-                    cluster.tick()
-                    tick = True
-            else:
-                cluster.event(priority, payload[0], payload[1], now)
-        if cluster.cycle_due:
-            self._cycle(now)
-        if tick and self.config.periodic_s is not None and (len(queue) or cluster.running_count):
-            # tick on while anything can still happen; pending jobs alone with no other
-            # event are stuck, and the run ends with an error instead of ticking for ever
-            queue.push(now + self.config.periodic_s, EventKind.PERIODIC, None)
-        if self.progress is not None and cluster.ended >= self._next_report:
-            self._next_report = cluster.ended + self._step_every
-            self.progress(cluster.ended, self.total)
-        return True
+        return self._loop(cluster, True)
 
-    def _cycle(self, now: float) -> None:
-        cluster = self.cluster
-        if now == self._instant:
-            self._instant_cycles += 1
-            if self._instant_cycles > self.config.max_cycles_per_instant:
-                raise SimulationError(
-                    f"policy {self.policy.name!r} made {self._instant_cycles - 1} cycles at "
-                    f"t={now:g} s without time advancing (it keeps resizing at no cost?); "
-                    "raise SimConfig.max_cycles_per_instant if this is intended"
-                )
-        else:
-            self._instant = now
-            self._instant_cycles = 1
-        trigger = cluster.take_trigger()
-        snapshot = cluster.snapshot(now)
-        t0 = time.perf_counter()
-        decisions = self.policy.decide(snapshot, trigger)
-        elapsed = time.perf_counter() - t0
-        self._sched_s += elapsed
-        if elapsed > self._sched_max_s:
-            self._sched_max_s = elapsed
-        self._cycles += 1
-        if decisions:
-            self._decisions += len(decisions)
-            cluster.apply(decisions, self.policy.name, now)
-        cluster.end_cycle()
+    def _loop(self, cluster: VirtualCluster, once: bool) -> bool:
+        """Handle instants until no event is left (or only the next one, when ``once``).
+
+        The loop of :meth:`step` and :meth:`_run`, in one function: an instant's events go to
+        the cluster, then a policy cycle runs if one is due (see the module docstring). The
+        counters of cycles, decisions and scheduling time are kept in locals and written back
+        on the way out, also when an error is raised.
+
+        Returns
+        -------
+        bool
+            True when an instant was handled (``once``), False when no event was left.
+        """
+        queue = self.queue
+        pop_batch = queue.pop_batch
+        policy = self.policy
+        decide = policy.decide
+        name = policy.name
+        submit = cluster.submit
+        event = cluster.event
+        take_trigger = cluster.take_trigger
+        snapshot = cluster.snapshot
+        apply = cluster.apply
+        end_cycle = cluster.end_cycle
+        perf_counter = time.perf_counter
+        periodic_s = self.config.periodic_s
+        max_cycles = self.config.max_cycles_per_instant
+        progress = self.progress
+        cycles, decided, sched_s, sched_max_s = (
+            self._cycles,
+            self._decisions,
+            self._sched_s,
+            self._sched_max_s,
+        )
+        instant, instant_cycles = self._instant, self._instant_cycles
+        try:
+            while True:
+                try:
+                    now, batch = pop_batch()
+                except IndexError:  # pop_batch's signal of an empty queue
+                    if len(queue):
+                        raise
+                    return False
+                tick = False
+                for priority, payload in batch:
+                    if priority == _JOB_SUBMIT:
+                        submit(payload)
+                    elif priority == _PERIODIC:
+                        if cluster.busy or len(queue):
+                            cluster.tick()
+                            tick = True
+                    else:
+                        event(priority, payload[0], payload[1], now)
+                if cluster.in_flight == 0 and cluster.trigger_mask:  # cluster.cycle_due
+                    if now == instant:
+                        instant_cycles += 1
+                        if instant_cycles > max_cycles:
+                            raise SimulationError(
+                                f"policy {name!r} made {instant_cycles - 1} cycles at "
+                                f"t={now:g} s without time advancing (it keeps resizing at no "
+                                "cost?); raise SimConfig.max_cycles_per_instant if this is "
+                                "intended"
+                            )
+                    else:
+                        instant = now
+                        instant_cycles = 1
+                    trigger = take_trigger()
+                    snap = snapshot(now)
+                    t0 = perf_counter()
+                    decisions = decide(snap, trigger)
+                    elapsed = perf_counter() - t0
+                    sched_s += elapsed
+                    if elapsed > sched_max_s:
+                        sched_max_s = elapsed
+                    cycles += 1
+                    if decisions:
+                        decided += len(decisions)
+                        apply(decisions, name, now)
+                    end_cycle()
+                if tick and periodic_s is not None and (len(queue) or cluster.running_count):
+                    # tick on while anything can still happen; pending jobs alone with no
+                    # other event are stuck, and the run ends with an error instead of
+                    # ticking for ever
+                    queue.push(now + periodic_s, _PERIODIC, None)
+                if progress is not None and cluster.ended >= self._next_report:
+                    self._next_report = cluster.ended + self._step_every
+                    progress(cluster.ended, self.total)
+                if once:
+                    return True
+        finally:
+            self._cycles, self._decisions = cycles, decided
+            self._sched_s, self._sched_max_s = sched_s, sched_max_s
+            self._instant, self._instant_cycles = instant, instant_cycles
 
     def run(self) -> SimResult:
         """Run to the end and return the result (again the same one, once the run is over).
@@ -397,10 +445,8 @@ class Simulation:
         )
 
     def _run(self) -> SimResult:
-        step = self.step
-        while step():
-            pass
         cluster = self.cluster
+        self._loop(cluster, False)
         if cluster.busy:
             raise SimulationError(
                 f"policy {self.policy.name!r} left the simulation stuck at t={self.now_s:g} s "
