@@ -272,6 +272,7 @@ class _Job:
 
 
 _ARRIVAL_KEY = operator.attrgetter("submit_s", "job_id")
+_ARRIVAL_RECORD_KEY = _ARRIVAL_KEY  # a record's (submit_s, job_id): the same attributes
 
 
 class _Live:
@@ -433,7 +434,7 @@ class VirtualCluster:
 
     def records_by_submission(self) -> list[JobRecord]:
         """Records of the jobs that ended, by submission time, then id."""
-        return sorted(self.records, key=lambda r: (r.submit_s, r.job_id))
+        return sorted(self.records, key=_ARRIVAL_RECORD_KEY)
 
     def stuck_reason(self) -> str:
         """Why jobs are left with no event to come: what never started, what waits in vain."""
@@ -811,22 +812,24 @@ class VirtualCluster:
     def apply(self, decisions: Iterable[Decision], policy_name: str, now_s: float) -> None:
         """Carry out a policy's decisions (semantics and errors: see the module docstring).
 
-        Legality is judged by :func:`elastic_slurm.plugins.legality.check`, the function the
-        live controller calls too; the decisions before the first illegal one are carried out.
+        Legality is judged by :func:`elastic_slurm.plugins.legality.reasons` (the reasons of
+        :func:`~elastic_slurm.plugins.legality.check`, which the live controller calls, without
+        the verdict objects); the decisions before the first illegal one are carried out.
 
         Raises
         ------
         PolicyError
             For a decision that breaks the rules, naming the policy, the decision and why.
         """
-        verdicts = legality.check(
+        if not isinstance(decisions, (list, tuple)):
+            decisions = list(decisions)
+        why = legality.reasons(
             self._current_snapshot(now_s), decisions, releasing=self.promised - self.claimed
         )
         self._live.epoch += 1
-        for v in verdicts:
-            d = v.decision
-            if v.reason:  # not v.legal, without the property call
-                self._refuse(policy_name, d, now_s, v.reason)
+        for d, reason in zip(decisions, why, strict=True):
+            if reason:
+                self._refuse(policy_name, d, now_s, reason)
             if type(d) is Start:
                 self._apply_start(d, now_s)
             else:

@@ -35,6 +35,7 @@ controller's journal; :func:`measured` makes one from measured times), and
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -182,6 +183,19 @@ class SchedulingTime:
         return self.total_s / self.decisions if self.decisions else 0.0
 
 
+_COLUMNS = operator.attrgetter(
+    "submit_s",
+    "start_s",
+    "end_s",
+    "node_s",
+    "waste_node_s",
+    "expansions",
+    "shrinks",
+    "requests_refused",
+)
+"""The fields of a record :func:`compute_metrics` reads, as one tuple."""
+
+
 def compute_metrics(
     records: Sequence[JobRecord],
     nodes: int,
@@ -226,9 +240,14 @@ def compute_metrics(
         zero.update(jobs=0, nodes=nodes, bsld_bound_s=bound_s, cycles=cycles, decisions=decisions)
         zero.update(expansions=0, shrinks=0, requests_refused=0)
         return Metrics(**zero)  # type: ignore[arg-type]
-    waits = [r.start_s - r.submit_s for r in records]
-    runs = [r.end_s - r.start_s for r in records]
-    tats = [r.end_s - r.submit_s for r in records]
+    # the records' columns in one pass (in C: attrgetter, zip), then each per-job value with
+    # the same operation as r.start_s - r.submit_s and so on, and the same sums in the same order
+    submit, start, end, node_s, waste, expansions, shrinks, refused = zip(
+        *map(_COLUMNS, records), strict=True
+    )
+    waits = list(map(operator.sub, start, submit))
+    runs = list(map(operator.sub, end, start))
+    tats = list(map(operator.sub, end, submit))
     return _metrics(
         nodes,
         waits,
@@ -236,17 +255,13 @@ def compute_metrics(
         tats,
         [max(1.0, t / max(run, bound_s)) for t, run in zip(tats, runs, strict=True)],
         [t / run for t, run in zip(tats, runs, strict=True) if run > 0],
-        first=min(r.submit_s for r in records),
-        last=max(r.end_s for r in records),
-        node_s=[r.node_s for r in records],
-        total_waste=sum(r.waste_node_s for r in records),
-        expansions=sum(r.expansions for r in records),
-        shrinks=sum(r.shrinks for r in records),
-        requests_refused=(
-            sum(r.requests_refused for r in records)
-            if requests_refused is None
-            else requests_refused
-        ),
+        first=min(submit),
+        last=max(end),
+        node_s=list(node_s),
+        total_waste=sum(waste),
+        expansions=sum(expansions),
+        shrinks=sum(shrinks),
+        requests_refused=sum(refused) if requests_refused is None else requests_refused,
         bound_s=bound_s,
         cycles=cycles,
         decisions=decisions,
