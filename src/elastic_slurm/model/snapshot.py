@@ -218,10 +218,10 @@ class ClusterSnapshot:
     Invariant: job ids and node names are unique; ``jobs`` is sorted by submission time, then id.
 
     The selections (:meth:`pending`, :meth:`running`, :meth:`idle_nodes`, :meth:`job`) are
-    computed once, on first use, and kept: a policy may call them as often as it likes. A
-    simulator builds snapshots with :meth:`from_parts` from the selections it keeps up to date
-    anyway; then ``jobs`` and ``nodes`` are assembled only if read. Both kinds are equal when
-    they hold the same jobs and nodes.
+    computed once, on first use, and kept (an attribute read thereafter: a policy may call them
+    as often as it likes). A simulator builds snapshots with :meth:`from_parts` from the
+    selections it keeps up to date anyway; then ``jobs`` and ``nodes`` are assembled only if
+    read. Both kinds are equal when they hold the same jobs and nodes.
 
     ``estimates`` is what policies may believe about run times
     (:mod:`~elastic_slurm.model.estimates`): the users' time limits unless the host knows
@@ -325,11 +325,13 @@ class ClusterSnapshot:
 
     def idle_nodes(self) -> tuple[str, ...]:
         """Names of nodes that can take a job now."""
-        state = self.__dict__
-        idle = state.get("_idle")
-        if idle is None:
-            idle = state["_idle"] = tuple(n.name for n in self.nodes if n.state is NodeState.IDLE)
-        return idle  # type: ignore[no-any-return]
+        try:
+            return self._idle  # type: ignore[no-any-return]  # kept, or given to from_parts
+        except AttributeError:
+            pass
+        idle = tuple(n.name for n in self.nodes if n.state is NodeState.IDLE)
+        self.__dict__["_idle"] = idle
+        return idle
 
     def pending_and_running_only(self) -> bool:
         """Whether the snapshot holds pending and running jobs only (made by :meth:`from_parts`).
@@ -349,19 +351,23 @@ class ClusterSnapshot:
 
     def pending(self) -> tuple[JobView, ...]:
         """Pending jobs in submission order (first come, first served)."""
-        state = self.__dict__
-        pending = state.get("_pending")
-        if pending is None:
-            pending = state["_pending"] = tuple(j for j in self.jobs if j.state is JobState.PENDING)
-        return pending  # type: ignore[no-any-return]
+        try:
+            return self._pending  # type: ignore[no-any-return]  # kept, or given to from_parts
+        except AttributeError:
+            pass
+        pending = tuple(j for j in self.jobs if j.state is JobState.PENDING)
+        self.__dict__["_pending"] = pending
+        return pending
 
     def running(self) -> tuple[JobView, ...]:
         """Running jobs in submission order."""
-        state = self.__dict__
-        running = state.get("_running")
-        if running is None:
-            running = state["_running"] = tuple(j for j in self.jobs if j.state is JobState.RUNNING)
-        return running  # type: ignore[no-any-return]
+        try:
+            return self._running  # type: ignore[no-any-return]  # kept, or given to from_parts
+        except AttributeError:
+            pass
+        running = tuple(j for j in self.jobs if j.state is JobState.RUNNING)
+        self.__dict__["_running"] = running
+        return running
 
     def job(self, job_id: int) -> JobView:
         """The job with this id; ``KeyError`` if it is not in the snapshot."""
