@@ -13,6 +13,7 @@ import gc
 import pytest
 
 from elastic_slurm.model import JobKind
+from elastic_slurm.model.estimates import TRUE_RUNTIMES
 from elastic_slurm.model.snapshot import ClusterSnapshot, JobState, JobView, NodeState, NodeView
 from elastic_slurm.model.speedup import Linear
 from elastic_slurm.plugins.policies.easy_backfill import EasyBackfill
@@ -98,6 +99,30 @@ def test_a_snapshot_from_parts_equals_the_plain_one_and_builds_jobs_and_nodes_on
         snap.colour  # noqa: B018
     with pytest.raises(dataclasses.FrozenInstanceError):
         snap.time_s = 1.0  # type: ignore[misc]
+
+
+def test_a_parts_maker_makes_what_from_parts_makes_and_keeps_no_state_between_calls() -> None:
+    def lookup(job_id: int) -> JobView | None:
+        return None
+
+    make = ClusterSnapshot.parts_maker(NAMES, TRUE_RUNTIMES, starts_known=True)
+    first = make(5.0, PENDING, RUNNING, ("n3", "n5"), lookup)
+    second = make(6.0, PENDING[1:], RUNNING[:1], ("n2", "n3", "n5"), None)
+    for snap, args in (
+        (first, (5.0, PENDING, RUNNING, ("n3", "n5"), NAMES, lookup)),
+        (second, (6.0, PENDING[1:], RUNNING[:1], ("n2", "n3", "n5"), NAMES, None)),
+    ):
+        slow = ClusterSnapshot.from_parts(*args, TRUE_RUNTIMES, starts_known=True)  # type: ignore[arg-type]
+        assert type(snap) is ClusterSnapshot
+        assert vars(snap) == vars(slow) and list(vars(snap)) == list(vars(slow))
+        assert snap == slow and snap.starts_known() and snap.pending_and_running_only()
+    assert first.time_s == 5.0 and first.pending() is PENDING and first.running() is RUNNING
+    assert first.idle_nodes() == ("n3", "n5") and first.job(3) is RUNNING[1]
+    assert second.time_s == 6.0 and second.pending() == PENDING[1:]
+    assert second.running() == RUNNING[:1] and second.idle_nodes() == ("n2", "n3", "n5")
+    with pytest.raises(KeyError):
+        second.job(3)  # not running in the second snapshot: no state shared with the first
+    assert first.job(3) is RUNNING[1]
 
 
 def test_the_plain_snapshot_computes_each_selection_once() -> None:

@@ -301,6 +301,67 @@ class ClusterSnapshot:
         object.__setattr__(snap, "__dict__", state)
         return snap
 
+    @classmethod
+    def parts_maker(
+        cls,
+        node_names: tuple[str, ...],
+        estimates: RuntimeEstimates = USER_ESTIMATES,
+        *,
+        starts_known: bool = False,
+    ) -> Callable[
+        [float, tuple[JobView, ...], tuple[JobView, ...], tuple[str, ...], JobLookup | None],
+        ClusterSnapshot,
+    ]:
+        """:meth:`from_parts` with the machine's parts fixed, for a series of snapshots.
+
+        For a host that makes a snapshot of the same machine at every cycle (the simulator):
+        ``make = ClusterSnapshot.parts_maker(names, estimates, starts_known=True)``, then
+        ``make(time_s, pending, running, idle, lookup)`` is ``from_parts(time_s, pending,
+        running, idle, names, lookup, estimates, starts_known=True)`` (the same snapshot),
+        made by copying a prepared state instead of a call with keywords (about 300 ns less).
+
+        Parameters
+        ----------
+        node_names, estimates, starts_known
+            As for :meth:`from_parts`.
+
+        Returns
+        -------
+        Callable
+            ``make(time_s, pending, running, idle, lookup) -> ClusterSnapshot``.
+        """
+        template = {
+            "time_s": 0.0,
+            "_pending": (),
+            "_running": (),
+            "_idle": (),
+            "_names": node_names,
+            "_lookup": None,
+            "estimates": estimates,
+            "_parts": True,
+            "_starts_known": starts_known,
+        }  # the keys of from_parts' state, in its order
+        new, set_state = object.__new__, object.__setattr__
+
+        def make(
+            time_s: float,
+            pending: tuple[JobView, ...],
+            running: tuple[JobView, ...],
+            idle: tuple[str, ...],
+            lookup: JobLookup | None,
+        ) -> ClusterSnapshot:
+            state = template.copy()
+            state["time_s"] = time_s
+            state["_pending"] = pending
+            state["_running"] = running
+            state["_idle"] = idle
+            state["_lookup"] = lookup
+            snap = new(cls)
+            set_state(snap, "__dict__", state)
+            return snap  # type: ignore[no-any-return]
+
+        return make
+
     def __getattr__(self, name: str) -> Any:
         """``jobs`` and ``nodes`` of a snapshot made by :meth:`from_parts`, built on first read."""
         state = self.__dict__

@@ -377,6 +377,11 @@ class VirtualCluster:
         self._running_tuple: tuple[JobView, ...] | None = ()
         self._idle: tuple[str, ...] | None = None
         self._names = tuple(self.names)
+        # ClusterSnapshot.from_parts(..., self._names, lookup, TRUE_RUNTIMES, starts_known=True)
+        # (pending views are made without a start, running ones with)
+        self._make_snapshot = ClusterSnapshot.parts_maker(
+            self._names, TRUE_RUNTIMES, starts_known=True
+        )
         self._last_snapshot: tuple[int, ClusterSnapshot] | None = None  # (epoch, snapshot)
 
     # ------------------------------------------------------------------ snapshots
@@ -454,7 +459,8 @@ class VirtualCluster:
     def snapshot(self, now_s: float) -> ClusterSnapshot:
         """The cluster now, as policies see it (pending and running jobs, every node).
 
-        Made with :meth:`ClusterSnapshot.from_parts` from lists kept in submission order as
+        Made as :meth:`ClusterSnapshot.from_parts` makes it (by
+        :meth:`ClusterSnapshot.parts_maker`) from lists kept in submission order as
         jobs come and go: a job's view is built when it arrives, starts or changes (a job
         blocked on its evolving request: at every snapshot, as its expected end moves), and
         the tuples are copied only when something changed. :meth:`ClusterSnapshot.job` is
@@ -477,17 +483,7 @@ class VirtualCluster:
         idle = self._idle
         if idle is None:
             idle = self._idle = tuple(self.free)
-        lookup = partial(_lookup, live, epoch)
-        snap = ClusterSnapshot.from_parts(
-            now_s,
-            pending,
-            running,
-            idle,
-            self._names,
-            lookup,
-            estimates=TRUE_RUNTIMES,
-            starts_known=True,  # pending views are made without a start, running ones with
-        )
+        snap = self._make_snapshot(now_s, pending, running, idle, partial(_lookup, live, epoch))
         self._last_snapshot = (epoch, snap)
         return snap
 
