@@ -22,6 +22,8 @@ import heapq
 from collections.abc import Iterable
 from typing import Any
 
+_heappush, _heappop = heapq.heappush, heapq.heappop  # read once per event: module globals
+
 
 class EventKind(enum.IntEnum):
     """Event types; the value is the priority among events at the same time (lower first).
@@ -81,8 +83,8 @@ class EventQueue:
         """
         if not time_s >= self.now_s:
             raise ValueError(f"cannot schedule an event at {time_s} s, before now ({self.now_s} s)")
-        self._seq += 1
-        heapq.heappush(self._heap, (time_s, priority, self._seq, payload))
+        seq = self._seq = self._seq + 1
+        _heappush(self._heap, (time_s, priority, seq, payload))
 
     def push_sorted(self, events: Iterable[tuple[float, int, Any]]) -> None:
         """Schedule ``(time_s, priority, payload)`` events, as :meth:`push` would one by one.
@@ -148,7 +150,7 @@ class EventQueue:
             else:
                 return self._pop_sorted(time_s)
         # the heap alone has events at its next time (the common case once the arrivals are in)
-        pop = heapq.heappop
+        pop = _heappop
         time_s, priority, _, payload = pop(heap)
         self.advance_to(time_s)
         batch = [(priority, payload)]

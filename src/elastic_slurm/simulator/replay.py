@@ -356,7 +356,9 @@ class Simulation:
                             cluster.tick()
                             tick = True
                     else:
-                        event(priority, payload[0], payload[1], now)
+                        job, version = payload
+                        if version == job.version:  # else stale (the job changed since): no call
+                            event(priority, job, version, now)
                 if cluster.in_flight == 0 and cluster.trigger_mask:  # cluster.cycle_due
                     if now == instant:
                         instant_cycles += 1
