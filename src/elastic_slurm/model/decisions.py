@@ -1,8 +1,17 @@
-"""What a policy decides: frozen decisions that the controller or simulator carries out."""
+"""What a policy decides: frozen decisions that the controller or simulator carries out.
+
+Each decision is a frozen dataclass (equality, hash and ``repr`` by its fields). Its
+``__init__`` is written out rather than generated: it sets the three fields in one step,
+where the generated one of a frozen dataclass calls ``object.__setattr__`` once per field
+(about 0.9 us against 0.4 us; policies make one per start and resize, millions in a long
+simulation). The signature is the generated one's.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+_set = object.__setattr__
 
 
 @dataclass(frozen=True)
@@ -16,6 +25,9 @@ class Start:
     nodes: int
     reason: str = ""
 
+    def __init__(self, job_id: int, nodes: int, reason: str = "") -> None:
+        _set(self, "__dict__", {"job_id": job_id, "nodes": nodes, "reason": reason})
+
 
 @dataclass(frozen=True)
 class Expand:
@@ -25,6 +37,9 @@ class Expand:
     count: int
     reason: str = ""
 
+    def __init__(self, job_id: int, count: int, reason: str = "") -> None:
+        _set(self, "__dict__", {"job_id": job_id, "count": count, "reason": reason})
+
 
 @dataclass(frozen=True)
 class Shrink:
@@ -33,6 +48,9 @@ class Shrink:
     job_id: int
     count: int
     reason: str = ""
+
+    def __init__(self, job_id: int, count: int, reason: str = "") -> None:
+        _set(self, "__dict__", {"job_id": job_id, "count": count, "reason": reason})
 
 
 Decision = Start | Expand | Shrink
