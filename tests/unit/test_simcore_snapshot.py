@@ -210,6 +210,25 @@ def test_records_hold_every_field_of_a_job_record() -> None:
     assert dataclasses.replace(record) == record
 
 
+def test_records_come_by_submission_time_then_id_whatever_order_jobs_end_in() -> None:
+    # ties in submission time with ids out of order, given out of order, ending in another
+    # order (long jobs first): the records are placed by arrival rank, as a sort would order
+    jobs = [
+        rigid(5, 0.0, 90.0, 1),
+        rigid(3, 0.0, 10.0, 1),
+        rigid(9, 2.0, 5.0, 2),
+        rigid(1, 2.0, 70.0, 1),
+        rigid(4, 1.0, 20.0, 1),
+    ]
+    sim = Simulation(jobs, FCFS(), 4, config=SimConfig(engine="general"))
+    result = sim.run()
+    ended = [r.job_id for r in sim.cluster.records]
+    expected = sorted(sim.cluster.records, key=lambda r: (r.submit_s, r.job_id))
+    assert ended != [r.job_id for r in expected]  # they did not end in submission order
+    assert sim.cluster.records_by_submission() == expected
+    assert [r.job_id for r in result.records] == [3, 5, 4, 1, 9]
+
+
 def test_the_cyclic_collector_is_paused_during_a_run_and_restored() -> None:
     states: list[bool] = []
 

@@ -272,7 +272,6 @@ class _Job:
 
 
 _ARRIVAL_KEY = operator.attrgetter("submit_s", "job_id")
-_ARRIVAL_RECORD_KEY = _ARRIVAL_KEY  # a record's (submit_s, job_id): the same attributes
 
 
 class _Live:
@@ -438,8 +437,16 @@ class VirtualCluster:
         return trigger
 
     def records_by_submission(self) -> list[JobRecord]:
-        """Records of the jobs that ended, by submission time, then id."""
-        return sorted(self.records, key=_ARRIVAL_RECORD_KEY)
+        """Records of the jobs that ended, by submission time, then id.
+
+        Placed by their job's rank in that order (``_Job.order``, ids being unique) instead
+        of sorted: the same list, in O(n) without comparisons.
+        """
+        slots: list[JobRecord | None] = [None] * len(self.jobs)
+        by_id = self.by_id
+        for record in self.records:
+            slots[by_id[record.job_id].order] = record
+        return [record for record in slots if record is not None]
 
     def stuck_reason(self) -> str:
         """Why jobs are left with no event to come: what never started, what waits in vain."""
