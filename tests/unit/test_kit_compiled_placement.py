@@ -317,6 +317,18 @@ def test_without_numba_the_policies_schedule_the_same(
     assert calls and set(calls) == {"queue_scan" if policy == "coorm_equipartition" else "cycle"}
 
 
+def test_without_numba_a_warning_names_the_extra_once(
+    no_kernel: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING):
+        assert kernel() is None
+        assert kernel() is None
+    hints = [r.getMessage() for r in caplog.records if "is not installed" in r.getMessage()]
+    assert len(hints) == 1
+    assert "numba is not installed" in hints[0]
+    assert "elastic-slurm[sim]" in hints[0]
+
+
 def test_when_numba_cannot_compile_the_kernel_the_python_scans_run(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -362,6 +362,8 @@ def plain() -> Kernel:
 def kernel() -> Kernel | None:
     """The compiled kernel, or ``None`` without Numba (or when Numba cannot compile it).
 
+    Either way a warning says so, once per process (the result is cached).
+
     Compiled here, on a small queue, so that a failure shows now: Numba keeps the machine
     code in a cache on disk (beside :mod:`~elastic_slurm.plugins.kit.placement`, else in the
     user's cache directory) and loads it in later processes; where it can write no cache,
@@ -372,7 +374,13 @@ def kernel() -> Kernel | None:
         import numpy as np
 
         from elastic_slurm.plugins.kit import placement
-    except ImportError:
+    except ImportError as exc:
+        log.warning(
+            "%s is not installed: the planning policies (klein_perez, coorm_equipartition) "
+            "run their Python scans, with the same schedules but 2-5x slower; "
+            "pip install 'elastic-slurm[sim]' installs it",
+            exc.name or "numba",
+        )
         return None
     for cache in (True, False):
         try:
