@@ -17,7 +17,7 @@ import pytest
 from elastic_slurm.model.decisions import Decision
 from elastic_slurm.plugins.kit import compiled_placement
 from elastic_slurm.plugins.kit.kept_plan import KeptPlan
-from elastic_slurm.plugins.policies import coorm, klein_perez
+from elastic_slurm.plugins.policies import coorm, klein_perez, klein_perez_fast
 from elastic_slurm.plugins.registry import make_policy
 from elastic_slurm.simulator import Simulation, Workload
 
@@ -59,12 +59,22 @@ def test_klein_perez_decides_what_the_plain_algorithm_plans(
         kept.append(followed)
         return due, followed
 
+    least_of = klein_perez_fast._Queue.least_of
+    unfollowed: list[bool] = []  # least_of answered for a new pending tuple (no follow)
+
+    def least(self: Any, pending: Any) -> float | None:
+        out = least_of(self, pending)
+        unfollowed.append(out is not None and pending is not self.views)
+        return out
+
+    monkeypatch.setattr(klein_perez_fast._Queue, "least_of", least)
     monkeypatch.setattr(KeptPlan, "follows", counted)  # the Python scan's plan
     monkeypatch.setattr(compiled_placement.ListPlan, "cycle", compiled)  # the compiled one's
     policy.decide = checked  # type: ignore[method-assign]
     Simulation(workload.jobs, policy, workload.nodes).run()
     assert all(paths), "jobs without profiles are one step each: the fast path every cycle"
     assert any(kept) and not all(kept), "placements must be both kept and recomputed"
+    assert any(unfollowed), "cycles that end on the arrivals' requests alone must be taken"
 
 
 def _coorm_run(workload: Workload) -> tuple[Any, ...]:

@@ -327,6 +327,25 @@ class _Queue:
             self._least = min(self.requested, default=INFINITY)
         return self._least
 
+    def least_of(self, pending: Sequence[JobView]) -> float | None:
+        """:meth:`least_requested` of ``pending`` before :meth:`follow`; ``None``: follow first.
+
+        Known without building the arrivals' entries when ``pending`` is the described tuple
+        with arrivals at its end and no started job to take out: the described jobs' least
+        and the arrivals' ``nodes_requested``. A cycle in which nothing fits the idle nodes
+        then ends without following the queue (the next :meth:`follow` takes these arrivals
+        in with the later ones).
+        """
+        if pending is self.views:
+            return self.least_requested()
+        old = self.views
+        m = len(old)
+        if self.gone or self._least is None or type(pending) is not tuple or len(pending) <= m:
+            return None
+        if pending[:m] != old:
+            return None
+        return min(self._least, *map(_REQUESTED, pending[m:]))
+
     def columns(self) -> tuple[Any, Any, Any]:
         """The items' ``(nodes, duration_s, own)`` (int64, float64, int64; shapes ``(q,)``).
 
@@ -459,17 +478,22 @@ class FastPath:
             return []
         idle = len(snapshot.idle_nodes())
         cap = idle + held
-        queue = self._pending(pending, now, snapshot)
+        queue = self._queue
+        least_pending = None if queue is None else queue.least_of(pending)
+        if least_pending is None:
+            queue = self._pending(pending, now, snapshot)
+            least_pending = queue.least_requested()
         kernel = compiled_placement.kernel()
         if not actors or not any(e.action == "release" for e in actors):
             # a start needs its nodes_requested idle, a growth its 1 <= want idle
-            least = queue.least_requested()
+            least = least_pending
             if grows or actors:
                 for job in [g[2] for g in grows] + [e.job for e in actors]:
                     want = min(job.evolving_request, job.nodes_max - job.size)
                     least = min(least, want if want >= 1 else INFINITY)
             if least > idle:
                 return []  # nothing can start or grow, whatever the schedule
+        queue = self._pending(pending, now, snapshot)  # (followed already, or now)
         if queue.several:
             return None
         items: Sequence[_Item] = queue.items  # type: ignore[assignment]
