@@ -138,6 +138,34 @@ def test_compare_policies_alone_compares_at_the_elastic_fraction(
     assert summary["baseline"]["policy"] == "easy_backfill"
 
 
+def test_policy_scoped_options_reach_the_compared_policy_they_name(
+    trace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # POLICY:KEY=VALUE goes to that compared policy only: fcfs refuses an option it lacks
+    with pytest.raises(PolicyError, match="policy .fcfs. has no option.*surely_not_an_option"):
+        call(
+            str(trace), "--json", "--compare-policies", "fcfs", "-o", "fcfs:surely_not_an_option=1"
+        )
+    # ... and a plain KEY=VALUE still goes to --policy's only, not to the compared fcfs
+    call(str(trace), "--json", "--compare-policies", "fcfs", "-o", "estimates=runtime")
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert [point["policy"] for point in summary["sweep"]] == ["fcfs"]
+    assert "options" not in summary["sweep"][0]
+    call(
+        str(trace),
+        "--compare-policies",
+        "fcfs,pending_first",
+        "-o",
+        "pending_first:expand_idle=false",
+    )
+    assert "  pending_first (expand_idle=False) " in capsys.readouterr().out
+    with pytest.raises(InvalidRequest, match="'lina_elastic', which is neither"):
+        call(str(trace), "--compare-policies", "fcfs", "-o", "lina_elastic:estimates=runtime")
+    with pytest.raises(InvalidRequest, match="KEY=VALUE or POLICY:KEY=VALUE"):
+        call(str(trace), "-o", "fcfs:=1")
+    assert capsys.readouterr().out == ""
+
+
 def test_an_unknown_compared_policy_stops_before_any_run(
     trace: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

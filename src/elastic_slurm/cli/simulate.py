@@ -80,7 +80,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="a policy option (VALUE read as JSON when it parses, else as a string); repeat",
+        help="an option of --policy's policy (VALUE read as JSON when it parses, else as a "
+        "string), or POLICY:KEY=VALUE for one of --compare-policies; repeat",
     )
     p.add_argument(
         "--nodes", type=int, default=None, help="machine size (default: the trace's MaxNodes)"
@@ -206,16 +207,31 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.set_defaults(func=run)
 
 
-def _options(pairs: list[str]) -> dict[str, Any]:
-    options: dict[str, Any] = {}
+def _options(pairs: list[str], policy: str, compared: list[str]) -> dict[str, dict[str, Any]]:
+    """``--option`` values by policy: ``KEY=VALUE`` for ``policy``, ``P:KEY=VALUE`` for ``P``.
+
+    Raises
+    ------
+    InvalidRequest
+        For a pair without ``=`` or key, or a ``P:`` that is neither ``policy`` nor one of
+        ``compared`` (the baseline keeps its default options).
+    """
+    options: dict[str, dict[str, Any]] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise InvalidRequest(f"--option takes KEY=VALUE, got {pair!r}")
+        owner, colon, name = key.rpartition(":")
+        owner = owner.strip() if colon else policy
+        if not sep or not name:
+            raise InvalidRequest(f"--option takes KEY=VALUE or POLICY:KEY=VALUE, got {pair!r}")
+        if owner not in (policy, *compared):
+            raise InvalidRequest(
+                f"--option {pair!r} is for {owner!r}, which is neither --policy nor one of "
+                "--compare-policies"
+            )
         try:
-            options[key] = json.loads(value)
+            options.setdefault(owner, {})[name] = json.loads(value)
         except json.JSONDecodeError:
-            options[key] = value
+            options.setdefault(owner, {})[name] = value
     return options
 
 
@@ -476,7 +492,7 @@ def run(args: argparse.Namespace) -> int:
         fractions = [args.elastic_fraction]  # compared at the main run's fraction
     _known_policies(args)
     window = _window(args.window)
-    options = _options(args.option)
+    options = _options(args.option, args.policy, _names(args.compare_policies))
     _require_extras(confidence=len(seeds) > 1, plots=args.plot is not None)
     workload = load_workload(
         args.trace,
@@ -522,7 +538,7 @@ def _simulate_all(
     args: argparse.Namespace,
     workload: Any,
     config: Any,
-    options: dict[str, Any],
+    options: dict[str, dict[str, Any]],
     seeds: list[int],
     fractions: list[float],
 ) -> tuple[list[Any], dict[str, Any] | None, list[dict[str, Any]]]:
@@ -547,7 +563,8 @@ def _simulate_all(
         )
 
     try:
-        results = [one(args.policy, args.elastic_fraction, s, options) for s in seeds]
+        main = options.get(args.policy)
+        results = [one(args.policy, args.elastic_fraction, s, main) for s in seeds]
         baseline = None
         if baseline_policy:
             base = one(baseline_policy, 0.0, seeds[0], None)
@@ -559,9 +576,11 @@ def _simulate_all(
         sweep: list[dict[str, Any]] = []
         for policy in policies:
             for fraction in fractions:
-                opts = options if policy == args.policy else None
+                opts = options.get(policy)
                 point = _aggregate([one(policy, fraction, s, opts).summary() for s in seeds])
                 point["elastic_fraction"] = fraction
+                if opts:
+                    point["options"] = opts
                 if baseline is not None:
                     point["vs_baseline"] = _vs_baseline(point, baseline)
                 sweep.append(point)
@@ -692,8 +711,10 @@ def _print_text(
             tat, util = vs.get("avg_turnaround_s"), vs.get("utilization")
             tat_ci = ci.get("avg_turnaround_s", {}).get("ci_half_width")
             util_ci = ci.get("utilization", {}).get("ci_half_width")
+            opts = ", ".join(f"{k}={v}" for k, v in point.get("options", {}).items())
+            name = f"{point['policy']} ({opts})" if opts else point["policy"]
             print(
-                f"  {point['policy']:<24} {100 * point['elastic_fraction']:5.1f} % elastic  "
+                f"  {name:<24} {100 * point['elastic_fraction']:5.1f} % elastic  "
                 f"turnaround {point['avg_turnaround_s']:,.1f} s"
                 + (f" ± {tat_ci:,.1f} s" if tat_ci is not None else "")
                 + (f" ({100 * tat:+.1f} %)" if tat is not None else "")
