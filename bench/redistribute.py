@@ -38,6 +38,17 @@ to that of ``m``: ``4:6`` is ``2 x 2 -> 2 x 3``, ``4:3`` is ``2 x 2 -> 1 x 3``),
 ``rows2grid`` (2-D block grid to block rows and back: the restart path). ``--row-elems 1``
 makes the array 1-D (one element per row; row kinds only). Needs ``mpirun`` (Open MPI) and
 mpi4py; it runs as root like the tests do.
+
+``--compare-shm`` adds three columns for issue 15's node-local shared-memory lead, measured
+here and *not* used by the library (:class:`SharedPull`): each rank's source part lives in its
+own ``memfd`` segment (allocated once per case, untimed, as a registered array would be), and
+every destination maps the rows it needs of each source on its machine (``pidfd_getfd``, read
+only) and copies its tiles with NumPy, all ranks in parallel; one ``Ibarrier`` ends the call.
+``shm out=`` maps the sources afresh in each call (what a resize pays) into a preallocated
+segment; ``shm pre`` reuses mappings made and populated before the timed calls (the upper
+bound of keeping every peer's array mapped between resizes); ``shm new`` allocates the result
+as a new segment in each call (what keeping arrays shared across resizes costs). The first two
+are compared with ``np.copyto``, the third with ``a.copy()``.
 """
 
 from __future__ import annotations
@@ -127,6 +138,7 @@ def driver(args: argparse.Namespace) -> int:
                     "reps": args.reps,
                     "row_elems": args.row_elems,
                     "compare_direct": args.compare_direct,
+                    "compare_shm": args.compare_shm,
                 }
             ),
         ]
@@ -168,6 +180,12 @@ def driver(args: argparse.Namespace) -> int:
             if "direct_out" in r:
                 extra_ratio = copy_s / statistics.median(r["direct_out"])
                 cols.append(f"{_spread(r['direct_out']):>24} {extra_ratio:5.2f}")
+            for way in ("shm_out", "shm_pre", "shm_new"):
+                if way in r:
+                    base = copy_new_s if way == "shm_new" else copy_s
+                    ratio = base / statistics.median(r[way])
+                    worst[way] = min(worst.get(way, ratio), ratio)
+                    cols.append(f"{way} {_spread(r[way]):>24} {ratio:5.2f}")
             print(f"{k:>2}->{m:<2} {r['kind']:>9} {r['mib']:>5} | " + " | ".join(cols), flush=True)
         err = proc.stderr.read() if proc.stderr else ""
         if proc.wait() != 0:
@@ -181,6 +199,12 @@ def driver(args: argparse.Namespace) -> int:
             f"new result to a.copy() {worst['best new']:.2f}; "
             f"load average at end {os.getloadavg()[0]:.2f}"
         )
+        if "shm_out" in worst:
+            print(
+                f"# shared-memory prototype, worst ratio (medians): shm out= / np.copyto "
+                f"{worst['shm_out']:.2f}, shm pre / np.copyto {worst['shm_pre']:.2f}, "
+                f"shm new / a.copy() {worst['shm_new']:.2f}"
+            )
     return 0
 
 
@@ -229,12 +253,16 @@ def worker(spec: dict[str, Any]) -> int:
             local = _part(np, src, rank, width, shape)
             ours = np.zeros(_part_shape(dst, rank, shape))  # touched
             want = _part(np, dst, rank, width, shape)
-            for kw in ({}, {"out": ours}):  # warm-up, checked
-                out = redistribute_grid(comm, local, shape, np.float64, src, dst, **kw)
+            shm = SharedPull(comm, local, shape, src, dst) if spec["compare_shm"] else None
+            checks = [("", redistribute_grid, {}), ("out=", redistribute_grid, {"out": ours})]
+            if shm is not None:
+                checks += [(w, getattr(shm, w), {}) for w in ("shm_out", "shm_pre", "shm_new")]
+            for label, fn, kw in checks:  # warm-up, checked
+                out = fn(comm, local, shape, np.float64, src, dst, **kw)
                 ok = np.array_equal(out, want) if want is not None else out.size == 0
                 del out
                 if not comm.allreduce(ok, op=MPI.LAND):
-                    print(f"WRONG RESULT {k}->{m} {kind} {mib} MiB {kw and 'out='}", flush=True)
+                    print(f"WRONG RESULT {k}->{m} {kind} {mib} MiB {label}", flush=True)
                     return 1
             del want
             times: dict[str, list[float]] = {"new": [], "out": [], "copy": [], "copy_new": []}
@@ -255,6 +283,8 @@ def worker(spec: dict[str, Any]) -> int:
                 ways = [("new", {}, redistribute_grid), ("out", {"out": ours}, redistribute_grid)]
                 if spec["compare_direct"]:
                     ways.append(("direct_out", {"out": ours}, _direct))
+                if shm is not None:
+                    ways += [(w, {}, getattr(shm, w)) for w in ("shm_out", "shm_pre", "shm_new")]
                 for way, kw, fn in ways:
                     comm.Barrier()
                     t0 = time.perf_counter()
@@ -264,7 +294,9 @@ def worker(spec: dict[str, Any]) -> int:
                     times.setdefault(way, []).append(comm.allreduce(elapsed, op=MPI.MAX))
             if rank == 0:
                 print(json.dumps({"kind": kind, "mib": mib, "bytes": rows * width * 8, **times}))
-            del ours, local
+            if shm is not None:
+                shm.close()
+            del ours, local, shm
         del a, b
     return 0
 
@@ -331,6 +363,143 @@ def _part(np: Any, dist: Any, rank: int, width: int, shape: tuple[int, ...]) -> 
     return part.reshape(_part_shape(dist, rank, shape))
 
 
+class SharedPull:
+    """Issue 15's node-local shared-memory lead, for measurement only (``--compare-shm``).
+
+    The source part of this rank (shape and dtype of ``local``) is copied once into a new
+    ``memfd`` segment: anonymous shared memory with no name in any file system, its size
+    sealed (``F_SEAL_SHRINK | F_SEAL_GROW``), freed by the kernel when the last descriptor and
+    mapping go, so a crash leaves nothing behind. A move (:meth:`shm_out`, :meth:`shm_pre`,
+    :meth:`shm_new`, each with :func:`redistribute_grid`'s arguments and result) builds the
+    grid engine's plan, exchanges ``(pid, fd, size, inode)`` of the sources with one
+    ``allgather``, and each destination copies every tile it receives from a read-only mapping
+    of the rows it needs of the source (``pidfd_getfd`` of the source's descriptor; size and
+    inode checked before mapping) with NumPy; a non-blocking barrier (sleep-polled) then tells
+    the sources that nobody reads them any more. All ranks run on this machine here, so the
+    message path for other machines and the fallback are not part of the prototype.
+    """
+
+    def __init__(self, comm: Any, local: Any, shape: tuple[int, ...], src: Any, dst: Any) -> None:
+        import numpy as np
+
+        from elastic_slurm.mpi_runtime import redistribute as engine
+
+        self.comm, self.rank = comm, comm.Get_rank()
+        self.s_axes = engine._grid_axes(src, shape, "src", False)
+        self.d_axes = engine._grid_axes(dst, shape, "dst", False)
+        self.out_shape = engine._grid_local_shape(self.d_axes, self.rank, shape)
+        in_shape = engine._grid_local_shape(self.s_axes, self.rank, shape)
+        self.local, self.info = self._empty(in_shape)
+        if local is not None:
+            self.local[...] = local
+        self.out, _ = self._empty(self.out_shape)
+        self.out[...] = 0  # touched, like the message path's out=
+        self.mapped: dict[int, Any] = {}  # peer -> its whole segment, for shm_pre
+        for peer, info in enumerate(comm.allgather(self.info)):
+            if peer != self.rank and info[2]:
+                self.mapped[peer] = self._map(info, 0, info[2], populate=True)
+        self._np = np
+
+    @staticmethod
+    def _empty(shape: tuple[int, ...]) -> tuple[Any, tuple[int, int, int, int]]:
+        """A new float64 array of ``shape`` in a sealed memfd segment, and how peers find it."""
+        import fcntl
+        import mmap
+
+        import numpy as np
+
+        nbytes = int(np.prod(shape)) * 8
+        fd = os.memfd_create("elastic-slurm-bench", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        os.ftruncate(fd, max(nbytes, 1))
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW)
+        segment = mmap.mmap(fd, max(nbytes, 1))
+        array = np.frombuffer(segment, np.float64, count=nbytes // 8).reshape(shape)
+        # the descriptor stays open while the array lives (peers take a copy of it)
+        import weakref
+
+        weakref.finalize(segment, os.close, fd)
+        return array, (os.getpid(), fd, nbytes, os.fstat(fd).st_ino)
+
+    @staticmethod
+    def _map(info: tuple[int, int, int, int], lo: int, hi: int, *, populate: bool) -> Any:
+        """Map bytes ``lo:hi`` (``lo`` page-aligned) of a peer's segment, read only."""
+        import ctypes
+        import mmap
+
+        pid, fd, nbytes, inode = info
+        pidfd = os.pidfd_open(pid)
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            mine = libc.syscall(438, pidfd, fd, 0)  # pidfd_getfd (Linux 5.6)
+            if mine < 0:
+                raise OSError(ctypes.get_errno(), "pidfd_getfd")
+        finally:
+            os.close(pidfd)
+        try:
+            st = os.fstat(mine)
+            if st.st_ino != inode or st.st_size < hi or hi > nbytes:
+                raise RuntimeError(f"segment of {pid} is not the one announced")
+            flags = mmap.MAP_SHARED | (mmap.MAP_POPULATE if populate else 0)
+            return mmap.mmap(mine, hi - lo, flags=flags, prot=mmap.PROT_READ, offset=lo)
+        finally:
+            os.close(mine)
+
+    def shm_out(self, comm: Any, *_: Any) -> Any:
+        """Into the preallocated segment, mapping the sources afresh."""
+        return self._move(self.out, fresh=True)
+
+    def shm_pre(self, comm: Any, *_: Any) -> Any:
+        """Into the preallocated segment, with the sources mapped before the call."""
+        return self._move(self.out, fresh=False)
+
+    def shm_new(self, comm: Any, *_: Any) -> Any:
+        """Into a new segment, mapping the sources afresh."""
+        return self._move(self._empty(self.out_shape)[0], fresh=True)
+
+    def _move(self, out: Any, *, fresh: bool) -> Any:
+        import mmap
+
+        from elastic_slurm.mpi_runtime import redistribute as engine
+        from elastic_slurm.mpi_runtime import tiles
+
+        np = self._np
+        plan = engine._grid_plan(self.local, out, 8, self.s_axes, self.d_axes, self.rank)
+        infos = self.comm.allgather(self.info)
+        maps = []
+        size = self.comm.Get_size()
+        for peer, tile in sorted(plan.recvs.items(), key=lambda kv: (kv[0] - self.rank) % size):
+            if peer == self.rank:
+                tiles.copy_local(plan.send, tile, plan.recv)
+                continue
+            rows, row_bytes = tile[0], tile[2]
+            if fresh:  # only the rows this tile spans
+                first = int(rows[:, 0].min())
+                end = int((rows[:, 0] + rows[:, 2]).max()) * row_bytes
+                lo = first * row_bytes // mmap.PAGESIZE * mmap.PAGESIZE
+                segment = self._map(infos[peer], lo, end, populate=False)
+                maps.append(segment)
+                skip = first * row_bytes - lo
+            else:
+                segment, first, skip = self.mapped[peer], 0, 0
+            view = np.frombuffer(segment, np.uint8, offset=skip).reshape(-1, row_bytes)
+            shifted = rows.copy()
+            shifted[:, 0] -= first
+            tiles.copy_local(view, (shifted, tile[1], row_bytes), plan.recv)
+            del view
+        request = self.comm.Ibarrier()  # every reader is done with every source
+        while not request.Test():
+            time.sleep(0.0002)
+        for segment in maps:
+            segment.close()
+        return out
+
+    def close(self) -> None:
+        """Unmap the peers' segments (this rank's own go with their arrays)."""
+        for segment in self.mapped.values():
+            segment.close()
+        self.mapped.clear()
+
+
 def main() -> int:
     """Parse the command line; run the driver, or the MPI worker under mpirun."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -355,10 +524,27 @@ def main() -> int:
         help="also time into out= the engine with direct copies between processes "
         "(process_vm_readv/writev; ELASTIC_SLURM_DIRECT_COPY=1), rows included",
     )
+    parser.add_argument(
+        "--compare-shm",
+        action="store_true",
+        help="also time issue 15's node-local shared-memory prototype (SharedPull: memfd "
+        "segments, destinations copy their tiles from mappings of the sources), not used by "
+        "the library",
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        return worker(json.loads(args.worker))
+        try:
+            return worker(json.loads(args.worker))
+        except BaseException:  # one rank's failure must not leave the others waiting
+            import traceback
+
+            from mpi4py import MPI
+
+            traceback.print_exc()
+            sys.stderr.flush()
+            MPI.COMM_WORLD.Abort(1)
+            raise
     return driver(args)
 
 
