@@ -1,7 +1,8 @@
 """Schedule identity: policies that keep last cycle's reservations against recomputing them.
 
 ``conservative_backfill`` and ``coorm_equipartition`` keep the reservations of their last
-cycle and reuse those that a recomputation would give again (``kit.kept_plan.KeptPlan``).
+cycle and reuse those that a recomputation would give again (``kit.kept_plan.KeptPlan``, or
+for ``coorm_equipartition`` with the compiled kernel ``kit.compiled_placement.QueuePlan``).
 Here each runs on a slice of a real trace with half the jobs elastic, once as shipped and once
 forced to recompute every reservation every cycle (the plain algorithm, as the papers state
 it); every decision, job record and allocation change must be the same, and both paths must
@@ -14,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from elastic_slurm.plugins.kit.compiled_placement import QueuePlan
 from elastic_slurm.plugins.kit.kept_plan import KeptPlan
 from elastic_slurm.plugins.registry import make_policy
 
@@ -44,7 +46,15 @@ def test_kept_reservations_give_the_schedule_of_recomputed_ones(
         answers.append(follows(self, *args))
         return answers[-1]
 
+    cycle = QueuePlan.cycle  # coorm's compiled cycle says whether it kept its plan
+
+    def compiled(self: Any, *args: Any) -> tuple[list[int], Any, bool]:
+        out = cycle(self, *args)
+        answers.append(out[2])
+        return out
+
     monkeypatch.setattr(plan, "follows", counted)
+    monkeypatch.setattr(QueuePlan, "cycle", compiled)
     kept = _run(workload, name, recompute=False)
     assert any(answers) and not all(answers), "both paths must be taken"
     recomputed = _run(workload, name, recompute=True)

@@ -24,6 +24,7 @@ from elastic_slurm.plugins.kit.compiled_placement import (
     ArrayProfile,
     Kernel,
     ListPlan,
+    QueuePlan,
     kernel,
     plain,
 )
@@ -305,16 +306,22 @@ def test_without_numba_the_policies_schedule_the_same(
     sys.modules.pop("numba")
     assert kernel() is not None
     calls: list[str] = []
-    for owner, name in ((Kernel, "queue_scan"), (Kernel, "list_scan"), (ListPlan, "cycle")):
+    for owner, name in (
+        (Kernel, "queue_scan"),
+        (Kernel, "list_scan"),
+        (ListPlan, "cycle"),
+        (QueuePlan, "cycle"),
+    ):
         scan = getattr(owner, name)  # and the policy does use the compiled scan
 
-        def counted(*args: Any, scan: Any = scan, name: str = name) -> Any:
+        def counted(*args: Any, scan: Any = scan, name: str = f"{owner.__name__}.{name}") -> Any:
             calls.append(name)
             return scan(*args)
 
         monkeypatch.setattr(owner, name, counted)
     assert _records(policy, workload) == without
-    assert calls and set(calls) == {"queue_scan" if policy == "coorm_equipartition" else "cycle"}
+    used = "QueuePlan.cycle" if policy == "coorm_equipartition" else "ListPlan.cycle"
+    assert calls and set(calls) == {used}
 
 
 def test_without_numba_a_warning_names_the_extra_once(

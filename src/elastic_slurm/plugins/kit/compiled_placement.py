@@ -4,11 +4,12 @@
 (Mu'alem and Feitelson, IEEE TPDS 12(6), 2001, section 2) over a busy-nodes profile (Klein
 and Pérez 2011, section 3.1) as plain Python over NumPy arrays; :func:`kernel` compiles it
 with ``numba.njit``. A policy asks :func:`kernel` once per cycle and, when it gets one,
-places its queue with :meth:`Kernel.queue_scan` or :meth:`Kernel.list_scan` (which read and
-update an :class:`~elastic_slurm.plugins.kit.occupancy.Occupancy`, or an :class:`ArrayProfile`
-that keeps the profile in arrays between scans), with its queue's requests in NumPy columns
-it keeps itself. The results are those of the policy's own Python scan, which stays its
-definition.
+runs its cycle in one call with a :class:`QueuePlan` (``coorm``) or a :class:`ListPlan`
+(``klein_perez_fast``), which keep last cycle's plan in arrays, with its queue's requests in
+NumPy columns it keeps itself; :meth:`Kernel.queue_scan` and :meth:`Kernel.list_scan` run the
+scans alone (on an :class:`~elastic_slurm.plugins.kit.occupancy.Occupancy` or an
+:class:`ArrayProfile`, which they read and update). The results are those of the policy's
+own Python scan, which stays its definition.
 
 How it degrades: Numba and NumPy are optional (the ``sim`` extra installs them). Without
 them, or when Numba cannot compile the kernel (a warning says so, once), :func:`kernel`
@@ -46,6 +47,7 @@ class Kernel:
         self._queue_scan = functions["queue_scan"]
         self._list_scan = functions["list_scan"]
         self._list_cycle = functions["list_cycle"]
+        self._queue_cycle = functions["queue_cycle"]
 
     def queue_scan(
         self,
@@ -252,6 +254,119 @@ class ListPlan:
         return (due[:d].tolist() if d else []), bool(followed)
 
 
+class QueuePlan:
+    """``coorm``'s step 1 from the holds on, one compiled call a cycle, with the kept plan.
+
+    :func:`~elastic_slurm.plugins.kit.placement.queue_cycle` does in one call what the
+    policy's Python path does with :func:`~elastic_slurm.plugins.kit.holds.holds_from`,
+    :meth:`KeptPlan.follows <elastic_slurm.plugins.kit.kept_plan.KeptPlan.follows>`, its scan
+    (``_Cycle._scan``), the zero durations and the holds of its starts; this keeps last
+    cycle's plan for it in NumPy arrays (its holds with its starts added, its final profile,
+    its places, its time and machine size) and the buffers the next plan is written to (the
+    two swap every cycle). :attr:`queue` holds the plan's requests' views (those not started,
+    in order), which the caller compares with the next queue and sets after each cycle.
+    """
+
+    __slots__ = (
+        "_kept",
+        "_memory",
+        "_new",
+        "_out",
+        "base_n",
+        "cap",
+        "final_n",
+        "now",
+        "p",
+        "queue",
+    )
+
+    def __init__(self) -> None:
+        import numpy as np
+
+        from elastic_slurm.plugins.kit import placement
+
+        self.queue: Any = None  # the kept plan's requests, None: no plan
+        self.now, self.cap, self.p, self.base_n, self.final_n = 0.0, 0, 0, 1, 1
+        # (base times, base vals, final times, final vals, places): kept, and the next
+        self._kept = ListPlan._buffers(16)
+        self._new = ListPlan._buffers(16)
+        # hold ends, hold nodes, starts now
+        self._out = (np.empty(16), np.empty(16, np.int64), np.empty(16, np.int64))
+        self._memory = placement.new_memory(0)  # the scan's, for its searches
+
+    def cycle(
+        self,
+        kernel: Kernel,
+        ends: list[float],
+        nodes: list[int],
+        now_s: float,
+        cap: int,
+        need: np.ndarray,
+        duration_s: np.ndarray,
+        keep: bool,
+    ) -> tuple[list[int], ArrayProfile, bool]:
+        """Place the requests of ``need``, ``duration_s`` from ``now_s``; those starting now.
+
+        Makes this cycle's plan the kept one (:attr:`queue` is then the caller's to set).
+
+        Parameters
+        ----------
+        kernel
+            The kernel to run (:func:`kernel`, or :func:`plain`).
+        ends, nodes
+            The holds from now: ``[now_s, ends[i])`` of ``nodes[i]`` nodes (``holds_from``).
+        now_s, cap
+            The cycle's time (seconds) and the machine's nodes.
+        need, duration_s
+            The queue's requests: nodes (int64) and seconds (float64, ``inf`` for no limit),
+            shapes ``(q,)``.
+        keep
+            Whether the queue begins with :attr:`queue` (the kept plan's); else the plan is
+            not kept.
+
+        Returns
+        -------
+        tuple
+            ``(started, occ, kept)``: the positions of the requests starting now, ascending,
+            the profile after the scan (the holds, the starts and the reservations, from
+            ``now_s`` on; valid until the next cycle), and whether last cycle's plan was kept.
+        """
+        import numpy as np
+
+        q, r = len(need), len(ends)
+        hold_end, hold_nodes, started = self._out
+        if len(hold_end) < r or len(started) < q:
+            room = 2 * max(r, q) + 16
+            hold_end, hold_nodes, started = (
+                np.empty(room),
+                np.empty(room, np.int64),
+                np.empty(room, np.int64),
+            )
+            self._out = (hold_end, hold_nodes, started)
+        hold_end[:r] = ends
+        hold_nodes[:r] = nodes
+        kept, new = self._kept, self._new
+        base_room = r + 2 * q + 4
+        final_room = max(self.final_n, r + 1) + 2 * q + 4
+        if len(new[0]) < base_room or len(new[2]) < final_room or len(new[4]) < q:
+            new = ListPlan._buffers(2 * max(base_room, final_room))
+        memory = self._memory
+        if len(memory[2]) <= cap:
+            from elastic_slurm.plugins.kit import placement
+
+            memory = self._memory = placement.new_memory(cap)
+        keep = keep and self.queue is not None
+        base_n, final_n, p, s, followed = kernel._queue_cycle(
+            hold_end, hold_nodes, r, now_s, cap, need, duration_s, keep,
+            self.now, self.cap, kept[0], kept[1], self.base_n, kept[2], kept[3], self.final_n,
+            kept[4], self.p, new[0], new[1], new[2], new[3], new[4], started, *memory,
+        )  # fmt: skip
+        self._kept, self._new = new, kept
+        self.now, self.cap, self.p, self.base_n, self.final_n = now_s, cap, p, base_n, final_n
+        occ = ArrayProfile(new[2], new[3], final_n)
+        return (started[:s].tolist() if s else []), occ, bool(followed)
+
+
 class ArrayProfile:
     """An :class:`Occupancy`'s step function kept in NumPy arrays, for the compiled scans.
 
@@ -424,6 +539,10 @@ def _warm_up(compiled: Kernel, np: Any) -> None:
     plan.cycle(compiled, [10.0], [1], 0.0, 2, columns, False, True)
     plan.queue = ()
     plan.cycle(compiled, [10.0], [1], 1.0, 2, columns, True, True)
+    queue = QueuePlan()
+    queue.cycle(compiled, [10.0], [1], 0.0, 2, need, duration, False)
+    queue.queue = ()
+    queue.cycle(compiled, [10.0], [1], 1.0, 2, need, duration, True)
 
 
-__all__ = ["ArrayProfile", "Kernel", "ListPlan", "kernel", "plain"]
+__all__ = ["ArrayProfile", "Kernel", "ListPlan", "QueuePlan", "kernel", "plain"]

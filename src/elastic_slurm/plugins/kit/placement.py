@@ -289,8 +289,36 @@ def queue_scan(
         ``(n, stop, s)``: the profile's new size, the position where the scan stopped
         (``places[:stop - first]`` are set), and how many started now.
     """
-    q = need.shape[0]
     durations, ends, sizes = new_memory(cap)
+    return queue_scan_with(
+        times, vals, n, need, duration_s, first, cap, now_s, free, places, started,
+        durations, ends, sizes,
+    )  # fmt: skip
+
+
+def queue_scan_with(
+    times: np.ndarray,
+    vals: np.ndarray,
+    n: int,
+    need: np.ndarray,
+    duration_s: np.ndarray,
+    first: int,
+    cap: int,
+    now_s: float,
+    free: int,
+    places: np.ndarray,
+    started: np.ndarray,
+    durations: np.ndarray,
+    ends: np.ndarray,
+    sizes: np.ndarray,
+) -> tuple[int, int, int]:
+    """:func:`queue_scan` with the memory of its searches given (:func:`new_memory`, reused).
+
+    The memory's arrays are the caller's to keep between scans (rows for ``cap + 1``
+    limits at least); ``sizes`` is emptied first.
+    """
+    q = need.shape[0]
+    sizes[:] = 0  # nothing ruled out yet
     s = 0
     last = q - 1  # the last request with a duration that may still start now
     last_ok = False  # known: request ``last`` may start now against the profile
@@ -656,3 +684,115 @@ def list_cycle(
             places[m] = s
             m += 1
     return base_n, final_n, m, d, followed
+
+
+# ----------------------------------------------------------------------- one queue cycle
+def queue_cycle(
+    hold_end: np.ndarray,
+    hold_nodes: np.ndarray,
+    r: int,
+    now_s: float,
+    cap: int,
+    need: np.ndarray,
+    duration_s: np.ndarray,
+    keep: bool,
+    kept_now: float,
+    kept_cap: int,
+    kept_base_t: np.ndarray,
+    kept_base_v: np.ndarray,
+    kept_base_n: int,
+    kept_t: np.ndarray,
+    kept_v: np.ndarray,
+    kept_n: int,
+    kept_places: np.ndarray,
+    p: int,
+    base_t: np.ndarray,
+    base_v: np.ndarray,
+    final_t: np.ndarray,
+    final_v: np.ndarray,
+    places: np.ndarray,
+    started: np.ndarray,
+    durations: np.ndarray,
+    ends: np.ndarray,
+    sizes: np.ndarray,
+) -> tuple[int, int, int, int, bool]:
+    """Step 1 of one ``coorm`` cycle in one call: holds, kept plan, scan, starts now.
+
+    What ``coorm._Cycle.nonpreemptible_view`` does from the holds on (conservative
+    backfilling, Mu'alem and Feitelson 2001, section 2, of the non-preemptible requests,
+    Klein's thesis, Algorithm A.4), with the kept plan
+    (:mod:`~elastic_slurm.plugins.kit.kept_plan`) in arrays:
+
+    1. the holds from now (:func:`holds_profile`: ``holds_from``) into ``base``;
+    2. whether last cycle's plan may be kept (``KeptPlan.follows``; ``keep`` says that the
+       queue's first ``p`` requests are the plan's, which only the caller can check): then
+       the scan continues from the plan's final profile (from now on) after its ``p``
+       places, those placed at ``now_s`` starting, else from ``base`` with none placed;
+    3. :func:`queue_scan` into ``final`` when a node is free now;
+    4. the requests of zero duration after where it stopped start too (those of at most
+       ``cap`` nodes); the starts, ``started[:s]`` ascending, join ``base``, and the other
+       places go to ``places`` in order (``without_started``).
+
+    The kept plan (read only): ``kept_now``, ``kept_cap``, its base, final profile and
+    places (``kept_places[:p]``, seconds). ``need``, ``duration_s``: the queue's requests
+    (nodes, int64; seconds, float64, ``inf`` for none), shapes ``(q,)``. Outputs: ``base``,
+    ``final`` (room for ``r + 1 + 2 q`` and ``max(kept_n, r + 1) + 2 q`` entries),
+    ``places``, ``started`` (shapes ``(q,)`` at least): together the next kept plan.
+    ``durations``, ``ends``, ``sizes``: memory for the scan's searches
+    (:func:`queue_scan_with`).
+
+    Returns
+    -------
+    tuple
+        ``(base_n, final_n, kept, s, followed)``: the sizes of ``base`` and ``final``, how
+        many places are in ``places``, how many requests start now, and whether the plan
+        was kept.
+    """
+    q = need.shape[0]
+    base_n = holds_profile(hold_end, hold_nodes, r, now_s, base_t, base_v)
+    followed = keep and now_s >= kept_now and cap == kept_cap
+    if followed:
+        for k in range(p):
+            if kept_places[k] < now_s:
+                followed = False
+                break
+    if followed:
+        followed = same_after(kept_base_t, kept_base_v, kept_base_n, now_s, base_t, base_v, base_n)
+    s = 0
+    if followed:
+        final_n = copy_after(kept_t, kept_v, kept_n, now_s, final_t, final_v)
+        for k in range(p):
+            places[k] = kept_places[k]
+            if kept_places[k] == now_s:  # reservations that are now start
+                started[s] = k
+                s += 1
+        stop = p
+    else:
+        for i in range(base_n):
+            final_t[i] = base_t[i]
+            final_v[i] = base_v[i]
+        final_n = base_n
+        stop = 0
+    free = cap - value_at(final_t, final_v, final_n, now_s)  # nodes free now
+    if free > 0 and stop < q:
+        final_n, stop, more = queue_scan_with(
+            final_t, final_v, final_n, need, duration_s, stop, cap, now_s, free,
+            places[stop:], started[s:], durations, ends, sizes,
+        )  # fmt: skip
+        s += more
+    for j in range(stop, q):  # zero durations fit anywhere, now included
+        if duration_s[j] == 0.0 and need[j] <= cap:
+            started[s] = j
+            s += 1
+    m = 0  # the places kept, the starts' taken out
+    i = 0
+    for k in range(stop):
+        if i < s and started[i] == k:
+            i += 1
+        else:
+            places[m] = places[k]
+            m += 1
+    for i in range(s):  # what the next cycle's holds should be, if all goes as planned
+        k = started[i]
+        base_n = add(base_t, base_v, base_n, now_s, now_s + duration_s[k], need[k])
+    return base_n, final_n, m, s, followed

@@ -55,7 +55,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 INFINITY = math.inf
-_Profile = Occupancy | compiled_placement.ArrayProfile  # in arrays for the compiled scans
+_Profile = Occupancy | compiled_placement.ArrayProfile  # in arrays for the compiled cycle
+_Plan = KeptPlan[Occupancy] | compiled_placement.QueuePlan  # the Python path's, the compiled one's
 
 
 def equipartition(requests: Sequence[int], pool: int, *, smart: bool = True) -> list[int]:
@@ -206,7 +207,7 @@ class EquiPartition(Policy):
     def __init__(self, config: EquiPartition.Config | None = None) -> None:
         super().__init__(config)
         self._warned = False  # wide pre-allocations are reported once
-        self._plan: KeptPlan[_Profile] | None = None  # the last cycle's reservations, to build on
+        self._plan: _Plan | None = None  # the last cycle's reservations, to build on
         self._requests = _Requests()  # each pending view's request
 
     def prepare(self) -> None:
@@ -262,9 +263,9 @@ class _Cycle:
 
     def nonpreemptible_view(
         self,
-        plan: KeptPlan[_Profile] | None = None,
+        plan: _Plan | None = None,
         requests: _Requests | None = None,
-    ) -> KeptPlan[_Profile]:
+    ) -> _Plan:
         """Step 1: running jobs' non-preemptible holds, then CBF of the queue's requests.
 
         Once no job left in the queue could start now (no node left non-preemptibly now, or
@@ -272,21 +273,27 @@ class _Cycle:
         of zero duration could still start now, and later reservations do not change what is
         used now: the scan stops placing the others (the schedule now is the same, and long
         queues cost little). ``plan`` (the last cycle's) lets the reservations it still holds
-        be kept instead of recomputed (see :mod:`~elastic_slurm.plugins.kit.kept_plan`); with
-        the compiled scan, the profile stays in NumPy arrays from cycle to cycle
-        (:class:`~elastic_slurm.plugins.kit.compiled_placement.ArrayProfile`, the same step
-        function). ``requests`` caches each pending
-        view's request (by ``id``; see :func:`_np_request`). Returns this cycle's plan.
+        be kept instead of recomputed (see :mod:`~elastic_slurm.plugins.kit.kept_plan`): a
+        :class:`KeptPlan` here, or with the compiled kernel a
+        :class:`~elastic_slurm.plugins.kit.compiled_placement.QueuePlan`, which does all this
+        from the holds on in one call (:meth:`_compiled_view`). ``requests`` caches each
+        pending view's request (by ``id``; see :func:`_np_request`). Returns this cycle's plan.
         """
         now, cap, config = self.now, self.cap, self.config
         just_after = math.nextafter(now, INFINITY)  # a job past its estimate ends "soon"
-        ends = []
+        ends, nodes = [], []
         for job in self.running:
             end = job.estimated_end_s if job.estimated_end_s is not None else INFINITY
-            ends.append((max(end, just_after), _np_hold(job, config)))
-        held = holds_from(now, ends)
+            ends.append(max(end, just_after))
+            nodes.append(_np_hold(job, config))
         pending = self.pending
         requests = _Requests() if requests is None else requests
+        kernel = compiled_placement.kernel()
+        if kernel is not None:  # the same, in one compiled call
+            return self._compiled_view(kernel, plan, requests, ends, nodes)
+        if not isinstance(plan, KeptPlan):
+            plan = None
+        held = holds_from(now, zip(ends, nodes, strict=True))
 
         def ask(k: int) -> tuple[JobView, int, float]:
             return requests.of(pending[k], config)
@@ -304,20 +311,10 @@ class _Cycle:
         else:
             occ, places, started = held.after(now), [], []
         free = cap - occ.value_at(now)  # nodes free non-preemptibly now
-        full = free <= 0
         k = len(places)
-        kernel = compiled_placement.kernel()
-        if not full and k < len(pending):
-            if kernel is None:
-                k = self._scan(pending, requests, occ, places, started, k, free)
-            else:  # the same scan, compiled, on the profile in arrays (kept so: the plan's)
-                need, duration = requests.columns(pending, config)
-                if not isinstance(occ, compiled_placement.ArrayProfile):
-                    occ = compiled_placement.ArrayProfile.of(occ, 2 * (len(pending) - k))
-                placed, now_placed, k = kernel.queue_scan(occ, need, duration, k, cap, now, free)
-                places += placed
-                started += now_placed
-        for j in requests.zero_durations(pending, k, config, kernel is not None):
+        if free > 0 and k < len(pending):
+            k = self._scan(pending, requests, occ, places, started, k, free)
+        for j in requests.zero_durations(pending, k, config, False):
             if ask(j)[1] <= cap:  # zero durations fit anywhere, now included
                 started.append(j)
         self.occ = occ
@@ -328,6 +325,32 @@ class _Cycle:
         queue = tuple(without_started(pending, places, started))
         requests.started(pending, queue, started)
         return KeptPlan.of(now, cap, held, occ, queue, places)
+
+    def _compiled_view(
+        self,
+        kernel: compiled_placement.Kernel,
+        plan: _Plan | None,
+        requests: _Requests,
+        ends: list[float],
+        nodes: list[int],
+    ) -> compiled_placement.QueuePlan:
+        """:meth:`nonpreemptible_view` from the holds on, in one compiled call.
+
+        :class:`~elastic_slurm.plugins.kit.compiled_placement.QueuePlan` (the kept plan in
+        arrays) on the queue's request columns (:meth:`_Requests.columns`): the same starts
+        and plans as the Python path. ``ends``, ``nodes``: the running jobs' holds.
+        """
+        pending = self.pending
+        if not isinstance(plan, compiled_placement.QueuePlan):
+            plan = compiled_placement.QueuePlan()
+        keep = plan.queue is not None and _begins_with(pending, plan.queue)
+        need, duration = requests.columns(pending, self.config)
+        now, cap = self.now, self.cap
+        started, self.occ, _ = plan.cycle(kernel, ends, nodes, now, cap, need, duration, keep)
+        self.starts = [pending[k] for k in started]
+        plan.queue = queue = tuple(without_started(pending, [], started))
+        requests.started(pending, queue, started)
+        return plan
 
     def _scan(
         self,
