@@ -499,7 +499,8 @@ def kernel() -> Kernel | None:
         return None
     for cache in (True, False):
         try:
-            compiled = _jit(placement, numba.njit(cache=cache))
+            jit, inlined = numba.njit(cache=cache), numba.njit(cache=cache, inline="always")
+            compiled = _jit(placement, jit, inlined)
             _warm_up(compiled, np)
             return compiled
         except Exception as exc:  # noqa: BLE001 - numba's errors have no common base
@@ -508,13 +509,38 @@ def kernel() -> Kernel | None:
     return None
 
 
-def _jit(module: types.ModuleType, jit: Callable[[Any], Any]) -> Kernel:
-    """``module``'s functions compiled by ``jit``, each calling the others compiled."""
+# the small functions each placement calls: inlined into their callers by Numba (a call
+# passing arrays costs reference counts, a fifth of a deep queue's scan time without this)
+_INLINED = frozenset(
+    {
+        "_insert",
+        "_learn",
+        "_may_start_now",
+        "add",
+        "bisect_left",
+        "bisect_right",
+        "busiest",
+        "earliest",
+        "remembered_earliest",
+        "value_at",
+    }
+)
+
+
+def _jit(
+    module: types.ModuleType,
+    jit: Callable[[Any], Any],
+    inlined: Callable[[Any], Any] | None = None,
+) -> Kernel:
+    """``module``'s functions compiled by ``jit``, each calling the others compiled.
+
+    Those named in ``_INLINED`` are compiled by ``inlined`` instead, when given.
+    """
     namespace = dict(vars(module))  # the functions' globals: the compiled ones replace them
     for name, f in _functions(module).items():
         copy = types.FunctionType(f.__code__, namespace, name, f.__defaults__, f.__closure__)
         copy.__qualname__ = f.__qualname__
-        namespace[name] = jit(copy)
+        namespace[name] = (inlined if inlined and name in _INLINED else jit)(copy)
     return Kernel(namespace)
 
 
