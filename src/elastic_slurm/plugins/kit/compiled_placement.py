@@ -482,7 +482,8 @@ def kernel() -> Kernel | None:
     Compiled here, on a small queue, so that a failure shows now: Numba keeps the machine
     code in a cache on disk (beside :mod:`~elastic_slurm.plugins.kit.placement`, else in the
     user's cache directory) and loads it in later processes; where it can write no cache,
-    the kernel is compiled in memory at each start (a few seconds).
+    the kernel is compiled in memory at each start (about 10 s of CPU on the 2-core test machine;
+    loading it from the cache takes about 1 s).
     """
     try:
         import numba
