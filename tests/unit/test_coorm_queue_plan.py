@@ -56,6 +56,7 @@ class _Chain:
         cycle = object.__new__(coorm._Cycle)
         cycle.config, cycle.now, cycle.cap = coorm.EquiPartition.Config(), now, cap
         cycle.running, cycle.pending = running, pending
+        cycle.run = coorm._Running.of(running, cycle.config, None)
         follows, compiled = KeptPlan.follows, QueuePlan.cycle
         self.followed = False
 

@@ -43,7 +43,7 @@ from elastic_slurm.model.triggers import Trigger
 from elastic_slurm.plugins.kit import compiled_placement
 from elastic_slurm.plugins.kit.holds import holds_from, may_start_now, split_by_start
 from elastic_slurm.plugins.kit.kept_plan import KeptPlan
-from elastic_slurm.plugins.kit.nodes import machine_nodes, within_free
+from elastic_slurm.plugins.kit.nodes import within_free
 from elastic_slurm.plugins.kit.occupancy import Occupancy
 from elastic_slurm.plugins.kit.queue import without_started
 from elastic_slurm.plugins.kit.view_memo import ViewMemo
@@ -209,6 +209,7 @@ class EquiPartition(Policy):
         self._warned = False  # wide pre-allocations are reported once
         self._plan: _Plan | None = None  # the last cycle's reservations, to build on
         self._requests = _Requests()  # each pending view's request
+        self._running: _Running | None = None  # the last cycle's running jobs, worked out
 
     def prepare(self) -> None:
         """Load the compiled placement kernel (:func:`~.compiled_placement.kernel`) now."""
@@ -223,7 +224,8 @@ class EquiPartition(Policy):
         enforces it when the snapshot contradicts itself, for example a malleable job that is
         resizing on nodes an evolving job has pre-allocated).
         """
-        cycle = _Cycle(self.config, snapshot)
+        cycle = _Cycle(self.config, snapshot, self._running)
+        self._running = cycle.run
         self._requests.forget(cycle.pending)
         self._plan = cycle.nonpreemptible_view(self._plan, self._requests)
         if not self._warned:
@@ -248,17 +250,27 @@ class EquiPartition(Policy):
 
 
 class _Cycle:
-    """One cycle's state: the jobs, the non-preemptible occupancy, this cycle's sizes."""
+    """One cycle's state: the jobs, the non-preemptible occupancy, this cycle's sizes.
 
-    def __init__(self, config: EquiPartition.Config, snapshot: ClusterSnapshot) -> None:
+    ``last``: the last cycle's :class:`_Running`, used again when the running jobs are the
+    same tuple of views.
+    """
+
+    def __init__(
+        self,
+        config: EquiPartition.Config,
+        snapshot: ClusterSnapshot,
+        last: _Running | None = None,
+    ) -> None:
         self.config = config
         self.snapshot = snapshot
         self.now = snapshot.time_s
-        self.cap = machine_nodes(snapshot)
         self.running, self.pending = split_by_start(snapshot)
+        self.run = _Running.of(self.running, config, last)
+        self.cap = len(snapshot.idle_nodes()) + self.run.held  # as machine_nodes counts them
         self.occ: _Profile = Occupancy(self.now)
         self.starts: list[JobView] = []
-        self.sizes = {j.job_id: j.size for j in self.running}
+        self.grown = 0  # nodes step 2 gives evolving jobs, less those they release
         self.wide: JobView | None = None  # a pending pre-allocation over twice its request
 
     def nonpreemptible_view(
@@ -281,11 +293,9 @@ class _Cycle:
         """
         now, cap, config = self.now, self.cap, self.config
         just_after = math.nextafter(now, INFINITY)  # a job past its estimate ends "soon"
-        ends, nodes = [], []
-        for job in self.running:
-            end = job.estimated_end_s if job.estimated_end_s is not None else INFINITY
-            ends.append(max(end, just_after))
-            nodes.append(_np_hold(job, config))
+        ends, nodes = self.run.ends, self.run.holds
+        if self.run.soonest < just_after:
+            ends = [max(end, just_after) for end in ends]
         pending = self.pending
         requests = _Requests() if requests is None else requests
         kernel = compiled_placement.kernel()
@@ -412,8 +422,8 @@ class _Cycle:
 
     def evolving_requests(self) -> tuple[list[Shrink], list[Decision]]:
         """Step 2: releases at once; growth inside the pre-allocation (or on free nodes)."""
-        config, sizes = self.config, self.sizes
-        evolving = [j for j in self.running if j.kind is JobKind.EVOLVING and not j.resizing]
+        config = self.config
+        evolving = self.run.evolving
         releases: list[Shrink] = []
         growth: list[Decision] = []
         if not evolving:
@@ -424,7 +434,7 @@ class _Cycle:
                 give = min(-job.evolving_request, job.size - max(1, job.nodes_min))
                 if give >= 1:
                     releases.append(Shrink(job.job_id, give, "the application releases nodes"))
-                    sizes[job.job_id] -= give
+                    self.grown -= give
                     np_free += give if not config.preallocate else 0
         why = "inside its pre-allocation" if config.preallocate else "nodes are free"
         for job in evolving:
@@ -435,21 +445,15 @@ class _Cycle:
                 if want >= 1:
                     np_free -= want
                     growth.append(Expand(job.job_id, want, f"the application grows ({why})"))
-                    sizes[job.job_id] += want
+                    self.grown += want
         return releases, growth
 
     def equipartition(
         self, releases: list[Shrink]
     ) -> tuple[list[Decision], list[Decision], list[Decision]]:
         """Step 3: share the preemptible nodes; the shrinks, starts and expansions it takes."""
-        malleable: list[JobView] = []  # the running jobs sized by equi-partitioning
-        used = 0  # nodes used non-preemptibly now
-        for j in self.running:
-            if j.kind is JobKind.MALLEABLE and not j.resizing:
-                malleable.append(j)
-                used += max(1, j.nodes_min)
-            else:
-                used += self.sizes[j.job_id]
+        malleable = list(self.run.malleable)  # the jobs sized by equi-partitioning
+        used = self.run.used + self.grown  # nodes used non-preemptibly now
         for job in self.starts:
             if job.kind is JobKind.MALLEABLE:
                 malleable.append(job)
@@ -487,6 +491,63 @@ class _Cycle:
             avail -= size
             starts.append(Start(job.job_id, size, why))
         return shrinks, starts, grows
+
+
+class _Running:
+    """What step 1 and step 3 read of the running jobs, worked out once per tuple of views.
+
+    The simulator hands the policy the same tuple of running views until one of them
+    changes, and the views are immutable: :meth:`of` gives the last cycle's again for the
+    same tuple (the same object), else works it out.
+
+    Attributes
+    ----------
+    jobs
+        The running views, in submission order.
+    ends, holds
+        Per job, its estimated end (seconds, ``inf`` when unknown; not yet moved past now,
+        see :meth:`_Cycle.nonpreemptible_view`) and the nodes it holds non-preemptibly
+        (:func:`_np_hold`).
+    soonest
+        The least of ``ends`` (``inf`` for none).
+    held
+        Nodes the jobs hold (:func:`~elastic_slurm.plugins.kit.nodes.machine_nodes` counts them).
+    malleable, evolving
+        The malleable jobs and the evolving jobs not resizing, in order.
+    used
+        Nodes used non-preemptibly: each malleable job not resizing its ``nodes_min`` (at
+        least one), the others their size.
+    """
+
+    __slots__ = ("ends", "evolving", "held", "holds", "jobs", "malleable", "soonest", "used")
+
+    def __init__(self, jobs: Sequence[JobView], config: EquiPartition.Config) -> None:
+        self.jobs = jobs
+        self.ends = [INFINITY if j.estimated_end_s is None else j.estimated_end_s for j in jobs]
+        self.holds = [_np_hold(j, config) for j in jobs]
+        self.soonest = min(self.ends, default=INFINITY)
+        self.held = sum(len(j.nodes) for j in jobs)
+        self.malleable: list[JobView] = []
+        self.evolving: list[JobView] = []
+        used = 0
+        for j in jobs:
+            if j.kind is JobKind.MALLEABLE and not j.resizing:
+                self.malleable.append(j)
+                used += max(1, j.nodes_min)
+            else:
+                used += j.size
+                if j.kind is JobKind.EVOLVING and not j.resizing:
+                    self.evolving.append(j)
+        self.used = used
+
+    @classmethod
+    def of(
+        cls, jobs: Sequence[JobView], config: EquiPartition.Config, last: _Running | None
+    ) -> _Running:
+        """``last`` when it was worked out for ``jobs`` itself (a tuple), else a new one."""
+        if last is not None and last.jobs is jobs and type(jobs) is tuple:
+            return last
+        return cls(jobs, config)
 
 
 # ---------------------------------------------------------------------------- requests
