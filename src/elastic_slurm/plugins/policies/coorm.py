@@ -494,11 +494,13 @@ class _Cycle:
 
 
 class _Running:
-    """What step 1 and step 3 read of the running jobs, worked out once per tuple of views.
+    """What step 1 and step 3 read of the running jobs, worked out once per view.
 
     The simulator hands the policy the same tuple of running views until one of them
-    changes, and the views are immutable: :meth:`of` gives the last cycle's again for the
-    same tuple (the same object), else works it out.
+    changes, and the same view for a job until the job changes; views are immutable. So
+    :meth:`of` gives the last cycle's again for the same tuple (the same object), and
+    otherwise reads each view's facts from a :class:`ViewMemo` shared from cycle to cycle
+    (:func:`_running_facts`), working out only those of views not seen yet.
 
     Attributes
     ----------
@@ -517,37 +519,71 @@ class _Running:
     used
         Nodes used non-preemptibly: each malleable job not resizing its ``nodes_min`` (at
         least one), the others their size.
+    memo
+        Each view's :func:`_running_facts`, by ``id``.
     """
 
-    __slots__ = ("ends", "evolving", "held", "holds", "jobs", "malleable", "soonest", "used")
+    __slots__ = (
+        "ends",
+        "evolving",
+        "held",
+        "holds",
+        "jobs",
+        "malleable",
+        "memo",
+        "soonest",
+        "used",
+    )
 
-    def __init__(self, jobs: Sequence[JobView], config: EquiPartition.Config) -> None:
-        self.jobs = jobs
-        self.ends = [INFINITY if j.estimated_end_s is None else j.estimated_end_s for j in jobs]
-        self.holds = [_np_hold(j, config) for j in jobs]
+    def __init__(
+        self, jobs: Sequence[JobView], config: EquiPartition.Config, memo: ViewMemo
+    ) -> None:
+        self.jobs, self.memo = jobs, memo
+        memo.forget_others(jobs)
+        get = memo.get
+        facts = [get(id(j)) or memo.remember(_running_facts(j, config)) for j in jobs]
+        self.ends = [f[1] for f in facts]
+        self.holds = [f[2] for f in facts]
         self.soonest = min(self.ends, default=INFINITY)
-        self.held = sum(len(j.nodes) for j in jobs)
-        self.malleable: list[JobView] = []
-        self.evolving: list[JobView] = []
-        used = 0
-        for j in jobs:
-            if j.kind is JobKind.MALLEABLE and not j.resizing:
-                self.malleable.append(j)
-                used += max(1, j.nodes_min)
-            else:
-                used += j.size
-                if j.kind is JobKind.EVOLVING and not j.resizing:
-                    self.evolving.append(j)
-        self.used = used
+        self.held = sum([f[3] for f in facts])
+        self.used = sum([f[4] for f in facts])
+        self.malleable = [f[0] for f in facts if f[5] is _MALLEABLE]
+        self.evolving = [f[0] for f in facts if f[5] is _EVOLVING]
 
     @classmethod
     def of(
         cls, jobs: Sequence[JobView], config: EquiPartition.Config, last: _Running | None
     ) -> _Running:
         """``last`` when it was worked out for ``jobs`` itself (a tuple), else a new one."""
-        if last is not None and last.jobs is jobs and type(jobs) is tuple:
+        if last is None:
+            return cls(jobs, config, ViewMemo(factor=4, slack=256))
+        if last.jobs is jobs and type(jobs) is tuple:
             return last
-        return cls(jobs, config)
+        return cls(jobs, config, last.memo)
+
+
+_MALLEABLE, _EVOLVING, _OTHER = "malleable", "evolving", "other"  # roles in steps 2 and 3
+
+
+def _running_facts(
+    job: JobView, config: EquiPartition.Config
+) -> tuple[JobView, float, int, int, int, str]:
+    """``(job, end_s, hold, nodes, used, role)`` for a running job's view.
+
+    Its estimated end (seconds, ``inf`` when unknown), its :func:`_np_hold`, the nodes it
+    holds, those it uses non-preemptibly (a malleable job not resizing: its ``nodes_min``,
+    at least one; another job: its size) and its role: ``_MALLEABLE`` (sized by step 3),
+    ``_EVOLVING`` (its requests served by step 2: an evolving job not resizing) or
+    ``_OTHER``.
+    """
+    end = INFINITY if job.estimated_end_s is None else job.estimated_end_s
+    nodes = len(job.nodes)
+    if job.resizing:
+        return job, end, _np_hold(job, config), nodes, job.size, _OTHER
+    if job.kind is JobKind.MALLEABLE:
+        return job, end, _np_hold(job, config), nodes, max(1, job.nodes_min), _MALLEABLE
+    role = _EVOLVING if job.kind is JobKind.EVOLVING else _OTHER
+    return job, end, _np_hold(job, config), nodes, job.size, role
 
 
 # ---------------------------------------------------------------------------- requests
