@@ -796,3 +796,44 @@ def queue_cycle(
         k = started[i]
         base_n = add(base_t, base_v, base_n, now_s, now_s + duration_s[k], need[k])
     return base_n, final_n, m, s, followed
+
+
+def queue_cycle_rows(
+    floats: np.ndarray,
+    ints: np.ndarray,
+    side: int,
+    r: int,
+    now_s: float,
+    cap: int,
+    need: np.ndarray,
+    duration_s: np.ndarray,
+    keep: bool,
+    kept_now: float,
+    kept_cap: int,
+    kept_base_n: int,
+    kept_n: int,
+    p: int,
+    memory: np.ndarray,
+    sizes: np.ndarray,
+) -> tuple[int, int, int, int, bool]:
+    """:func:`queue_cycle` on the rows of two arrays: the same, with fewer arguments to pass.
+
+    A compiled function's call unboxes each array it is passed (about 0.15 us each); the
+    kept plan and the buffers of the next are passed here as rows of two 2-D arrays
+    instead, and the memory as one 3-D array. ``floats`` (float64, ``(7, room)``): the
+    holds' ends, then the two sides' base times, final times and places; ``ints`` (int64,
+    ``(6, room)``): the holds' nodes, then the two sides' base values and final values,
+    then ``started``. Side ``side`` (0 or 1: rows ``1 + side``, ``3 + side``, ``5 + side``
+    of ``floats`` and ``1 + side``, ``3 + side`` of ``ints``) is the kept plan, read only;
+    the other side is written. ``memory`` (float64, ``(2, cap + 1, MEMORY)``): the
+    durations and ends of :func:`new_memory`; ``sizes`` its sizes. Returns what
+    :func:`queue_cycle` returns.
+    """
+    k = 1 + side  # the kept plan's rows
+    w = 2 - side  # the next plan's
+    return queue_cycle(
+        floats[0], ints[0], r, now_s, cap, need, duration_s, keep, kept_now, kept_cap,
+        floats[k], ints[k], kept_base_n, floats[2 + k], ints[2 + k], kept_n, floats[4 + k], p,
+        floats[w], ints[w], floats[2 + w], ints[2 + w], floats[4 + w], ints[5],
+        memory[0], memory[1], sizes,
+    )  # fmt: skip
