@@ -541,14 +541,26 @@ class _Running:
         self.jobs, self.memo = jobs, memo
         memo.forget_others(jobs)
         get = memo.get
-        facts = [get(id(j)) or memo.remember(_running_facts(j, config)) for j in jobs]
-        self.ends = [f[1] for f in facts]
-        self.holds = [f[2] for f in facts]
+        remember = memo.remember
+        self.ends: list[float] = []
+        self.holds: list[int] = []
+        self.malleable: list[JobView] = []
+        self.evolving: list[JobView] = []
+        held = used = 0
+        for job in jobs:
+            _, end, hold, nodes, np_used, role = get(id(job)) or remember(
+                _running_facts(job, config)
+            )
+            self.ends.append(end)
+            self.holds.append(hold)
+            held += nodes
+            used += np_used
+            if role is _MALLEABLE:
+                self.malleable.append(job)
+            elif role is _EVOLVING:
+                self.evolving.append(job)
+        self.held, self.used = held, used
         self.soonest = min(self.ends, default=INFINITY)
-        self.held = sum([f[3] for f in facts])
-        self.used = sum([f[4] for f in facts])
-        self.malleable = [f[0] for f in facts if f[5] is _MALLEABLE]
-        self.evolving = [f[0] for f in facts if f[5] is _EVOLVING]
 
     @classmethod
     def of(
