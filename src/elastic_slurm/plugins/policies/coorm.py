@@ -31,6 +31,7 @@ backfilling when no job is malleable or evolving.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import math
 from collections.abc import Sequence
@@ -118,6 +119,15 @@ def equipartition(requests: Sequence[int], pool: int, *, smart: bool = True) -> 
         pool -= given
         active = still
     return grant
+
+
+@functools.lru_cache(maxsize=1024)
+def _grants(asks: tuple[int, ...], pool: int, smart: bool) -> tuple[int, ...]:
+    """:func:`equipartition` of ``pool`` among ``asks``, remembered.
+
+    A pure function, asked about the same few malleable jobs and pool cycle after cycle.
+    """
+    return tuple(equipartition(asks, pool, smart=smart))
 
 
 class EquiPartition(Policy):
@@ -460,8 +470,8 @@ class _Cycle:
                 used += max(1, job.nodes_min)
             else:
                 used += _np_start(job)
-        asks = [max(0, j.nodes_max - max(1, j.nodes_min)) for j in malleable]
-        grants = equipartition(asks, self.cap - used, smart=self.config.smart)
+        asks = tuple([max(0, j.nodes_max - max(1, j.nodes_min)) for j in malleable])
+        grants = _grants(asks, self.cap - used, self.config.smart)
         target = {j.job_id: max(1, j.nodes_min) + g for j, g in zip(malleable, grants, strict=True)}
         kind = "smart" if self.config.smart else "strict"
         # the nodes this cycle can hand out: idle ones and those the shrinks give back
@@ -471,13 +481,16 @@ class _Cycle:
         for job in malleable:
             if job.start_time_s is None:
                 continue
-            goal = target[job.job_id]
-            why = f"{kind} equi-partition: {goal} node(s)"
-            if job.size > goal:
-                avail += job.size - goal
-                shrinks.append(Shrink(job.job_id, job.size - goal, why))
-            elif job.size < goal:
-                grows.append(Expand(job.job_id, goal - job.size, why))
+            goal, size = target[job.job_id], job.size
+            if size > goal:
+                avail += size - goal
+                shrinks.append(
+                    Shrink(job.job_id, size - goal, f"{kind} equi-partition: {goal} node(s)")
+                )
+            elif size < goal:
+                grows.append(
+                    Expand(job.job_id, goal - size, f"{kind} equi-partition: {goal} node(s)")
+                )
         starts: list[Decision] = []
         for job in self.starts:
             if job.kind is JobKind.MALLEABLE:
