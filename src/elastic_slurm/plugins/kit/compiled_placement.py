@@ -44,6 +44,7 @@ class Kernel:
     """
 
     def __init__(self, functions: dict[str, Callable[..., Any]]) -> None:
+        self.functions = functions  # all of them, by name (the tests call some alone)
         self._queue_scan = functions["queue_scan"]
         self._list_scan = functions["list_scan"]
         self._list_cycle = functions["list_cycle"]
@@ -548,11 +549,14 @@ _INLINED = frozenset(
         "_learn",
         "_may_start_now",
         "add",
+        "add_at",
         "bisect_left",
         "bisect_right",
         "busiest",
         "earliest",
+        "earliest_at",
         "remembered_earliest",
+        "remembered_earliest_at",
         "value_at",
     }
 )
