@@ -262,8 +262,8 @@ class EquiPartition(Policy):
 class _Cycle:
     """One cycle's state: the jobs, the non-preemptible occupancy, this cycle's sizes.
 
-    ``last``: the last cycle's :class:`_Running`, used again when the running jobs are the
-    same tuple of views.
+    ``last``: the last cycle's :class:`_Running` (see :meth:`_Running.of`: used again for
+    the same tuple of running views, its memo of their facts otherwise).
     """
 
     def __init__(
