@@ -56,6 +56,7 @@ class _Chain:
         cycle = object.__new__(coorm._Cycle)
         cycle.config, cycle.now, cycle.cap = coorm.EquiPartition.Config(), now, cap
         cycle.running, cycle.pending = running, pending
+        cycle.run = coorm._Running.of(running, cycle.config, None)
         follows, compiled = KeptPlan.follows, QueuePlan.cycle
         self.followed = False
 
@@ -114,10 +115,10 @@ def test_the_compiled_cycle_is_the_python_cycle(cap: int, cycles: list[Any]) -> 
             kept, plan = python.plan, fast.plan
             assert plan.queue == kept.keep and all(map(lambda a, b: a is b, plan.queue, kept.keep))
             assert (plan.now, plan.cap) == (kept.now, kept.basis)
-            assert plan._kept[4][: plan.p].tolist() == kept.places
-            base = plan._kept[0][: plan.base_n].tolist(), plan._kept[1][: plan.base_n].tolist()
+            assert plan.kept[4][: plan.p].tolist() == kept.places
+            base = plan.kept[0][: plan.base_n].tolist(), plan.kept[1][: plan.base_n].tolist()
             assert base == (kept.base.times, kept.base.vals)
-            assert ArrayProfile(plan._kept[2], plan._kept[3], plan.final_n).same(kept.final)
+            assert ArrayProfile(plan.kept[2], plan.kept[3], plan.final_n).same(kept.final)
             # the starts run until their estimates, as the simulator starts them
             for view in want.starts:
                 made += 1

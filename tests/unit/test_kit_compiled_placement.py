@@ -133,6 +133,46 @@ def test_the_kernel_s_earliest_is_occupancy_s(
     assert got == copy(occ).earliest(need, duration, cap, t0)
 
 
+@pytest.fixture(scope="module")
+def hinted() -> list[dict[str, Any]]:
+    """``earliest_at`` and ``add_at``: compiled by Numba (on first call) and as written."""
+    import numba
+
+    from elastic_slurm.plugins.kit import placement
+
+    compiled = compiled_placement._jit(placement, numba.njit(cache=False)).functions
+    return [placement.__dict__, compiled]
+
+
+@settings(max_examples=300, deadline=None)
+@given(HOLDS, st.integers(1, 10), DURATIONS, st.integers(1, 9), TIMES)
+@example([(1.0, 4.0, 2)], 1, 1.0, 2, 0.5)  # found mid-segment: a new start breakpoint
+@example([(1.0, 4.0, 2)], 1, 1.0, 2, 1.5)  # a start inside a busy segment, past its end
+def test_a_request_added_where_earliest_at_found_it_is_added_as_add_adds_it(
+    hinted: list[dict[str, Any]],
+    holds: list[tuple[float, float, int]],
+    need: int,
+    duration: float,
+    cap: int,
+    t0: float,
+) -> None:
+    from elastic_slurm.plugins.kit import placement
+
+    occ = profile(holds)
+    for f in hinted:
+        n = len(occ.times)
+        times, vals = np.zeros(n + 4), np.zeros(n + 4, np.int64)
+        times[:n], vals[:n] = occ.times, occ.vals
+        begin, i, j = f["earliest_at"](times, vals, n, need, duration, cap, t0)
+        assert begin == placement.earliest(times, vals, n, need, duration, cap, t0)
+        if begin == INF:
+            continue
+        want = copy(occ)
+        want.add(begin, begin + duration, need)
+        m = f["add_at"](times, vals, n, i, j, begin, begin + duration, need)
+        assert (times[:m].tolist(), vals[:m].tolist()) == (want.times, want.vals)
+
+
 @settings(max_examples=200, deadline=None)
 @given(HOLDS, TIMES, TIMES)
 def test_an_array_profile_is_its_occupancy(

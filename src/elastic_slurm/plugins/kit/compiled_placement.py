@@ -22,7 +22,7 @@ import functools
 import logging
 import types
 from bisect import bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from elastic_slurm.plugins.kit.occupancy import Occupancy
@@ -44,10 +44,12 @@ class Kernel:
     """
 
     def __init__(self, functions: dict[str, Callable[..., Any]]) -> None:
+        self.functions = functions  # all of them, by name (the tests call some alone)
         self._queue_scan = functions["queue_scan"]
         self._list_scan = functions["list_scan"]
         self._list_cycle = functions["list_cycle"]
         self._queue_cycle = functions["queue_cycle"]
+        self._queue_cycle_rows = functions["queue_cycle_rows"]
 
     def queue_scan(
         self,
@@ -265,13 +267,20 @@ class QueuePlan:
     its places, its time and machine size) and the buffers the next plan is written to (the
     two swap every cycle). :attr:`queue` holds the plan's requests' views (those not started,
     in order), which the caller compares with the next queue and sets after each cycle.
+
+    The arrays are rows of two 2-D arrays, passed whole
+    (:func:`~elastic_slurm.plugins.kit.placement.queue_cycle_rows`: a call passing fewer
+    arrays costs less); :attr:`kept` gives the kept plan's.
     """
 
     __slots__ = (
-        "_kept",
+        "_float_rows",
+        "_floats",
+        "_int_rows",
+        "_ints",
         "_memory",
-        "_new",
-        "_out",
+        "_side",
+        "_sizes",
         "base_n",
         "cap",
         "final_n",
@@ -283,22 +292,31 @@ class QueuePlan:
     def __init__(self) -> None:
         import numpy as np
 
-        from elastic_slurm.plugins.kit import placement
-
         self.queue: Any = None  # the kept plan's requests, None: no plan
         self.now, self.cap, self.p, self.base_n, self.final_n = 0.0, 0, 0, 1, 1
-        # (base times, base vals, final times, final vals, places): kept, and the next
-        self._kept = ListPlan._buffers(16)
-        self._new = ListPlan._buffers(16)
-        # hold ends, hold nodes, starts now
-        self._out = (np.empty(16), np.empty(16, np.int64), np.empty(16, np.int64))
-        self._memory = placement.new_memory(0)  # the scan's, for its searches
+        # hold ends, then (base times, final times, places) for sides 0 and 1, interleaved
+        self._floats = np.zeros((7, 16))
+        # hold nodes, then (base vals, final vals) for sides 0 and 1, interleaved; started
+        self._ints = np.zeros((6, 16), np.int64)
+        self._float_rows, self._int_rows = list(self._floats), list(self._ints)  # views
+        self._side = 0  # the kept plan's side
+        self._memory, self._sizes = _queue_memory(0)  # the scan's, for its searches
+
+    @property
+    def kept(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The kept plan's base times and values, final times and values, and places.
+
+        Rows with room to spare: the first :attr:`base_n`, :attr:`final_n` and :attr:`p`
+        entries are the plan's.
+        """
+        k, floats, ints = 1 + self._side, self._float_rows, self._int_rows
+        return floats[k], ints[k], floats[2 + k], ints[2 + k], floats[4 + k]
 
     def cycle(
         self,
         kernel: Kernel,
-        ends: list[float],
-        nodes: list[int],
+        ends: Sequence[float],
+        nodes: Sequence[int],
         now_s: float,
         cap: int,
         need: np.ndarray,
@@ -331,40 +349,53 @@ class QueuePlan:
             the profile after the scan (the holds, the starts and the reservations, from
             ``now_s`` on; valid until the next cycle), and whether last cycle's plan was kept.
         """
+        q, r = len(need), len(ends)
+        floats, ints = self._floats, self._ints
+        # base: r + 2 q + 4; final: max(final_n, r + 1) + 2 q + 4; holds r; places, started q
+        room = max(self.final_n, r + 1) + 2 * q + 4
+        if floats.shape[1] < room:
+            floats, ints = self._grow(2 * room)
+        float_rows, int_rows = self._float_rows, self._int_rows
+        float_rows[0][:r] = ends
+        int_rows[0][:r] = nodes
+        if self._sizes.shape[0] <= cap:
+            self._memory, self._sizes = _queue_memory(cap)
+        keep = keep and self.queue is not None
+        side = self._side
+        base_n, final_n, p, s, followed = kernel._queue_cycle_rows(
+            floats, ints, side, r, now_s, cap, need, duration_s, keep,
+            self.now, self.cap, self.base_n, self.final_n, self.p, self._memory, self._sizes,
+        )  # fmt: skip
+        self._side = side = 1 - side
+        self.now, self.cap, self.p, self.base_n, self.final_n = now_s, cap, p, base_n, final_n
+        occ = ArrayProfile(float_rows[3 + side], int_rows[3 + side], final_n)
+        return (int_rows[5][:s].tolist() if s else []), occ, bool(followed)
+
+    def _grow(self, room: int) -> tuple[np.ndarray, np.ndarray]:
+        """New arrays of ``room`` columns, the kept plan copied over; returns them."""
         import numpy as np
 
-        q, r = len(need), len(ends)
-        hold_end, hold_nodes, started = self._out
-        if len(hold_end) < r or len(started) < q:
-            room = 2 * max(r, q) + 16
-            hold_end, hold_nodes, started = (
-                np.empty(room),
-                np.empty(room, np.int64),
-                np.empty(room, np.int64),
-            )
-            self._out = (hold_end, hold_nodes, started)
-        hold_end[:r] = ends
-        hold_nodes[:r] = nodes
-        kept, new = self._kept, self._new
-        base_room = r + 2 * q + 4
-        final_room = max(self.final_n, r + 1) + 2 * q + 4
-        if len(new[0]) < base_room or len(new[2]) < final_room or len(new[4]) < q:
-            new = ListPlan._buffers(2 * max(base_room, final_room))
-        memory = self._memory
-        if len(memory[2]) <= cap:
-            from elastic_slurm.plugins.kit import placement
+        floats, ints = np.zeros((7, room)), np.zeros((6, room), np.int64)
+        old = self._floats.shape[1]
+        floats[:, :old] = self._floats
+        ints[:, :old] = self._ints
+        self._floats, self._ints = floats, ints
+        self._float_rows, self._int_rows = list(floats), list(ints)
+        return floats, ints
 
-            memory = self._memory = placement.new_memory(cap)
-        keep = keep and self.queue is not None
-        base_n, final_n, p, s, followed = kernel._queue_cycle(
-            hold_end, hold_nodes, r, now_s, cap, need, duration_s, keep,
-            self.now, self.cap, kept[0], kept[1], self.base_n, kept[2], kept[3], self.final_n,
-            kept[4], self.p, new[0], new[1], new[2], new[3], new[4], started, *memory,
-        )  # fmt: skip
-        self._kept, self._new = new, kept
-        self.now, self.cap, self.p, self.base_n, self.final_n = now_s, cap, p, base_n, final_n
-        occ = ArrayProfile(new[2], new[3], final_n)
-        return (started[:s].tolist() if s else []), occ, bool(followed)
+
+def _queue_memory(cap: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`~elastic_slurm.plugins.kit.placement.new_memory` with its first two in one array.
+
+    ``(memory, sizes)``: float64 ``(2, cap + 1, MEMORY)`` (durations, ends) and int64
+    ``(cap + 1,)``.
+    """
+    import numpy as np
+
+    from elastic_slurm.plugins.kit import placement
+
+    durations, ends, sizes = placement.new_memory(cap)
+    return np.stack((durations, ends)), sizes
 
 
 class ArrayProfile:
@@ -518,11 +549,14 @@ _INLINED = frozenset(
         "_learn",
         "_may_start_now",
         "add",
+        "add_at",
         "bisect_left",
         "bisect_right",
         "busiest",
         "earliest",
+        "earliest_at",
         "remembered_earliest",
+        "remembered_earliest_at",
         "value_at",
     }
 )

@@ -31,6 +31,7 @@ backfilling when no job is malleable or evolving.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import math
 from collections.abc import Sequence
@@ -43,7 +44,7 @@ from elastic_slurm.model.triggers import Trigger
 from elastic_slurm.plugins.kit import compiled_placement
 from elastic_slurm.plugins.kit.holds import holds_from, may_start_now, split_by_start
 from elastic_slurm.plugins.kit.kept_plan import KeptPlan
-from elastic_slurm.plugins.kit.nodes import machine_nodes, within_free
+from elastic_slurm.plugins.kit.nodes import within_free
 from elastic_slurm.plugins.kit.occupancy import Occupancy
 from elastic_slurm.plugins.kit.queue import without_started
 from elastic_slurm.plugins.kit.view_memo import ViewMemo
@@ -118,6 +119,15 @@ def equipartition(requests: Sequence[int], pool: int, *, smart: bool = True) -> 
         pool -= given
         active = still
     return grant
+
+
+@functools.lru_cache(maxsize=1024)
+def _grants(asks: tuple[int, ...], pool: int, smart: bool) -> tuple[int, ...]:
+    """:func:`equipartition` of ``pool`` among ``asks``, remembered.
+
+    A pure function, asked about the same few malleable jobs and pool cycle after cycle.
+    """
+    return tuple(equipartition(asks, pool, smart=smart))
 
 
 class EquiPartition(Policy):
@@ -209,6 +219,7 @@ class EquiPartition(Policy):
         self._warned = False  # wide pre-allocations are reported once
         self._plan: _Plan | None = None  # the last cycle's reservations, to build on
         self._requests = _Requests()  # each pending view's request
+        self._running: _Running | None = None  # the last cycle's running jobs, worked out
 
     def prepare(self) -> None:
         """Load the compiled placement kernel (:func:`~.compiled_placement.kernel`) now."""
@@ -223,7 +234,8 @@ class EquiPartition(Policy):
         enforces it when the snapshot contradicts itself, for example a malleable job that is
         resizing on nodes an evolving job has pre-allocated).
         """
-        cycle = _Cycle(self.config, snapshot)
+        cycle = _Cycle(self.config, snapshot, self._running)
+        self._running = cycle.run
         self._requests.forget(cycle.pending)
         self._plan = cycle.nonpreemptible_view(self._plan, self._requests)
         if not self._warned:
@@ -248,17 +260,27 @@ class EquiPartition(Policy):
 
 
 class _Cycle:
-    """One cycle's state: the jobs, the non-preemptible occupancy, this cycle's sizes."""
+    """One cycle's state: the jobs, the non-preemptible occupancy, this cycle's sizes.
 
-    def __init__(self, config: EquiPartition.Config, snapshot: ClusterSnapshot) -> None:
+    ``last``: the last cycle's :class:`_Running` (see :meth:`_Running.of`: used again for
+    the same tuple of running views, its memo of their facts otherwise).
+    """
+
+    def __init__(
+        self,
+        config: EquiPartition.Config,
+        snapshot: ClusterSnapshot,
+        last: _Running | None = None,
+    ) -> None:
         self.config = config
         self.snapshot = snapshot
         self.now = snapshot.time_s
-        self.cap = machine_nodes(snapshot)
         self.running, self.pending = split_by_start(snapshot)
+        self.run = _Running.of(self.running, config, last)
+        self.cap = len(snapshot.idle_nodes()) + self.run.held  # as machine_nodes counts them
         self.occ: _Profile = Occupancy(self.now)
         self.starts: list[JobView] = []
-        self.sizes = {j.job_id: j.size for j in self.running}
+        self.grown = 0  # nodes step 2 gives evolving jobs, less those they release
         self.wide: JobView | None = None  # a pending pre-allocation over twice its request
 
     def nonpreemptible_view(
@@ -281,11 +303,9 @@ class _Cycle:
         """
         now, cap, config = self.now, self.cap, self.config
         just_after = math.nextafter(now, INFINITY)  # a job past its estimate ends "soon"
-        ends, nodes = [], []
-        for job in self.running:
-            end = job.estimated_end_s if job.estimated_end_s is not None else INFINITY
-            ends.append(max(end, just_after))
-            nodes.append(_np_hold(job, config))
+        ends, nodes = self.run.ends, self.run.holds
+        if self.run.soonest < just_after:
+            ends = [max(end, just_after) for end in ends]
         pending = self.pending
         requests = _Requests() if requests is None else requests
         kernel = compiled_placement.kernel()
@@ -412,8 +432,8 @@ class _Cycle:
 
     def evolving_requests(self) -> tuple[list[Shrink], list[Decision]]:
         """Step 2: releases at once; growth inside the pre-allocation (or on free nodes)."""
-        config, sizes = self.config, self.sizes
-        evolving = [j for j in self.running if j.kind is JobKind.EVOLVING and not j.resizing]
+        config = self.config
+        evolving = self.run.evolving
         releases: list[Shrink] = []
         growth: list[Decision] = []
         if not evolving:
@@ -424,7 +444,7 @@ class _Cycle:
                 give = min(-job.evolving_request, job.size - max(1, job.nodes_min))
                 if give >= 1:
                     releases.append(Shrink(job.job_id, give, "the application releases nodes"))
-                    sizes[job.job_id] -= give
+                    self.grown -= give
                     np_free += give if not config.preallocate else 0
         why = "inside its pre-allocation" if config.preallocate else "nodes are free"
         for job in evolving:
@@ -435,29 +455,23 @@ class _Cycle:
                 if want >= 1:
                     np_free -= want
                     growth.append(Expand(job.job_id, want, f"the application grows ({why})"))
-                    sizes[job.job_id] += want
+                    self.grown += want
         return releases, growth
 
     def equipartition(
         self, releases: list[Shrink]
     ) -> tuple[list[Decision], list[Decision], list[Decision]]:
         """Step 3: share the preemptible nodes; the shrinks, starts and expansions it takes."""
-        malleable: list[JobView] = []  # the running jobs sized by equi-partitioning
-        used = 0  # nodes used non-preemptibly now
-        for j in self.running:
-            if j.kind is JobKind.MALLEABLE and not j.resizing:
-                malleable.append(j)
-                used += max(1, j.nodes_min)
-            else:
-                used += self.sizes[j.job_id]
+        malleable = list(self.run.malleable)  # the jobs sized by equi-partitioning
+        used = self.run.used + self.grown  # nodes used non-preemptibly now
         for job in self.starts:
             if job.kind is JobKind.MALLEABLE:
                 malleable.append(job)
                 used += max(1, job.nodes_min)
             else:
                 used += _np_start(job)
-        asks = [max(0, j.nodes_max - max(1, j.nodes_min)) for j in malleable]
-        grants = equipartition(asks, self.cap - used, smart=self.config.smart)
+        asks = tuple([max(0, j.nodes_max - max(1, j.nodes_min)) for j in malleable])
+        grants = _grants(asks, self.cap - used, self.config.smart)
         target = {j.job_id: max(1, j.nodes_min) + g for j, g in zip(malleable, grants, strict=True)}
         kind = "smart" if self.config.smart else "strict"
         # the nodes this cycle can hand out: idle ones and those the shrinks give back
@@ -467,13 +481,16 @@ class _Cycle:
         for job in malleable:
             if job.start_time_s is None:
                 continue
-            goal = target[job.job_id]
-            why = f"{kind} equi-partition: {goal} node(s)"
-            if job.size > goal:
-                avail += job.size - goal
-                shrinks.append(Shrink(job.job_id, job.size - goal, why))
-            elif job.size < goal:
-                grows.append(Expand(job.job_id, goal - job.size, why))
+            goal, size = target[job.job_id], job.size
+            if size > goal:
+                avail += size - goal
+                shrinks.append(
+                    Shrink(job.job_id, size - goal, f"{kind} equi-partition: {goal} node(s)")
+                )
+            elif size < goal:
+                grows.append(
+                    Expand(job.job_id, goal - size, f"{kind} equi-partition: {goal} node(s)")
+                )
         starts: list[Decision] = []
         for job in self.starts:
             if job.kind is JobKind.MALLEABLE:
@@ -487,6 +504,111 @@ class _Cycle:
             avail -= size
             starts.append(Start(job.job_id, size, why))
         return shrinks, starts, grows
+
+
+class _Running:
+    """What step 1 and step 3 read of the running jobs, worked out once per view.
+
+    The simulator hands the policy the same tuple of running views until one of them
+    changes, and the same view for a job until the job changes; views are immutable. So
+    :meth:`of` gives the last cycle's again for the same tuple (the same object), and
+    otherwise reads each view's facts from a :class:`ViewMemo` shared from cycle to cycle
+    (:func:`_running_facts`), working out only those of views not seen yet.
+
+    Attributes
+    ----------
+    jobs
+        The running views, in submission order.
+    ends, holds
+        Per job, its estimated end (seconds, ``inf`` when unknown; not yet moved past now,
+        see :meth:`_Cycle.nonpreemptible_view`) and the nodes it holds non-preemptibly
+        (:func:`_np_hold`).
+    soonest
+        The least of ``ends`` (``inf`` for none).
+    held
+        Nodes the jobs hold (:func:`~elastic_slurm.plugins.kit.nodes.machine_nodes` counts them).
+    malleable, evolving
+        The malleable jobs and the evolving jobs not resizing, in order.
+    used
+        Nodes used non-preemptibly: each malleable job not resizing its ``nodes_min`` (at
+        least one), the others their size.
+    memo
+        Each view's :func:`_running_facts`, by ``id``.
+    """
+
+    __slots__ = (
+        "ends",
+        "evolving",
+        "held",
+        "holds",
+        "jobs",
+        "malleable",
+        "memo",
+        "soonest",
+        "used",
+    )
+
+    def __init__(
+        self, jobs: Sequence[JobView], config: EquiPartition.Config, memo: ViewMemo
+    ) -> None:
+        self.jobs, self.memo = jobs, memo
+        memo.forget_others(jobs)
+        get = memo.get
+        remember = memo.remember
+        self.ends: list[float] = []
+        self.holds: list[int] = []
+        self.malleable: list[JobView] = []
+        self.evolving: list[JobView] = []
+        held = used = 0
+        for job in jobs:
+            _, end, hold, nodes, np_used, role = get(id(job)) or remember(
+                _running_facts(job, config)
+            )
+            self.ends.append(end)
+            self.holds.append(hold)
+            held += nodes
+            used += np_used
+            if role is _MALLEABLE:
+                self.malleable.append(job)
+            elif role is _EVOLVING:
+                self.evolving.append(job)
+        self.held, self.used = held, used
+        self.soonest = min(self.ends, default=INFINITY)
+
+    @classmethod
+    def of(
+        cls, jobs: Sequence[JobView], config: EquiPartition.Config, last: _Running | None
+    ) -> _Running:
+        """``last`` when it was worked out for ``jobs`` itself (a tuple), else a new one."""
+        if last is None:
+            return cls(jobs, config, ViewMemo(factor=4, slack=256))
+        if last.jobs is jobs and type(jobs) is tuple:
+            return last
+        return cls(jobs, config, last.memo)
+
+
+_MALLEABLE, _EVOLVING, _OTHER = "malleable", "evolving", "other"  # roles in steps 2 and 3
+
+
+def _running_facts(
+    job: JobView, config: EquiPartition.Config
+) -> tuple[JobView, float, int, int, int, str]:
+    """``(job, end_s, hold, nodes, used, role)`` for a running job's view.
+
+    Its estimated end (seconds, ``inf`` when unknown), its :func:`_np_hold`, the nodes it
+    holds, those it uses non-preemptibly (a malleable job not resizing: its ``nodes_min``,
+    at least one; another job: its size) and its role: ``_MALLEABLE`` (sized by step 3),
+    ``_EVOLVING`` (its requests served by step 2: an evolving job not resizing) or
+    ``_OTHER``.
+    """
+    end = INFINITY if job.estimated_end_s is None else job.estimated_end_s
+    nodes = len(job.nodes)
+    if job.resizing:
+        return job, end, _np_hold(job, config), nodes, job.size, _OTHER
+    if job.kind is JobKind.MALLEABLE:
+        return job, end, _np_hold(job, config), nodes, max(1, job.nodes_min), _MALLEABLE
+    role = _EVOLVING if job.kind is JobKind.EVOLVING else _OTHER
+    return job, end, _np_hold(job, config), nodes, job.size, role
 
 
 # ---------------------------------------------------------------------------- requests
