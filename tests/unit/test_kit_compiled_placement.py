@@ -313,10 +313,10 @@ def test_list_plan_cycles_are_the_python_cycles(cap: int, cycles: list[Any]) -> 
             if last is not None:
                 assert [id(i[2]) for i in plan.queue] == last.ids
                 assert (plan.now, plan.cap) == (last.now, last.basis)
-                assert plan._kept[4][: plan.p].tolist() == last.places
-                base_t, base_v = plan._kept[0][: plan.base_n], plan._kept[1][: plan.base_n]
+                assert plan.kept[4][: plan.p].tolist() == last.places
+                base_t, base_v = plan.kept[0][: plan.base_n], plan.kept[1][: plan.base_n]
                 assert (base_t.tolist(), base_v.tolist()) == (last.base.times, last.base.vals)
-                assert ArrayProfile(plan._kept[2], plan._kept[3], plan.final_n).same(last.final)
+                assert ArrayProfile(plan.kept[2], plan.kept[3], plan.final_n).same(last.final)
             started = [items[j] for j in due]
 
 

@@ -50,6 +50,7 @@ class Kernel:
         self._list_cycle = functions["list_cycle"]
         self._queue_cycle = functions["queue_cycle"]
         self._queue_cycle_rows = functions["queue_cycle_rows"]
+        self._list_cycle_rows = functions["list_cycle_rows"]
 
     def queue_scan(
         self,
@@ -146,13 +147,20 @@ class ListPlan:
     buffers the next plan is written to (the two swap when a cycle's plan is kept).
     :attr:`queue` holds the plan's items (those not started, in order), which the caller
     compares with the next queue (:meth:`KeptPlan.follows`' condition 2).
+
+    The arrays are rows of two 2-D arrays, passed whole
+    (:func:`~elastic_slurm.plugins.kit.placement.list_cycle_rows`: a call passing fewer
+    arrays costs less); :attr:`kept` gives the kept plan's.
     """
 
     __slots__ = (
-        "_kept",
+        "_float_rows",
+        "_floats",
+        "_int_rows",
+        "_ints",
         "_memory",
-        "_new",
-        "_out",
+        "_side",
+        "_sizes",
         "base_n",
         "cap",
         "final_n",
@@ -164,28 +172,26 @@ class ListPlan:
     def __init__(self) -> None:
         import numpy as np
 
-        from elastic_slurm.plugins.kit import placement
-
         self.queue: Any = None  # the kept plan's items, None: no plan
         self.now, self.cap, self.p, self.base_n, self.final_n = 0.0, 0, 0, 1, 1
-        # (base times, base vals, final times, final vals, places): kept, and the next
-        self._kept = self._buffers(16)
-        self._new = self._buffers(16)
-        # hold ends, hold nodes, starts, due
-        self._out = (np.empty(16), np.empty(16, np.int64), np.empty(16), np.empty(16, np.int64))
-        self._memory = placement.new_memory(0)  # the scan's, for its searches
+        # hold ends, then (base times, final times, places) for sides 0 and 1, interleaved,
+        # then the items' starts
+        self._floats = np.zeros((8, 16))
+        # hold nodes, then (base vals, final vals) for sides 0 and 1, interleaved; due
+        self._ints = np.zeros((6, 16), np.int64)
+        self._float_rows, self._int_rows = list(self._floats), list(self._ints)  # views
+        self._side = 0  # the kept plan's side
+        self._memory, self._sizes = _stacked_memory(0)  # the scan's, for its searches
 
-    @staticmethod
-    def _buffers(room: int) -> tuple[np.ndarray, ...]:
-        import numpy as np
+    @property
+    def kept(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The kept plan's base times and values, final times and values, and places.
 
-        times, vals = (
-            (np.empty(room) for _ in range(2)),
-            (np.zeros(room, np.int64) for _ in range(2)),
-        )
-        base_t, final_t = times
-        base_v, final_v = vals
-        return base_t, base_v, final_t, final_v, np.empty(room)
+        Rows with room to spare: the first :attr:`base_n`, :attr:`final_n` and :attr:`p`
+        entries are the plan's.
+        """
+        k, floats, ints = 1 + self._side, self._float_rows, self._int_rows
+        return floats[k], ints[k], floats[2 + k], ints[2 + k], floats[4 + k]
 
     def cycle(
         self,
@@ -222,38 +228,39 @@ class ListPlan:
             ``(due, kept)``: the positions of the items placed to start by ``now_s +
             1 us``, ascending, and whether last cycle's plan was kept.
         """
-        import numpy as np
-
         need, duration, own = columns
         q, r = len(need), len(ends)
-        hold_end, hold_nodes, starts, due = self._out
-        if len(hold_end) < r or len(starts) < q:
-            room = 2 * max(r, q) + 16
-            hold_end, hold_nodes = np.empty(room), np.empty(room, np.int64)
-            starts, due = np.empty(room), np.empty(room, np.int64)
-            self._out = (hold_end, hold_nodes, starts, due)
-        hold_end[:r] = ends
-        hold_nodes[:r] = nodes
-        kept, new = self._kept, self._new
-        base_room = r + 2 * q + 4
-        final_room = max(self.final_n, r + 1) + 6 * q + 4
-        if len(new[0]) < base_room or len(new[2]) < final_room or len(new[4]) < q:
-            new = self._new = self._buffers(2 * max(base_room, final_room))
-        memory = self._memory
-        if len(memory[2]) <= cap:
-            from elastic_slurm.plugins.kit import placement
-
-            memory = self._memory = placement.new_memory(cap)
+        # base: r + 2 q + 4; final: max(final_n, r + 1) + 6 q + 4; holds r; the items' q
+        room = max(self.final_n, r + 1) + 6 * q + 4
+        if self._floats.shape[1] < room:
+            self._grow(2 * room)
+        floats, ints = self._floats, self._ints
+        float_rows, int_rows = self._float_rows, self._int_rows
+        float_rows[0][:r] = ends
+        int_rows[0][:r] = nodes
+        if self._sizes.shape[0] <= cap:
+            self._memory, self._sizes = _stacked_memory(cap)
         keep = keep and self.queue is not None
-        base_n, final_n, p, d, followed = kernel._list_cycle(
-            hold_end, hold_nodes, r, now_s, cap, duration, need, own, keep,
-            self.now, self.cap, kept[0], kept[1], self.base_n, kept[2], kept[3], self.final_n,
-            kept[4], self.p, new[0], new[1], new[2], new[3], starts, due, new[4], *memory,
+        side = self._side
+        base_n, final_n, p, d, followed = kernel._list_cycle_rows(
+            floats, ints, side, r, now_s, cap, duration, need, own, keep,
+            self.now, self.cap, self.base_n, self.final_n, self.p, self._memory, self._sizes,
         )  # fmt: skip
         if update:
-            self._kept, self._new = new, kept
+            self._side = 1 - side
             self.now, self.cap, self.p, self.base_n, self.final_n = now_s, cap, p, base_n, final_n
-        return (due[:d].tolist() if d else []), bool(followed)
+        return (int_rows[5][:d].tolist() if d else []), bool(followed)
+
+    def _grow(self, room: int) -> None:
+        """New arrays of ``room`` columns, the kept plan copied over."""
+        import numpy as np
+
+        floats, ints = np.zeros((8, room)), np.zeros((6, room), np.int64)
+        old = self._floats.shape[1]
+        floats[:, :old] = self._floats
+        ints[:, :old] = self._ints
+        self._floats, self._ints = floats, ints
+        self._float_rows, self._int_rows = list(floats), list(ints)
 
 
 class QueuePlan:
@@ -300,7 +307,7 @@ class QueuePlan:
         self._ints = np.zeros((6, 16), np.int64)
         self._float_rows, self._int_rows = list(self._floats), list(self._ints)  # views
         self._side = 0  # the kept plan's side
-        self._memory, self._sizes = _queue_memory(0)  # the scan's, for its searches
+        self._memory, self._sizes = _stacked_memory(0)  # the scan's, for its searches
 
     @property
     def kept(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -359,7 +366,7 @@ class QueuePlan:
         float_rows[0][:r] = ends
         int_rows[0][:r] = nodes
         if self._sizes.shape[0] <= cap:
-            self._memory, self._sizes = _queue_memory(cap)
+            self._memory, self._sizes = _stacked_memory(cap)
         keep = keep and self.queue is not None
         side = self._side
         base_n, final_n, p, s, followed = kernel._queue_cycle_rows(
@@ -384,7 +391,7 @@ class QueuePlan:
         return floats, ints
 
 
-def _queue_memory(cap: int) -> tuple[np.ndarray, np.ndarray]:
+def _stacked_memory(cap: int) -> tuple[np.ndarray, np.ndarray]:
     """:func:`~elastic_slurm.plugins.kit.placement.new_memory` with its first two in one array.
 
     ``(memory, sizes)``: float64 ``(2, cap + 1, MEMORY)`` (durations, ends) and int64
@@ -542,7 +549,11 @@ def kernel() -> Kernel | None:
 
 
 # the small functions each placement calls: inlined into their callers by Numba (a call
-# passing arrays costs reference counts, a fifth of a deep queue's scan time without this)
+# passing arrays costs reference counts, a fifth of a deep queue's scan time without this).
+# Numba's disk cache keys each function by its signature, its bytecode and the source file
+# it is defined in (placement.py), not by the jit options given here: after changing this
+# set or the options in kernel(), remove the cache (placement's __pycache__/*.nbi, *.nbc)
+# or the old machine code is loaded again.
 _INLINED = frozenset(
     {
         "_insert",

@@ -781,6 +781,46 @@ def list_cycle(
     return base_n, final_n, m, d, followed
 
 
+def list_cycle_rows(
+    floats: np.ndarray,
+    ints: np.ndarray,
+    side: int,
+    r: int,
+    now_s: float,
+    cap: int,
+    duration_s: np.ndarray,
+    need: np.ndarray,
+    own: np.ndarray,
+    keep: bool,
+    kept_now: float,
+    kept_cap: int,
+    kept_base_n: int,
+    kept_n: int,
+    p: int,
+    memory: np.ndarray,
+    sizes: np.ndarray,
+) -> tuple[int, int, int, int, bool]:
+    """:func:`list_cycle` on the rows of two arrays: the same, with fewer arguments to pass.
+
+    As :func:`queue_cycle_rows` does for :func:`queue_cycle`. ``floats`` (float64, ``(8,
+    room)``): the holds' ends, then the two sides' base times, final times and places, then
+    the items' starts; ``ints`` (int64, ``(6, room)``): the holds' nodes, then the two sides'
+    base values and final values, then ``due``. Side ``side`` (0 or 1: rows ``1 + side``,
+    ``3 + side``, ``5 + side`` of ``floats`` and ``1 + side``, ``3 + side`` of ``ints``) is
+    the kept plan, read only; the other side is written. ``memory`` (float64, ``(2, cap + 1,
+    MEMORY)``): the durations and ends of :func:`new_memory`; ``sizes`` its sizes. Returns
+    what :func:`list_cycle` returns.
+    """
+    k = 1 + side  # the kept plan's rows
+    w = 2 - side  # the next plan's
+    return list_cycle(
+        floats[0], ints[0], r, now_s, cap, duration_s, need, own, keep, kept_now, kept_cap,
+        floats[k], ints[k], kept_base_n, floats[2 + k], ints[2 + k], kept_n, floats[4 + k], p,
+        floats[w], ints[w], floats[2 + w], ints[2 + w], floats[7], ints[5], floats[4 + w],
+        memory[0], memory[1], sizes,
+    )  # fmt: skip
+
+
 # ----------------------------------------------------------------------- one queue cycle
 def queue_cycle(
     hold_end: np.ndarray,
