@@ -136,21 +136,15 @@ class Kernel:
         return starts[first:stop].tolist(), stop
 
 
-class ListPlan:
-    """``klein_perez_fast``'s cycles from the holds on, one compiled call each, with the kept plan.
+class _PlanRows:
+    """The arrays a compiled plan keeps from cycle to cycle, as rows of two 2-D arrays.
 
-    :func:`~elastic_slurm.plugins.kit.placement.list_cycle` does in one call what the policy's
-    Python path does with :func:`~elastic_slurm.plugins.kit.holds.holds_from`,
-    :meth:`KeptPlan.follows <elastic_slurm.plugins.kit.kept_plan.KeptPlan.follows>`, its scan
-    and ``_kept``; this keeps last cycle's plan for it in NumPy arrays (its holds with its
-    starts added, its final profile, its places, its time and machine size) and the
-    buffers the next plan is written to (the two swap when a cycle's plan is kept).
-    :attr:`queue` holds the plan's items (those not started, in order), which the caller
-    compares with the next queue (:meth:`KeptPlan.follows`' condition 2).
-
-    The arrays are rows of two 2-D arrays, passed whole
-    (:func:`~elastic_slurm.plugins.kit.placement.list_cycle_rows`: a call passing fewer
-    arrays costs less); :attr:`kept` gives the kept plan's.
+    Shared by :class:`ListPlan` and :class:`QueuePlan`. ``floats`` (float64, ``(float_rows,
+    room)``): the holds' ends, then (base times, final times, places) for sides 0 and 1,
+    interleaved, then the plan's own rows; ``ints`` (int64, ``(6, room)``): the holds' nodes,
+    then (base values, final values) for sides 0 and 1, interleaved, then the starts due
+    (``due``, ``started``). One side is the kept plan (:attr:`kept`), the other the next
+    one's buffers; a call passing two arrays costs less than one passing each row.
     """
 
     __slots__ = (
@@ -169,15 +163,12 @@ class ListPlan:
         "queue",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, float_rows: int) -> None:
         import numpy as np
 
-        self.queue: Any = None  # the kept plan's items, None: no plan
+        self.queue: Any = None  # the kept plan's items or requests, None: no plan
         self.now, self.cap, self.p, self.base_n, self.final_n = 0.0, 0, 0, 1, 1
-        # hold ends, then (base times, final times, places) for sides 0 and 1, interleaved,
-        # then the items' starts
-        self._floats = np.zeros((8, 16))
-        # hold nodes, then (base vals, final vals) for sides 0 and 1, interleaved; due
+        self._floats = np.zeros((float_rows, 16))
         self._ints = np.zeros((6, 16), np.int64)
         self._float_rows, self._int_rows = list(self._floats), list(self._ints)  # views
         self._side = 0  # the kept plan's side
@@ -192,6 +183,50 @@ class ListPlan:
         """
         k, floats, ints = 1 + self._side, self._float_rows, self._int_rows
         return floats[k], ints[k], floats[2 + k], ints[2 + k], floats[4 + k]
+
+    def _prepare(self, room: int, ends: Sequence[float], nodes: Sequence[int], cap: int) -> None:
+        """At least ``room`` columns, the holds in their rows, the search memory for ``cap``."""
+        if self._floats.shape[1] < room:
+            self._grow(2 * room)
+        self._float_rows[0][: len(ends)] = ends
+        self._int_rows[0][: len(nodes)] = nodes
+        if self._sizes.shape[0] <= cap:
+            self._memory, self._sizes = _stacked_memory(cap)
+
+    def _grow(self, room: int) -> None:
+        """New arrays of ``room`` columns, the kept plan copied over."""
+        import numpy as np
+
+        floats = np.zeros((self._floats.shape[0], room))
+        ints = np.zeros((6, room), np.int64)
+        old = self._floats.shape[1]
+        floats[:, :old] = self._floats
+        ints[:, :old] = self._ints
+        self._floats, self._ints = floats, ints
+        self._float_rows, self._int_rows = list(floats), list(ints)
+
+
+class ListPlan(_PlanRows):
+    """``klein_perez_fast``'s cycles from the holds on, one compiled call each, with the kept plan.
+
+    :func:`~elastic_slurm.plugins.kit.placement.list_cycle` does in one call what the policy's
+    Python path does with :func:`~elastic_slurm.plugins.kit.holds.holds_from`,
+    :meth:`KeptPlan.follows <elastic_slurm.plugins.kit.kept_plan.KeptPlan.follows>`, its scan
+    and ``_kept``; this keeps last cycle's plan for it in NumPy arrays (its holds with its
+    starts added, its final profile, its places, its time and machine size) and the
+    buffers the next plan is written to (the two swap when a cycle's plan is kept).
+    :attr:`queue` holds the plan's items (those not started, in order), which the caller
+    compares with the next queue (:meth:`KeptPlan.follows`' condition 2).
+
+    The arrays are rows of two 2-D arrays, passed whole
+    (:func:`~elastic_slurm.plugins.kit.placement.list_cycle_rows`: a call passing fewer
+    arrays costs less); :attr:`kept` gives the kept plan's.
+    """
+
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        super().__init__(8)  # and the items' starts (``due`` is the last int row)
 
     def cycle(
         self,
@@ -231,15 +266,8 @@ class ListPlan:
         need, duration, own = columns
         q, r = len(need), len(ends)
         # base: r + 2 q + 4; final: max(final_n, r + 1) + 6 q + 4; holds r; the items' q
-        room = max(self.final_n, r + 1) + 6 * q + 4
-        if self._floats.shape[1] < room:
-            self._grow(2 * room)
+        self._prepare(max(self.final_n, r + 1) + 6 * q + 4, ends, nodes, cap)
         floats, ints = self._floats, self._ints
-        float_rows, int_rows = self._float_rows, self._int_rows
-        float_rows[0][:r] = ends
-        int_rows[0][:r] = nodes
-        if self._sizes.shape[0] <= cap:
-            self._memory, self._sizes = _stacked_memory(cap)
         keep = keep and self.queue is not None
         side = self._side
         base_n, final_n, p, d, followed = kernel._list_cycle_rows(
@@ -249,21 +277,10 @@ class ListPlan:
         if update:
             self._side = 1 - side
             self.now, self.cap, self.p, self.base_n, self.final_n = now_s, cap, p, base_n, final_n
-        return (int_rows[5][:d].tolist() if d else []), bool(followed)
-
-    def _grow(self, room: int) -> None:
-        """New arrays of ``room`` columns, the kept plan copied over."""
-        import numpy as np
-
-        floats, ints = np.zeros((8, room)), np.zeros((6, room), np.int64)
-        old = self._floats.shape[1]
-        floats[:, :old] = self._floats
-        ints[:, :old] = self._ints
-        self._floats, self._ints = floats, ints
-        self._float_rows, self._int_rows = list(floats), list(ints)
+        return (self._int_rows[5][:d].tolist() if d else []), bool(followed)
 
 
-class QueuePlan:
+class QueuePlan(_PlanRows):
     """``coorm``'s step 1 from the holds on, one compiled call a cycle, with the kept plan.
 
     :func:`~elastic_slurm.plugins.kit.placement.queue_cycle` does in one call what the
@@ -280,44 +297,10 @@ class QueuePlan:
     arrays costs less); :attr:`kept` gives the kept plan's.
     """
 
-    __slots__ = (
-        "_float_rows",
-        "_floats",
-        "_int_rows",
-        "_ints",
-        "_memory",
-        "_side",
-        "_sizes",
-        "base_n",
-        "cap",
-        "final_n",
-        "now",
-        "p",
-        "queue",
-    )
+    __slots__ = ()
 
     def __init__(self) -> None:
-        import numpy as np
-
-        self.queue: Any = None  # the kept plan's requests, None: no plan
-        self.now, self.cap, self.p, self.base_n, self.final_n = 0.0, 0, 0, 1, 1
-        # hold ends, then (base times, final times, places) for sides 0 and 1, interleaved
-        self._floats = np.zeros((7, 16))
-        # hold nodes, then (base vals, final vals) for sides 0 and 1, interleaved; started
-        self._ints = np.zeros((6, 16), np.int64)
-        self._float_rows, self._int_rows = list(self._floats), list(self._ints)  # views
-        self._side = 0  # the kept plan's side
-        self._memory, self._sizes = _stacked_memory(0)  # the scan's, for its searches
-
-    @property
-    def kept(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """The kept plan's base times and values, final times and values, and places.
-
-        Rows with room to spare: the first :attr:`base_n`, :attr:`final_n` and :attr:`p`
-        entries are the plan's.
-        """
-        k, floats, ints = 1 + self._side, self._float_rows, self._int_rows
-        return floats[k], ints[k], floats[2 + k], ints[2 + k], floats[4 + k]
+        super().__init__(7)  # (``started`` is the last int row)
 
     def cycle(
         self,
@@ -357,16 +340,9 @@ class QueuePlan:
             ``now_s`` on; valid until the next cycle), and whether last cycle's plan was kept.
         """
         q, r = len(need), len(ends)
-        floats, ints = self._floats, self._ints
         # base: r + 2 q + 4; final: max(final_n, r + 1) + 2 q + 4; holds r; places, started q
-        room = max(self.final_n, r + 1) + 2 * q + 4
-        if floats.shape[1] < room:
-            floats, ints = self._grow(2 * room)
-        float_rows, int_rows = self._float_rows, self._int_rows
-        float_rows[0][:r] = ends
-        int_rows[0][:r] = nodes
-        if self._sizes.shape[0] <= cap:
-            self._memory, self._sizes = _stacked_memory(cap)
+        self._prepare(max(self.final_n, r + 1) + 2 * q + 4, ends, nodes, cap)
+        floats, ints = self._floats, self._ints
         keep = keep and self.queue is not None
         side = self._side
         base_n, final_n, p, s, followed = kernel._queue_cycle_rows(
@@ -375,20 +351,8 @@ class QueuePlan:
         )  # fmt: skip
         self._side = side = 1 - side
         self.now, self.cap, self.p, self.base_n, self.final_n = now_s, cap, p, base_n, final_n
-        occ = ArrayProfile(float_rows[3 + side], int_rows[3 + side], final_n)
-        return (int_rows[5][:s].tolist() if s else []), occ, bool(followed)
-
-    def _grow(self, room: int) -> tuple[np.ndarray, np.ndarray]:
-        """New arrays of ``room`` columns, the kept plan copied over; returns them."""
-        import numpy as np
-
-        floats, ints = np.zeros((7, room)), np.zeros((6, room), np.int64)
-        old = self._floats.shape[1]
-        floats[:, :old] = self._floats
-        ints[:, :old] = self._ints
-        self._floats, self._ints = floats, ints
-        self._float_rows, self._int_rows = list(floats), list(ints)
-        return floats, ints
+        occ = ArrayProfile(self._float_rows[3 + side], self._int_rows[3 + side], final_n)
+        return (self._int_rows[5][:s].tolist() if s else []), occ, bool(followed)
 
 
 def _stacked_memory(cap: int) -> tuple[np.ndarray, np.ndarray]:
