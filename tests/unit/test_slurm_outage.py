@@ -378,3 +378,31 @@ def test_every_user_command_says_the_controller_is_unreachable(
         err.startswith("elastic-slurm: the Slurm controller is unreachable (")
         and err.count("\n") == 1
     ), err
+
+
+def test_a_grant_that_timed_out_says_what_the_nodes_were_doing() -> None:
+    waited = (
+        1,
+        "",
+        "salloc: Pending job allocation 14\nsalloc: job 14 queued and waiting for resources\n"
+        "salloc: error: Unable to allocate resources: Connection timed out\n",
+    )
+    sinfo = "n1|allocated|2\nn2|allocated|2\nn3|completing|2\nn4|idle|2\n"
+    slurm, t = _cli([waited, (0, sinfo, ""), (0, "", "")])
+    with pytest.raises(ResizeError) as err:
+        slurm.allocate(2, name="expand:13", immediate_s=30)
+    assert str(err.value).endswith(
+        "Connection timed out; nodes then: allocated n1,n2; completing n3; idle n4"
+    )
+    assert t.argvs[-1][0] == "scancel" and "14" in t.argvs[-1]  # nothing left queued
+
+
+def test_a_refusal_names_no_nodes_when_sinfo_fails_or_the_site_is_large() -> None:
+    waited = (1, "", "salloc: Pending job allocation 9\nsalloc: error: timed out\n")
+    slurm, _ = _cli([waited, (1, "", "sinfo: error: boom\n"), (0, "", "")])
+    with pytest.raises(ResizeError, match=r"timed out$"):
+        slurm.allocate(1, name="expand:3", immediate_s=5)
+    big = "".join(f"c{i}|idle|8\n" for i in range(100)) + "c100|allocated|8\n"
+    slurm, _ = _cli([waited, (0, big, ""), (0, "", "")])
+    with pytest.raises(ResizeError, match=r"nodes then: allocated c100; idle 100 nodes$"):
+        slurm.allocate(1, name="expand:3", immediate_s=5)

@@ -34,7 +34,12 @@ from elastic_slurm.adapter.backend import SlurmBackend
 from elastic_slurm.adapter.parse import SlurmJob, SlurmNode
 from elastic_slurm.adapter.tags import SizedBy
 from elastic_slurm.adapter.transport.base import Completed, Transport
-from elastic_slurm.errors import ResizeError, SlurmCommandError, SlurmUnavailableError
+from elastic_slurm.errors import (
+    ElasticSlurmError,
+    ResizeError,
+    SlurmCommandError,
+    SlurmUnavailableError,
+)
 from elastic_slurm.model.request import ElasticRequest
 
 log = logging.getLogger(__name__)
@@ -359,10 +364,34 @@ class SlurmCLI(SlurmBackend):
         if res.returncode != 0 and job_id is None and parse.is_unavailable(res.stderr):
             raise failure(res)  # nothing was allocated: slurmctld did not answer
         if res.returncode != 0 or not granted or job_id is None:
-            if job_id is not None:
+            nodes_then = ""
+            if job_id is not None:  # it was queued and waited: say what the nodes were doing
+                nodes_then = self._node_states()
                 self.cancel(job_id)
             raise ResizeError(
                 f"no {count} node(s) granted to {name} within {immediate_s} s: "
                 f"{res.stderr.strip() or res.stdout.strip() or 'salloc said nothing'}"
+                f"{nodes_then}"
             )
         return job_id
+
+    def _node_states(self, names_per_state: int = 8) -> str:
+        """``"; nodes then: allocated n1,n2; idle n3,n4"``, or ``""`` when sinfo fails.
+
+        For a refused allocation's message: one ``sinfo`` (not retried; at most 10 s), the
+        nodes grouped by state, each group's names (a group of more than ``names_per_state``
+        nodes only counted).
+        """
+        try:
+            res = self._once(commands.sinfo_nodes(), 10.0, None)
+            nodes = parse.parse_sinfo_nodes(res.stdout, res.argv)
+        except ElasticSlurmError:
+            return ""
+        groups: dict[str, list[str]] = {}
+        for node in nodes:
+            groups.setdefault(node.state, []).append(node.name)
+        said = [
+            f"{state} {','.join(names) if len(names) <= names_per_state else f'{len(names)} nodes'}"
+            for state, names in sorted(groups.items())
+        ]
+        return f"; nodes then: {'; '.join(said)}" if said else ""
