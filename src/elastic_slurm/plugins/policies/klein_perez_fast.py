@@ -434,68 +434,21 @@ class FastPath:
         now = _snap(snapshot.time_s)
         running, pending = split_by_start(snapshot)
         self._forget(pending, running)
+        held, ends, nodes, others = self._holds(running, now)
         actors: list[_Entry] = []  # running entries due now (release, or grow by nodes_max)
         grows: list[_Item] = []
-        views, floor = self._views, now + 2 * _DUE_S
-        hits = list(map(views.get, map(id, running)))  # each running view's memo entry
-        if None in hits:
-            for k in compress(range(len(hits)), map(operator.not_, hits)):
-                job = running[k]
-                end = _simple_end(job, self._profile(job))
-                hits[k] = views.remember((job, end, job.size, len(job.nodes)))
-        held = sum(map(_HELD, hits))  # nodes held (machine_nodes: these and the idle ones)
-        # the holds from now, [now, ends[i]) of nodes[i] nodes: first the plain holds, each
-        # until its estimated end (soon, when past it), then the other running jobs'
-        ends: list[float] = list(map(_END, hits))
-        nodes: list[int] = list(map(_SIZE, hits))
-        others: list[JobView] = []
-        if None in ends:
-            others = [h[0] for h in hits if h[1] is None]
-            nodes = list(compress(nodes, map(_IS_NOT_NONE, ends)))
-            ends = list(compress(ends, map(_IS_NOT_NONE, ends)))
-        if ends and min(ends) <= floor:
-            ends = [end if end > floor else floor for end in ends]
-        for job in others:  # in list order
-            e = self._entry(job, now, snapshot)
-            if e.steps:  # waiting to grow without a profile: placed like a pending job
-                if len(e.steps) > 1 or e.compactable or e.fixed or e.action != "grow":
-                    return None
-                (d, n), own = e.steps[0], min(e.steps[0][1], job.size)
-                grows.append((job.submit_time_s, job.job_id, job, d, n, own, "grow"))
-                ends.append(now + d)
-                nodes.append(own)
-                continue
-            if e.action and not e.due_now:
-                return None
-            for s, t, n in e.fixed:
-                if s != now:
-                    return None
-                ends.append(t)
-                nodes.append(n)
-            if e.action:
-                actors.append(e)
+        if others and not self._others(others, now, snapshot, ends, nodes, actors, grows):
+            return None
         if not pending and not grows and not actors:
             return []
         idle = len(snapshot.idle_nodes())
         cap = idle + held
-        queue = self._queue
-        least_pending = None if queue is None else queue.least_of(pending)
-        if least_pending is None:
-            queue = self._pending(pending, now, snapshot)
-            least_pending = queue.least_requested()
-        kernel = compiled_placement.kernel()
-        if not actors or not any(e.action == "release" for e in actors):
-            # a start needs its nodes_requested idle, a growth its 1 <= want idle
-            least = least_pending
-            if grows or actors:
-                for job in [g[2] for g in grows] + [e.job for e in actors]:
-                    want = min(job.evolving_request, job.nodes_max - job.size)
-                    least = min(least, want if want >= 1 else INFINITY)
-            if least > idle:
-                return []  # nothing can start or grow, whatever the schedule
+        if self._nothing_fits(pending, now, snapshot, idle, actors, grows):
+            return []  # nothing can start or grow, whatever the schedule
         queue = self._pending(pending, now, snapshot)  # (followed already, or now)
         if queue.several:
             return None
+        kernel = compiled_placement.kernel()
         items: Sequence[_Item] = queue.items  # type: ignore[assignment]
         needs = queue.needs
         columns = queue.columns if kernel is not None else None
@@ -508,6 +461,103 @@ class FastPath:
         if not grows:  # (items are the pending jobs, in order) started, unless too big
             queue.gone = due
         return self._fast_decisions(snapshot, actors, items, due)
+
+    def _holds(
+        self, running: Sequence[JobView], now: float
+    ) -> tuple[int, list[float], list[int], list[JobView]]:
+        """The running jobs' plain holds: ``(held, ends, nodes, others)``.
+
+        ``held``: the nodes the running jobs hold (:func:`~.nodes.machine_nodes` counts
+        these and the idle ones). Each job with a plain end (:func:`_simple_end`, read once
+        per view through the memo) holds ``nodes[i]`` nodes over ``[now, ends[i])`` (seconds;
+        an end past or close to now moves to ``now + 2 * _DUE_S``: the job ends soon);
+        ``others`` are the running jobs without one, in list order (:meth:`_others`).
+        """
+        views, floor = self._views, now + 2 * _DUE_S
+        hits = list(map(views.get, map(id, running)))  # each running view's memo entry
+        if None in hits:
+            for k in compress(range(len(hits)), map(operator.not_, hits)):
+                job = running[k]
+                end = _simple_end(job, self._profile(job))
+                hits[k] = views.remember((job, end, job.size, len(job.nodes)))
+        held = sum(map(_HELD, hits))
+        ends: list[float] = list(map(_END, hits))
+        nodes: list[int] = list(map(_SIZE, hits))
+        others: list[JobView] = []
+        if None in ends:
+            others = [h[0] for h in hits if h[1] is None]
+            nodes = list(compress(nodes, map(_IS_NOT_NONE, ends)))
+            ends = list(compress(ends, map(_IS_NOT_NONE, ends)))
+        if ends and min(ends) <= floor:
+            ends = [end if end > floor else floor for end in ends]
+        return held, ends, nodes, others
+
+    def _others(
+        self,
+        others: list[JobView],
+        now: float,
+        snapshot: ClusterSnapshot,
+        ends: list[float],
+        nodes: list[int],
+        actors: list[_Entry],
+        grows: list[_Item],
+    ) -> bool:
+        """Add the running jobs without a plain hold to the holds; ``False``: not one step.
+
+        A job waiting to grow without a profile becomes an item of ``grows`` (placed like a
+        pending job, reserving its own size until its growth starts); a job with an action
+        due now (a release, or a growth by ``nodes_max``) goes to ``actors``, its fixed holds
+        (all from now) to ``ends`` and ``nodes``. ``False`` (use :meth:`plan`) for a job of
+        several steps, one compactable, one with a hold that does not start now, or one with
+        an action not due now.
+        """
+        for job in others:  # in list order
+            e = self._entry(job, now, snapshot)
+            if e.steps:  # waiting to grow without a profile: placed like a pending job
+                if len(e.steps) > 1 or e.compactable or e.fixed or e.action != "grow":
+                    return False
+                (d, n), own = e.steps[0], min(e.steps[0][1], job.size)
+                grows.append((job.submit_time_s, job.job_id, job, d, n, own, "grow"))
+                ends.append(now + d)
+                nodes.append(own)
+                continue
+            if e.action and not e.due_now:
+                return False
+            for s, t, n in e.fixed:
+                if s != now:
+                    return False
+                ends.append(t)
+                nodes.append(n)
+            if e.action:
+                actors.append(e)
+        return True
+
+    def _nothing_fits(
+        self,
+        pending: Sequence[JobView],
+        now: float,
+        snapshot: ClusterSnapshot,
+        idle: int,
+        actors: list[_Entry],
+        grows: list[_Item],
+    ) -> bool:
+        """Whether no job can start or grow now, whatever the schedule (``idle`` nodes).
+
+        A start needs its ``nodes_requested`` idle, a growth its ``1 <= want`` idle; a
+        release (an actor) frees nodes, so with one this is never known. The pending jobs'
+        least request is known without following the queue when only arrivals were added
+        (:meth:`_Queue.least_of`); otherwise the queue is followed first.
+        """
+        if any(e.action == "release" for e in actors):
+            return False
+        queue = self._queue
+        least = None if queue is None else queue.least_of(pending)
+        if least is None:
+            least = self._pending(pending, now, snapshot).least_requested()
+        for job in [g[2] for g in grows] + [e.job for e in actors]:
+            want = min(job.evolving_request, job.nodes_max - job.size)
+            least = min(least, want if want >= 1 else INFINITY)
+        return least > idle
 
     def _python_cycle(
         self,
