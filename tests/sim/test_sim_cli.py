@@ -227,3 +227,30 @@ def test_a_byte_order_mark_and_latin1_comments_do_not_stop_the_reading(
     call(str(path), "--json")
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert (summary["jobs"], summary["avg_wait_s"]) == (4, pytest.approx(52.5))
+
+
+def test_bad_periods_and_output_paths_stop_before_any_run(trace: Path, tmp_path: Path) -> None:
+    for period in ("0", "-5", "inf", "nan"):
+        with pytest.raises(InvalidRequest, match="--periodic must be a positive number"):
+            call(str(trace), "--periodic", period)
+    with pytest.raises(InvalidRequest, match=r"--jobs-out .*: directory .*nowhere does not exist"):
+        call(str(trace), "--jobs-out", str(tmp_path / "nowhere" / "x.swf"))
+    with pytest.raises(InvalidRequest, match=r"--jobs-csv .*: is a directory"):
+        call(str(trace), "--jobs-csv", str(tmp_path))
+
+
+def test_json_says_which_jobs_were_left_out(
+    trace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    call(str(trace), "--json", "--nodes", "2")  # job 2 asks for 4 nodes
+    captured = capsys.readouterr()
+    summary = json.loads(captured.out.strip().splitlines()[-1])
+    assert summary["jobs"] == 3
+    assert summary["workload"]["records"] == 4 and summary["workload"]["kept"] == 3
+    assert summary["workload"]["dropped"] == {"wider than the machine": 1}
+    assert summary["workload"]["nodes"] == 2
+    assert "3 of 4 jobs" in captured.err and "1 wider than the machine" in captured.err
+    call(str(trace), "--json")
+    captured = capsys.readouterr()
+    assert json.loads(captured.out.strip().splitlines()[-1])["workload"]["dropped"] == {}
+    assert captured.err == ""

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -445,6 +447,30 @@ def _check(args: argparse.Namespace) -> None:
         raise InvalidRequest(f"--records must be at least 1, got {args.records}")
     if not 0.0 <= args.elastic_fraction <= 1.0:
         raise InvalidRequest(f"--elastic-fraction must be in [0, 1], got {args.elastic_fraction}")
+    if args.periodic is not None and not 0.0 < args.periodic < math.inf:
+        raise InvalidRequest(
+            f"--periodic must be a positive number of seconds, got {args.periodic}"
+        )
+    for option, path in (("--jobs-out", args.jobs_out), ("--jobs-csv", args.jobs_csv)):
+        if path is not None:
+            _writable(option, path)
+
+
+def _writable(option: str, path: Path) -> None:
+    """Refuse, before any run, an output file whose directory is missing or not writable.
+
+    Raises
+    ------
+    InvalidRequest
+        Naming the option and the directory.
+    """
+    folder = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise InvalidRequest(f"{option} {path}: is a directory, not a file")
+    if not folder.is_dir():
+        raise InvalidRequest(f"{option} {path}: directory {folder} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise InvalidRequest(f"{option} {path}: directory {folder} is not writable")
 
 
 def _known_policies(args: argparse.Namespace) -> None:
@@ -524,6 +550,10 @@ def run(args: argparse.Namespace) -> int:
         figures = _figures(args, results[0], window, sweep, baseline)
         summary["figures"] = figures
     if args.json:
+        if workload.report is not None:
+            summary["workload"] = _report_fields(workload.report)
+            if any(n for _, n in workload.report.dropped):  # said where a reader looks
+                print(f"elastic-slurm: {workload.report.describe()}", file=sys.stderr)
         print(json.dumps(summary, sort_keys=True))
         return 0
     _print_text(workload, results, summary, sweep, baseline)
@@ -532,6 +562,23 @@ def run(args: argparse.Namespace) -> int:
     for figure in figures:
         print(f"  figure: {figure}")
     return 0
+
+
+def _report_fields(report: Any) -> dict[str, Any]:
+    """The trace's :class:`~elastic_slurm.simulator.workload.WorkloadReport` for ``--json``.
+
+    ``records`` read, jobs ``kept``, ``dropped`` (``{reason: count}``, reasons with a count
+    only), ``walltime_from_runtime``, the machine's ``nodes`` and ``procs_per_node``.
+    """
+    return {
+        "source": report.source,
+        "records": report.records,
+        "kept": report.kept,
+        "dropped": {why: n for why, n in report.dropped if n},
+        "walltime_from_runtime": report.walltime_from_runtime,
+        "nodes": report.nodes,
+        "procs_per_node": report.procs_per_node,
+    }
 
 
 def _simulate_all(

@@ -247,7 +247,7 @@ class EquiPartition(Policy):
                 "coorm_equipartition: evolving job %d pre-allocates its maximum, %d nodes, "
                 "%.0fx the %d it asks for (sure execution, thesis 6.4): such pre-allocations "
                 "keep nodes from other jobs for whole runs; option preallocate=false plans "
-                "evolving jobs at their current size (probable execution); said once",
+                "evolving jobs at their current size (probable execution); said once per run",
                 job.job_id,
                 job.nodes_max,
                 job.nodes_max / max(1, job.nodes_requested),

@@ -324,7 +324,7 @@ class KleinPerez(FastPath, Policy):
             log.warning(
                 "klein_perez: evolving job %d has no evolution profile; such jobs are planned "
                 "at their current size and their requests served when the plan has room (no "
-                "pre-allocation of nodes_max); this is said once per policy",
+                "pre-allocation of nodes_max); this is said once per run",
                 job.job_id,
             )
 
