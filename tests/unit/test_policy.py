@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import pytest
 
@@ -75,13 +75,52 @@ def test_value_refused_by_config() -> None:
     assert isinstance(info.value.__cause__, ValueError)
 
 
-def test_type_refused_by_config() -> None:
+def test_plain_types_are_checked_before_the_config_is_built() -> None:
     with pytest.raises(PolicyError) as info:
         Tuned.from_options({"mode": 3})
-    assert (
-        str(info.value) == "policy 'tuned': bad options {'mode': 3}: mode must be a string, got 3"
-    )
-    assert isinstance(info.value.__cause__, TypeError)
+    assert str(info.value) == "policy 'tuned': option mode must be a string, got 3"
+    with pytest.raises(PolicyError) as info:
+        Tuned.from_options({"factor": "abc"})  # not a Python error from the comparison
+    assert str(info.value) == "policy 'tuned': option factor must be a number, got 'abc'"
+    for bad in ("2", True, None):
+        with pytest.raises(PolicyError, match="option factor must be a number"):
+            Tuned.from_options({"factor": bad})
+    assert Tuned.from_options({"factor": 2}).config.factor == 2  # a whole number is a number
+
+
+class Typed(Policy):
+    name: ClassVar[str] = "typed"
+
+    @dataclasses.dataclass(frozen=True)
+    class Config:
+        flag: bool = False
+        count: int = 1
+        limit: float | None = None
+        level: Literal["low", "high"] = "low"
+
+    def decide(self, snapshot: ClusterSnapshot, trigger: Trigger) -> list[Decision]:
+        return []
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"flag": 1}, "option flag must be true or false, got 1"),
+        ({"count": 1.5}, "option count must be a whole number, got 1.5"),
+        ({"count": False}, "option count must be a whole number, got False"),
+        ({"limit": "x"}, "option limit must be a number or null, got 'x'"),
+    ],
+)
+def test_each_plain_type_is_named(options: dict[str, object], message: str) -> None:
+    with pytest.raises(PolicyError) as info:
+        Typed.from_options(options)
+    assert str(info.value) == f"policy 'typed': {message}"
+
+
+def test_other_types_are_left_to_the_config() -> None:
+    config = Typed.from_options({"flag": True, "limit": None, "level": "high"}).config
+    assert (config.flag, config.limit, config.level) == (True, None, "high")
+    assert Typed.from_options({"level": "nope"}).config.level == "nope"  # not checked here
 
 
 class Listy(Policy):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import typing
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -29,6 +30,45 @@ def _default(f: dataclasses.Field[Any]) -> str:
     if f.default_factory is not dataclasses.MISSING:
         return f"default {f.default_factory()!r}"
     return "required"
+
+
+#: Option types checked before a ``Config`` is built, and how a refusal names them.
+_PLAIN_TYPES: dict[Any, str] = {
+    bool: "true or false",
+    int: "a whole number",
+    float: "a number",
+    str: "a string",
+}
+_PLAIN_TYPES.update({t | None: f"{what} or null" for t, what in list(_PLAIN_TYPES.items())})
+
+
+def _check_type(policy: type[Policy], key: str, value: Any) -> None:
+    """Refuse an option value of the wrong plain type, naming the option and the type.
+
+    Options typed ``bool``, ``int``, ``float`` or ``str`` (or any of them ``| None``) are
+    checked strictly with pydantic (a whole number passes for a number; ``"0.5"`` does not);
+    other types are left to the ``Config``'s own checks.
+
+    Raises
+    ------
+    PolicyError
+        ``policy 'lina_elastic': option utilization_threshold must be a number, got 'abc'``.
+    """
+    import pydantic
+
+    try:
+        hint = typing.get_type_hints(policy.Config).get(key)
+    except (NameError, TypeError):  # a forward reference the module does not resolve
+        return
+    what = _PLAIN_TYPES.get(hint)
+    if what is None:
+        return
+    try:
+        pydantic.TypeAdapter(hint).validate_python(value, strict=True)
+    except pydantic.ValidationError:
+        raise PolicyError(
+            f"policy {policy.name!r}: option {key} must be {what}, got {value!r}"
+        ) from None
 
 
 class Policy(abc.ABC):
@@ -79,6 +119,8 @@ class Policy(abc.ABC):
             raise PolicyError(
                 f"policy {cls.name!r} has no option(s) {', '.join(unknown)}; its options: {known}"
             )
+        for key, value in options.items():
+            _check_type(cls, key, value)
         try:
             return cls(cls.Config(**options))
         except (TypeError, ValueError) as exc:
