@@ -6,7 +6,8 @@ for ``coorm_equipartition`` with the compiled kernel ``kit.compiled_placement.Qu
 Here each runs on a slice of a real trace with half the jobs elastic, once as shipped and once
 forced to recompute every reservation every cycle (the plain algorithm, as the papers state
 it); every decision, job record and allocation change must be the same, and both paths must
-be taken.
+be taken (except where no plan can fail: ``conservative_backfill`` on a trace whose estimates
+are its run times).
 """
 
 from __future__ import annotations
@@ -56,7 +57,13 @@ def test_kept_reservations_give_the_schedule_of_recomputed_ones(
     monkeypatch.setattr(plan, "follows", counted)
     monkeypatch.setattr(QueuePlan, "cycle", compiled)
     kept = _run(workload, name, recompute=False)
-    assert any(answers) and not all(answers), "both paths must be taken"
+    exact = all(job.walltime_s == job.runtime_s for job in workload.jobs)
+    if name == "conservative_backfill" and exact:
+        # every job ends at its estimated end (lublin's estimates are its run times) and a
+        # rigid policy resizes nothing: its plan always holds, nothing is ever recomputed
+        assert all(answers), "a plan that always holds was recomputed"
+    else:
+        assert any(answers) and not all(answers), "both paths must be taken"
     recomputed = _run(workload, name, recompute=True)
     assert kept[0] == recomputed[0]  # every decision, in order, with its reason
     assert kept[1:] == recomputed[1:]  # records, allocation changes, metrics

@@ -615,7 +615,13 @@ class VirtualCluster:
         job.anchor_s = now_s
 
     def _schedule(self, job: _Job, now_s: float) -> None:
-        """Schedule the job's next milestone: its next evolving event, or its end."""
+        """Schedule the job's next milestone: its next evolving event, or its end.
+
+        Timed from the job's anchor (its start or last change of rate), not from ``now_s``:
+        a non-blocking request does not re-anchor the job, so a job never resized ends at
+        exactly ``start + T`` (adding the pieces ``at_work * T`` and ``(1 - at_work) * T``
+        could be a rounding error off, and reorder its end with other events of that second).
+        """
         job.version += 1
         events = job.spec.evolving
         if job.next_event < len(events):
@@ -625,8 +631,8 @@ class VirtualCluster:
             target = 1.0
             kind = _JOB_END
         left = target - job.done
-        when = now_s + (left * job.full_s if left > 0.0 else 0.0)
-        self.queue.push(when, kind, (job, job.version))
+        when = job.anchor_s + left * job.full_s if left > 0.0 else now_s
+        self.queue.push(when if when > now_s else now_s, kind, (job, job.version))
 
     def _start(self, job: _Job, now_s: float) -> None:
         spec = job.spec
@@ -701,8 +707,6 @@ class VirtualCluster:
         event = job.spec.evolving[job.next_event]
         job.next_event += 1
         self._account(job, now_s)
-        self._advance(job, now_s)
-        job.done = event.at_work
         spec = job.spec
         if event.delta_nodes > 0:
             delta = min(event.delta_nodes, spec.nodes_max - job.size)
@@ -718,6 +722,8 @@ class VirtualCluster:
             self.trigger_mask |= _REQUEST_TRIGGER
             self.trigger_ids.add(spec.job_id)
             if event.blocking:
+                self._advance(job, now_s)  # it stops here: its work done is the event's
+                job.done = event.at_work
                 job.computing = False
                 self.dynamic.add(spec.job_id)
                 job.version += 1  # no milestone until it is served
