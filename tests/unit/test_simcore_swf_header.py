@@ -95,6 +95,37 @@ def test_maxprocs_not_a_multiple_of_maxnodes_keeps_the_node_count_and_says_so(
     assert "not a multiple" not in caplog.text
 
 
+@pytest.mark.parametrize(
+    ("header", "said"),
+    [
+        ("; MaxProcs: 100\n", "gives no MaxNodes: assuming MaxProcs 100 / 1 processor(s)"),
+        ("; MaxNodes: 0\n; MaxProcs: 100\n", "gives no MaxNodes above 0: assuming MaxProcs 100"),
+        ("; MaxNodes: N/A\n; MaxProcs: 100\n", "gives no MaxNodes: assuming MaxProcs 100"),
+    ],
+)
+def test_a_machine_size_taken_from_maxprocs_is_said(
+    header: str, said: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING):
+        workload = from_swf(parse(header + job(1)))
+    assert workload.nodes == 100
+    assert said in caplog.text and "= 100 node(s)" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        from_swf(parse("; MaxNodes: 100\n; MaxProcs: 100\n" + job(1)))
+    assert caplog.text == ""
+
+
+def test_fewer_processors_than_nodes_is_called_a_contradiction(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING):
+        workload = from_swf(parse("; MaxNodes: 100\n; MaxProcs: 50\n" + job(1)))
+    assert workload.nodes == 100
+    assert "MaxProcs 50 is less than MaxNodes 100 (fewer processors than nodes)" in caplog.text
+    assert "several sizes" not in caplog.text
+
+
 def test_load_workload_passes_the_record_options_to_the_reader(tmp_path: Path) -> None:
     path = tmp_path / "t.swf"
     path.write_text("; MaxNodes: 8\n; MaxProcs: 8\n" + "".join(job(i, i % 3) for i in range(1, 10)))

@@ -247,7 +247,17 @@ def _procs_per_node(trace: SWFTrace, given: int | None) -> int:
     if not (procs and nodes):
         return 1
     ppn = -(-procs // nodes)  # ceil: MaxNodes nodes hold at least MaxProcs processors
-    if procs % nodes:
+    if procs < nodes:  # not nodes of several sizes: the header contradicts itself
+        log.warning(
+            "%s: MaxProcs %d is less than MaxNodes %d (fewer processors than nodes): assuming "
+            "%d nodes of 1 processor; give procs_per_node (simulate --procs-per-node) to "
+            "choose otherwise",
+            trace.source,
+            procs,
+            nodes,
+            nodes,
+        )
+    elif procs % nodes:
         log.warning(
             "%s: MaxProcs %d is not a multiple of MaxNodes %d (nodes of several sizes): "
             "assuming %d nodes of %d processors (%d processors); give procs_per_node "
@@ -310,6 +320,15 @@ def from_swf(
             nodes = trace.header.max_nodes
         elif trace.header.max_procs:
             nodes = max(1, trace.header.max_procs // ppn)
+            log.warning(
+                "%s: the header gives no MaxNodes%s: assuming MaxProcs %d / %d processor(s) "
+                "per node = %d node(s); give nodes (simulate --nodes) to choose it",
+                trace.source,
+                " above 0" if trace.header.max_nodes == 0 else "",
+                trace.header.max_procs,
+                ppn,
+                nodes,
+            )
     dropped = {
         "with run time 0 (dropped by read_swf)": trace.dropped_zero_runtime,
         "without submit time": 0,
