@@ -546,15 +546,23 @@ class _Cycle:
                     if reach < self.minimum.low(self.snapshot.pending()):
                         break
                 continue
-            chosen = self.select_shrinkable(shortfall)
-            capacity = self._capacity
-            if chosen is None:
-                continue
-            self.take(chosen, f"for pending job {job.job_id} (Alg. 4)")
-            self.free += shortfall
-            self.start(job, low, f"by shrinking malleable jobs for {shortfall} node(s) (Alg. 4)")
+            self.start_by_shrinking(job, low, shortfall)
             free = self.free
             capacity = self._capacity
+
+    def start_by_shrinking(self, job: JobView, low: int, shortfall: int) -> None:
+        """Start ``job`` at ``low`` (``p_r``) nodes if shrinks can give the ``shortfall``.
+
+        Algorithm 4's step for a job whose ``p_r`` is above the idle nodes: the shortfall
+        (nodes beyond the idle ones) is asked of the shrink selection (Algorithms 5-8); when
+        the victims cover it they are shrunk and the job starts, otherwise nothing changes.
+        """
+        chosen = self.select_shrinkable(shortfall)
+        if chosen is None:
+            return
+        self.take(chosen, f"for pending job {job.job_id} (Alg. 4)")
+        self.free += shortfall
+        self.start(job, low, f"by shrinking malleable jobs for {shortfall} node(s) (Alg. 4)")
 
     # ------------------------------------------------------------------ Algorithm 1, line 7
     def expand_malleable(self) -> None:
