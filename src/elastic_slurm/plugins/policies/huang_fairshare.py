@@ -315,11 +315,36 @@ class ModifiedFairShare(Policy):
                 return decisions
         if not config.backfill:
             return decisions
-        # backfilling around that job's reservation (at ``start``, leaving ``spare`` nodes)
-        shadow, extra = start, spare
+        return self._backfill(queue, pos, free, (start, spare), total, machine, now, decisions)
+
+    def _backfill(
+        self,
+        queue: _Queue,
+        head: int,
+        free: int,
+        reservation: tuple[float, int],
+        total: float,
+        machine: int,
+        now: float,
+        decisions: list[Decision],
+    ) -> list[Decision]:
+        """Aggressive (EASY) backfilling around the head's reservation ([9, 10] in section 4.1).
+
+        ``head`` is the position in the queue of the first job that cannot start now;
+        ``reservation`` is its ``(start time in seconds, nodes it leaves spare then)``;
+        ``free`` the idle nodes left; ``total`` and ``machine`` the fair-share limit's sum of
+        sqrt weights and ``N``. Later jobs start now, each at the largest size up to its limit
+        that fits, if they end by the reservation or fit in the spare nodes (which they use
+        up). Their starts are appended to ``decisions`` (returned) and their positions to
+        ``queue.started``.
+        """
+        shadow, extra = reservation
+        source = self._estimates
+        limit = self._limit
         seqs = queue.seqs
         by_seq = queue.by_seq
-        for seq in queue.backfill_candidates(seqs[pos], free, extra, now, shadow):
+        started = queue.started
+        for seq in queue.backfill_candidates(seqs[head], free, extra, now, shadow):
             job, ji = by_seq[seq]
             low = ji.low
             if low > free or (extra < low and now + ji.shortest_s > shadow):

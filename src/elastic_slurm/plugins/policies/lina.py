@@ -22,8 +22,8 @@ import dataclasses
 import math
 import operator
 import random
-from collections.abc import Sequence
-from itertools import compress
+from collections.abc import Iterator, Sequence
+from itertools import chain, compress
 from typing import ClassVar
 
 from elastic_slurm.model.decisions import Decision, Expand, Shrink, Start
@@ -384,42 +384,80 @@ class _Cycle:
         is passed on to Algorithm 4 in queue order, and the first of them that can ever
         start, if before any job that fits and does not start, is the head.
         """
-        free = self.free  # a local copy (the queue can be long), read again after each start
+        free = self.free
         if free == 0:
             # only Algorithm 4 reads the jobs left, and only when malleable jobs run
             return list(pending) if self.victims else []
         if free < self.minimum.of(pending)[0]:
             return list(pending)  # no job's minimum fits: all are passed on, as below
         left: list[JobView] = []
-        head: JobView | None = None
-        reservation: tuple[float, int] | None = None  # (shadow time, extra nodes)
+        done = self.in_order(pending, left)
+        if self.free > 0 or self.victims:  # only Algorithm 4 reads the jobs left
+            left.extend(pending[done:])
+        return left
+
+    def in_order(self, pending: Sequence[JobView], left: list[JobView]) -> int:
+        """Algorithm 3's first come, first served: start jobs in order while they fit.
+
+        Walks the jobs of ``pending`` whose minimum fits in the idle nodes (indexes, in
+        queue order) and starts each at its request ``P`` while it fits; the first job that
+        can ever start and does not fit now is the head, and :meth:`backfill` goes on from
+        there. Jobs passed over are appended to ``left``. Returns how many jobs of
+        ``pending`` were dealt with (``pending[:done]``): the rest all have a minimum above
+        the idle nodes.
+        """
+        free = self.free  # a local copy (the queue can be long), read again after each start
         done = 0  # pending[:done] is dealt with
         fitting = compress(range(len(pending)), map(free.__ge__, map(_NODES_MIN, pending)))
         for i in fitting:
-            if head is None:
-                for job in pending[done:i]:  # minimum too large: passed on, maybe the head
-                    if self.can_ever_start(job):
-                        head = job
-                        break
+            for job in pending[done:i]:  # minimum too large: passed on, maybe the head
+                if self.can_ever_start(job):
+                    return self.backfill(pending, chain((i,), fitting), job, left, done)
             left.extend(pending[done:i])
             done = i + 1
             job = pending[i]
             if job.nodes_min > free:  # it fitted before this cycle's starts
-                if head is None and self.can_ever_start(job):
-                    head = job
+                left.append(job)
+                if self.can_ever_start(job):
+                    return self.backfill(pending, fitting, job, left, done)
+                continue
+            size = _request(job)
+            if size <= free:
+                self.start(job, size, "first come, first served (Alg. 3)")
+                free = self.free
+                if free == 0:
+                    break
+            elif self.can_ever_start(job):
+                left.append(job)
+                return self.backfill(pending, fitting, job, left, done)
+        return done
+
+    def backfill(
+        self,
+        pending: Sequence[JobView],
+        fitting: Iterator[int],
+        head: JobView,
+        left: list[JobView],
+        done: int,
+    ) -> int:
+        """EASY backfilling behind ``head``'s reservation (Algorithm 1's title; Algorithm 3).
+
+        ``fitting`` yields the indexes in ``pending`` still to try, in queue order, past
+        ``pending[:done]``, which is dealt with. The reservation (shadow time in seconds,
+        extra nodes) is computed at the first job that fits; a job then starts at ``P`` if
+        it ends by the shadow time or fits in the extra nodes (which it uses up). Jobs passed
+        over are appended to ``left``; returns ``done`` as :meth:`in_order` does.
+        """
+        free = self.free
+        reservation: tuple[float, int] | None = None  # (shadow time, extra nodes)
+        for i in fitting:
+            left.extend(pending[done:i])
+            done = i + 1
+            job = pending[i]
+            if job.nodes_min > free:  # it fitted before this cycle's starts
                 left.append(job)
                 continue
             size = _request(job)
-            if head is None:
-                if size <= free:
-                    self.start(job, size, "first come, first served (Alg. 3)")
-                    free = self.free
-                    if free == 0:
-                        break
-                elif self.can_ever_start(job):
-                    head = job
-                    left.append(job)
-                continue
             if size > free:
                 left.append(job)
                 continue
@@ -438,9 +476,7 @@ class _Cycle:
             free = self.free
             if free == 0:
                 break
-        if free > 0 or self.victims:  # only Algorithm 4 reads the jobs left
-            left.extend(pending[done:])
-        return left
+        return done
 
     def first_fit(self, pending: Sequence[JobView]) -> list[JobView]:
         """Algorithm 3 as printed (with ``<=``): every job that fits, in order."""
@@ -510,15 +546,23 @@ class _Cycle:
                     if reach < self.minimum.low(self.snapshot.pending()):
                         break
                 continue
-            chosen = self.select_shrinkable(shortfall)
-            capacity = self._capacity
-            if chosen is None:
-                continue
-            self.take(chosen, f"for pending job {job.job_id} (Alg. 4)")
-            self.free += shortfall
-            self.start(job, low, f"by shrinking malleable jobs for {shortfall} node(s) (Alg. 4)")
+            self.start_by_shrinking(job, low, shortfall)
             free = self.free
             capacity = self._capacity
+
+    def start_by_shrinking(self, job: JobView, low: int, shortfall: int) -> None:
+        """Start ``job`` at ``low`` (``p_r``) nodes if shrinks can give the ``shortfall``.
+
+        Algorithm 4's step for a job whose ``p_r`` is above the idle nodes: the shortfall
+        (nodes beyond the idle ones) is asked of the shrink selection (Algorithms 5-8); when
+        the victims cover it they are shrunk and the job starts, otherwise nothing changes.
+        """
+        chosen = self.select_shrinkable(shortfall)
+        if chosen is None:
+            return
+        self.take(chosen, f"for pending job {job.job_id} (Alg. 4)")
+        self.free += shortfall
+        self.start(job, low, f"by shrinking malleable jobs for {shortfall} node(s) (Alg. 4)")
 
     # ------------------------------------------------------------------ Algorithm 1, line 7
     def expand_malleable(self) -> None:
