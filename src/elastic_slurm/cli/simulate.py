@@ -26,6 +26,7 @@ matplotlib are imported inside :func:`run`, so that ``elastic-slurm --help`` sta
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -570,15 +571,7 @@ def _report_fields(report: Any) -> dict[str, Any]:
     ``records`` read, jobs ``kept``, ``dropped`` (``{reason: count}``, reasons with a count
     only), ``walltime_from_runtime``, the machine's ``nodes`` and ``procs_per_node``.
     """
-    return {
-        "source": report.source,
-        "records": report.records,
-        "kept": report.kept,
-        "dropped": {why: n for why, n in report.dropped if n},
-        "walltime_from_runtime": report.walltime_from_runtime,
-        "nodes": report.nodes,
-        "procs_per_node": report.procs_per_node,
-    }
+    return {**dataclasses.asdict(report), "dropped": {why: n for why, n in report.dropped if n}}
 
 
 def _simulate_all(
